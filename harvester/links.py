@@ -1,0 +1,333 @@
+"""Link extraction from fetched HTML and CSS.
+
+:func:`extract_links` turns a response body into the list of URLs the frontier
+may follow, each tagged with a *kind* that the scope uses:
+
+``navigation``
+    ``a`` and ``area`` ``href``, and ``link href`` with a rel that names another
+    page (``canonical``, ``alternate``, ``next`` ...).
+``embed``
+    What a browser loads to render the page: ``img`` ``src``/``srcset`` (and the
+    lazy-loading ``data-src``/``data-srcset``), ``picture source``,
+    ``link rel=stylesheet/icon/preload/modulepreload/prefetch/manifest``,
+    ``script src``, ``iframe``/``frame src``, ``embed src``, ``object data``,
+    ``audio``/``video``/``source``/``track src``, ``video poster``,
+    ``input type=image src``, ``background`` attributes, SVG ``image href``,
+    ``url()`` in ``style`` attributes and ``<style>`` elements, and ``url()``
+    and ``@import`` in stylesheets.
+``refresh``
+    ``<meta http-equiv=refresh content="0; url=...">``; the scope treats it as
+    navigation for depth.
+
+``<base href>`` changes the base URL (the first one only, as in browsers); one
+in ``<head>`` applies to the whole document, one after ``<body>`` has started
+(non-conforming) only to the links after it.
+Every URL is normalised with :func:`harvester.urls.normalize_url`; what does
+not normalise (``javascript:``, ``mailto:``, ``data:`` ...) is dropped. The
+list is in document order, without repeats of the same ``(url, kind)`` pair:
+one URL can appear twice, once per kind, so the scope can judge each role.
+
+HTML is parsed by lxml's libxml2 HTML parser in event mode (a parser
+*target*), never as a tree: libxml2 silently stops building a tree at depth
+256 (2,048 with ``huge_tree``), which would hide every link below it, and
+half a million links in a tree take hundreds of megabytes. The body is read
+in chunks and parsing stops once ``max_links`` links are found.
+
+Limits: at most ``max_bytes`` of the body are read, at most ``max_links``
+links returned. A bogus charset falls back to UTF-8 with replacement
+characters, an empty or binary body gives ``[]``; nothing here raises on any
+input or does I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from lxml import etree
+
+from harvester.charset import css_charset, decode, html_charset
+from harvester.urls import normalize_url
+
+__all__ = ["EMBED", "NAVIGATION", "REFRESH", "Link", "extract_links", "parse_srcset"]
+
+NAVIGATION = "navigation"
+EMBED = "embed"
+REFRESH = "refresh"
+
+MAX_LINKS = 10_000
+MAX_BYTES = 10 * 1024 * 1024
+
+HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+CSS_TYPES = frozenset({"text/css"})
+
+_CHUNK = 64 * 1024
+_EMBED_RELS = frozenset(
+    {
+        "stylesheet",
+        "icon",
+        "apple-touch-icon",
+        "apple-touch-icon-precomposed",
+        "mask-icon",
+        "preload",
+        "modulepreload",
+        "prefetch",
+        "manifest",
+    }
+)
+# They name origins to connect to early, not resources.
+_SKIP_RELS = frozenset({"dns-prefetch", "preconnect"})
+# Attributes holding one URL of an embedded resource, per element.
+_EMBED_ATTRS = {
+    "img": ("src", "data-src"),
+    "source": ("src",),
+    "script": ("src",),
+    "iframe": ("src",),
+    "frame": ("src",),
+    "embed": ("src",),
+    "object": ("data",),
+    "audio": ("src",),
+    "video": ("src", "poster"),
+    "track": ("src",),
+    "body": ("background",),
+    "table": ("background",),
+    "td": ("background",),
+    "th": ("background",),
+    "image": ("href", "xlink:href"),
+}
+_SRCSET_ATTRS = {"img": ("srcset", "data-srcset"), "source": ("srcset", "data-srcset")}
+_WHITESPACE = " \t\n\r\f"
+_CSS_REF = re.compile(
+    r"""url\(\s*(?:"([^"\n]*)"|'([^'\n]*)'|([^()\s"']*))\s*\)"""
+    r"""|@import\s+(?:"([^"\n]*)"|'([^'\n]*)')""",
+    re.IGNORECASE,
+)
+_REFRESH = re.compile(r"\s*[0-9.]*\s*[;,]?\s*(?:url\s*=\s*)?(.*)", re.IGNORECASE | re.DOTALL)
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """One outgoing link: normalised *url*, *kind* and where it was found.
+
+    *source* is ``"tag@attribute"`` for attributes (``"a@href"``,
+    ``"img@srcset"``, ``"div@style"``, ``"meta@refresh"``), ``"style"`` for a
+    ``<style>`` element and ``"css"`` for a stylesheet body.
+    """
+
+    url: str
+    kind: str
+    source: str
+
+
+def extract_links(
+    body: bytes,
+    base_url: str,
+    content_type: str,
+    charset: str | None = None,
+    *,
+    max_links: int = MAX_LINKS,
+    max_bytes: int = MAX_BYTES,
+) -> list[Link]:
+    """Return the links of an HTML or CSS *body* fetched from *base_url*.
+
+    *content_type* is the response's ``Content-Type`` (parameters allowed; its
+    ``charset`` is used when *charset* is not given). Bodies of other types,
+    including a missing type, give ``[]``.
+    """
+    if not isinstance(body, (bytes, bytearray, memoryview)) or max_links <= 0:
+        return []
+    body = bytes(body[:max_bytes])
+    mime, _, params = (content_type or "").partition(";")
+    mime = mime.strip().lower()
+    if charset is None:
+        charset = _charset_param(params)
+    collector = _Collector(base_url, max_links)
+    if mime in HTML_TYPES:
+        _parse_html(body, html_charset(body, charset), collector)
+    elif mime in CSS_TYPES:
+        collector.add_css(decode(body, css_charset(body, charset)), "css")
+    return collector.links
+
+
+def parse_srcset(value: str) -> list[str]:
+    """Return the URLs of a ``srcset`` attribute, following the HTML standard.
+
+    Candidates are split on commas that follow whitespace or a URL, so URLs
+    that contain commas survive; descriptors (``2x``, ``640w``) are dropped.
+    """
+    urls = []
+    pos, end = 0, len(value)
+    while pos < end:
+        while pos < end and (value[pos] in _WHITESPACE or value[pos] == ","):
+            pos += 1
+        start = pos
+        while pos < end and value[pos] not in _WHITESPACE:
+            pos += 1
+        url = value[start:pos]
+        if url.endswith(","):
+            url = url.rstrip(",")
+        else:
+            depth = 0  # descriptors run to the next comma outside parentheses
+            while pos < end:
+                char = value[pos]
+                pos += 1
+                if char == "(":
+                    depth += 1
+                elif char == ")" and depth:
+                    depth -= 1
+                elif char == "," and not depth:
+                    break
+        if url:
+            urls.append(url)
+    return urls
+
+
+def _charset_param(params: str) -> str | None:
+    for param in params.split(";"):
+        name, _, value = param.partition("=")
+        if name.strip().lower() == "charset":
+            return value.strip().strip("\"'") or None
+    return None
+
+
+def _parse_html(body: bytes, codec: str, collector: _Collector) -> None:
+    # Decode ourselves (Python knows more charsets than libxml2, and replaces
+    # instead of failing), then hand libxml2 UTF-8 and tell it so, which also
+    # overrides any <meta> or <?xml encoding?> inside the document.
+    data = decode(body, codec).encode("utf-8", errors="replace")
+    if not data.strip():
+        return
+    parser = etree.HTMLParser(target=collector, encoding="utf-8", huge_tree=True, no_network=True)
+    try:
+        for start in range(0, len(data), _CHUNK):
+            parser.feed(data[start : start + _CHUNK])
+            if collector.full:
+                break
+        parser.close()
+    except (etree.LxmlError, ValueError):
+        pass  # keep what was found before libxml2 gave up
+
+
+def _css_urls(css: str):
+    pos = 0
+    while True:  # skip comments without a regex, which is quadratic on "/*/*/*..."
+        start = css.find("/*", pos)
+        chunk = css[pos:] if start < 0 else css[pos:start]
+        for match in _CSS_REF.finditer(chunk):
+            yield next(group for group in match.groups() if group is not None)
+        if start < 0:
+            return
+        stop = css.find("*/", start + 2)
+        if stop < 0:
+            return
+        pos = stop + 2
+
+
+def _refresh_url(content: str) -> str:
+    match = _REFRESH.match(content)
+    url = match.group(1).strip() if match else ""
+    if url[:1] in ("'", '"'):
+        url = url[1:].partition(url[0])[0]
+    return url
+
+
+class _Collector:
+    """lxml parser target: turns start-tag events into links."""
+
+    def __init__(self, base_url: str, max_links: int):
+        self.base = normalize_url(base_url)
+        self.max_links = max_links
+        self.links: list[Link] = []
+        self.seen: set[tuple[str, str]] = set()
+        # Links seen before <base href>, re-resolved if it comes; None once
+        # it can no longer come (seen, or <body> started).
+        self.before_base: list[tuple[str, str, str]] | None = []
+        self.style_text: list[str] | None = None
+
+    @property
+    def full(self) -> bool:
+        return len(self.links) >= self.max_links
+
+    def add(self, raw: str | None, kind: str, source: str) -> None:
+        if raw is None or self.full:
+            return
+        if self.before_base is not None:
+            self.before_base.append((raw, kind, source))
+            if len(self.before_base) > 2 * self.max_links:  # a <head> of links, no <body>
+                self.before_base = None
+        url = normalize_url(raw, self.base)
+        if url is not None and (url, kind) not in self.seen:
+            self.seen.add((url, kind))
+            self.links.append(Link(url, kind, source))
+
+    def add_css(self, css: str, source: str) -> None:
+        for raw in _css_urls(css):
+            if self.full:
+                return
+            self.add(raw, EMBED, source)
+
+    def set_base(self, href: str | None) -> None:
+        if href is None or self.before_base is None:
+            return
+        pending, self.before_base = self.before_base, None
+        base = normalize_url(href, self.base)
+        if base is None:
+            return
+        self.base = base
+        self.links, self.seen = [], set()
+        for raw, kind, source in pending:
+            self.add(raw, kind, source)
+
+    # lxml target interface
+
+    def start(self, tag, attrib, nsmap=None) -> None:
+        if self.full or not isinstance(tag, str):
+            return
+        get = attrib.get
+        if tag == "base":
+            self.set_base(get("href"))
+        elif tag == "body":
+            self.before_base = None
+        if tag in ("a", "area"):
+            self.add(get("href"), NAVIGATION, f"{tag}@href")
+        elif tag == "link":
+            self._link(attrib)
+        elif tag == "meta":
+            if (get("http-equiv") or "").strip().lower() == "refresh":
+                url = _refresh_url(get("content") or "")
+                if url:
+                    self.add(url, REFRESH, "meta@refresh")
+        elif tag == "input":
+            if (get("type") or "").strip().lower() == "image":
+                self.add(get("src"), EMBED, "input@src")
+        elif tag == "style":
+            self.style_text = []
+        for name in _EMBED_ATTRS.get(tag, ()):
+            self.add(get(name), EMBED, f"{tag}@{name}")
+        for name in _SRCSET_ATTRS.get(tag, ()):
+            for url in parse_srcset(get(name) or ""):
+                self.add(url, EMBED, f"{tag}@{name}")
+        style = get("style")
+        if style and "url" in style.lower():
+            self.add_css(style, f"{tag}@style")
+
+    def _link(self, attrib) -> None:
+        rels = set((attrib.get("rel") or "").lower().split())
+        if rels & _SKIP_RELS:
+            return
+        kind = EMBED if rels & _EMBED_RELS else NAVIGATION
+        self.add(attrib.get("href"), kind, "link@href")
+        for url in parse_srcset(attrib.get("imagesrcset") or ""):
+            self.add(url, EMBED, "link@imagesrcset")
+
+    def end(self, tag) -> None:
+        if tag == "style" and self.style_text is not None:
+            css, self.style_text = "".join(self.style_text), None
+            self.add_css(css, "style")
+
+    def data(self, text) -> None:
+        if self.style_text is not None:
+            self.style_text.append(text)
+
+    def close(self) -> None:
+        return None
