@@ -1,0 +1,565 @@
+"""A small threaded HTTP/1.1 server on 127.0.0.1 that serves a versioned content model.
+
+The server knows nothing about pages: it asks ``model.resolve(version, path_with_query,
+request_headers)`` for a :class:`Resource` and puts it on the wire, taking care of the transport
+(keep-alive, chunked framing, gzip when the client accepts it, conditional requests answered
+with a real 304). The sample site (``strata.sample_site``) is one model; benchmarks plug in
+generated ones.
+
+Besides the model, the server answers a few hostile endpoints under ``/hostile/`` (never linked
+from any page) so that harvester tests can meet slow, huge, compressed-bomb and pathological
+responses on a real socket. They are generated lazily: nothing large is held in memory.
+"""
+
+from __future__ import annotations
+
+import gzip
+import logging
+import socket
+import socketserver
+import threading
+import time
+import zlib
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from email.utils import formatdate, parsedate_to_datetime
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from typing import Protocol
+
+__all__ = ["ContentModel", "RequestRecord", "Resource", "SiteServer", "hostile_paths"]
+
+log = logging.getLogger(__name__)
+
+HOST = "127.0.0.1"
+
+
+@dataclass(frozen=True)
+class Resource:
+    """One response as the content model describes it, identity-encoded.
+
+    ``chunked`` and ``gzip`` are wishes about the transport: the server sends the body with
+    ``Transfer-Encoding: chunked`` (in several chunks) and with ``Content-Encoding: gzip`` when
+    the client's ``Accept-Encoding`` allows it. ``etag`` (a quoted entity tag) and
+    ``last_modified`` (an IMF-fixdate) are sent as validators and honoured on conditional
+    requests. ``stream``, when set, replaces ``body``: it is called with the server's stop
+    event and yields the body lazily; ``content_length`` then declares its length (or chunked
+    framing is used).
+    """
+
+    status: int = 200
+    headers: tuple[tuple[str, str], ...] = ()
+    body: bytes = b""
+    chunked: bool = False
+    gzip: bool = False
+    etag: str | None = None
+    last_modified: str | None = None
+    stream: Callable[[threading.Event], Iterable[bytes]] | None = None
+    content_length: int | None = None
+
+    def header(self, name: str, default: str | None = None) -> str | None:
+        lname = name.lower()
+        for key, value in self.headers:
+            if key.lower() == lname:
+                return value
+        return default
+
+    @property
+    def content_type(self) -> str | None:
+        return self.header("Content-Type")
+
+
+class ContentModel(Protocol):
+    def resolve(self, version: int, path: str, request_headers: Mapping[str, str]) -> Resource | None: ...
+
+
+@dataclass(frozen=True)
+class RequestRecord:
+    """One request as the server saw it (``headers`` in arrival order)."""
+
+    method: str
+    path: str
+    status: int
+    headers: tuple[tuple[str, str], ...]
+    version: int
+
+    def header(self, name: str, default: str | None = None) -> str | None:
+        lname = name.lower()
+        for key, value in self.headers:
+            if key.lower() == lname:
+                return value
+        return default
+
+
+class SiteServer:
+    """Serve ``model`` at ``version`` on ``http://127.0.0.1:PORT`` (``port=0``: an ephemeral one).
+
+    ``latency`` (seconds) delays every response. ``version`` and ``latency`` may be changed while
+    the server runs. Use as a context manager or call :meth:`start` / :meth:`stop`.
+    """
+
+    def __init__(
+        self,
+        model: ContentModel,
+        version: int = 1,
+        *,
+        port: int = 0,
+        latency: float = 0.0,
+        hostile: bool = True,
+    ):
+        self.model = model
+        self.latency = float(latency)
+        self.hostile = hostile
+        self._port = port
+        self._version = version
+        self._lock = threading.Lock()
+        self._stop_event = threading.Event()
+        self._httpd: _HTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self._connections: set[socket.socket] = set()
+        self._idle = threading.Condition(self._lock)
+        self.reset_counters()
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def start(self) -> SiteServer:
+        if self._httpd is not None:
+            return self
+        self._stop_event.clear()
+        self._httpd = _HTTPServer((HOST, self._port), _Handler, self)
+        self._port = self._httpd.server_address[1]
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name=f"site-server-{self._port}",
+            daemon=True,
+        )
+        self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 2.0) -> None:
+        """Stop serving, drop open connections (even mid-response) and release the port."""
+        httpd, self._httpd = self._httpd, None
+        if httpd is None:
+            return
+        self._stop_event.set()
+        httpd.shutdown()
+        httpd.server_close()
+        with self._lock:
+            connections = list(self._connections)
+        for conn in connections:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        deadline = time.monotonic() + timeout
+        with self._idle:
+            while self._connections and time.monotonic() < deadline:
+                self._idle.wait(deadline - time.monotonic())
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None
+
+    def __enter__(self) -> SiteServer:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    @property
+    def running(self) -> bool:
+        return self._httpd is not None
+
+    @property
+    def port(self) -> int:
+        return self._port
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{HOST}:{self._port}"
+
+    def url(self, path: str) -> str:
+        return self.base_url + path
+
+    # -- state -----------------------------------------------------------------------------
+
+    @property
+    def version(self) -> int:
+        with self._lock:
+            return self._version
+
+    @version.setter
+    def version(self, value: int) -> None:
+        with self._lock:
+            self._version = value
+
+    @property
+    def request_count(self) -> int:
+        with self._lock:
+            return self._request_count
+
+    @property
+    def bytes_sent(self) -> int:
+        """Bytes written to sockets: status lines, headers, chunk framing and bodies."""
+        with self._lock:
+            return self._bytes_sent
+
+    @property
+    def connection_count(self) -> int:
+        """TCP connections accepted since the last reset (keep-alive reuses one)."""
+        with self._lock:
+            return self._connection_count
+
+    @property
+    def request_log(self) -> list[RequestRecord]:
+        with self._lock:
+            return list(self._log)
+
+    def reset_counters(self) -> None:
+        with self._lock:
+            self._request_count = 0
+            self._bytes_sent = 0
+            self._connection_count = 0
+            self._log: list[RequestRecord] = []
+
+    # -- internals used by the handler -----------------------------------------------------
+
+    def _opened(self, conn: socket.socket) -> None:
+        with self._lock:
+            self._connections.add(conn)
+            self._connection_count += 1
+
+    def _closed(self, conn: socket.socket) -> None:
+        with self._idle:
+            self._connections.discard(conn)
+            self._idle.notify_all()
+
+    def _sent(self, nbytes: int) -> None:
+        with self._lock:
+            self._bytes_sent += nbytes
+
+    def _record(self, record: RequestRecord) -> None:
+        with self._lock:
+            self._request_count += 1
+            self._log.append(record)
+
+    def _resolve(self, version: int, path: str, headers: Mapping[str, str]) -> Resource:
+        if self.hostile and path.startswith("/hostile/"):
+            resource = _hostile(path)
+        else:
+            resource = self.model.resolve(version, path, headers)
+        return resource if resource is not None else _NOT_FOUND
+
+
+class _HTTPServer(socketserver.ThreadingMixIn, HTTPServer):
+    daemon_threads = True
+    block_on_close = False  # SiteServer.stop() waits for handlers itself, with a deadline
+    allow_reuse_address = True
+
+    def __init__(self, address: tuple[str, int], handler: type, owner: SiteServer):
+        self.owner = owner
+        super().__init__(address, handler)
+
+    def get_request(self) -> tuple[socket.socket, tuple[str, int]]:
+        conn, addr = super().get_request()
+        # Without it, a response written in pieces (head, chunks) waits for the client's
+        # delayed ACK: about 40 ms per response on Linux.
+        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return conn, addr
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        # Clients hanging up mid-response are normal here (hostile endpoints); stay quiet.
+        log.debug("error while serving %s", client_address, exc_info=True)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "StrataSiteServer/1.0"
+    sys_version = ""
+    timeout = 60  # drop idle keep-alive connections eventually
+    server: _HTTPServer
+
+    def setup(self) -> None:
+        super().setup()
+        self.server.owner._opened(self.connection)
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        finally:
+            self.server.owner._closed(self.connection)
+
+    def log_message(self, format: str, *args: object) -> None:
+        log.debug("%s " + format, self.address_string(), *args)
+
+    def do_GET(self) -> None:
+        self._serve(head_only=False)
+
+    def do_HEAD(self) -> None:
+        self._serve(head_only=True)
+
+    def _write(self, data: bytes) -> None:
+        self.wfile.write(data)
+        self.server.owner._sent(len(data))
+
+    def _serve(self, head_only: bool) -> None:
+        owner = self.server.owner
+        version = owner.version
+        if owner.latency > 0 and owner._stop_event.wait(owner.latency):
+            self.close_connection = True
+            return
+        try:
+            resource = owner._resolve(version, self.path, self.headers)
+        except Exception:
+            log.exception("content model failed on %s", self.path)
+            resource = _SERVER_ERROR
+        try:
+            self._send(resource, version, head_only)
+        except OSError:  # the client hung up or stalled, or stop() closed the socket
+            self.close_connection = True
+
+    def _send(self, res: Resource, version: int, head_only: bool) -> None:
+        owner = self.server.owner
+        use_gzip = res.gzip and res.stream is None and _accepts_gzip(self.headers.get("Accept-Encoding"))
+        etag = _gzip_etag(res.etag) if (use_gzip and res.etag) else res.etag
+        status = res.status
+        if status == 200 and _not_modified(res, self.headers):
+            status = 304
+        owner._record(RequestRecord(self.command, self.path, status, tuple(self.headers.items()), version))
+
+        headers = list(res.headers)
+        if res.gzip:
+            headers.append(("Vary", "Accept-Encoding"))
+        if etag:
+            headers.append(("ETag", etag))
+        if res.last_modified:
+            headers.append(("Last-Modified", res.last_modified))
+        headers.append(("Date", formatdate(usegmt=True)))
+        headers.append(("Server", self.server_version))
+
+        body: bytes | None = None  # sent in one write with the head
+        chunks: Iterable[bytes] = ()  # sent one write per item, after the head
+        chunked = False
+        if status == 304:
+            headers = [(k, v) for k, v in headers if k.lower() not in ("content-type", "content-length")]
+            body = b""
+        elif res.stream is not None:
+            chunks = res.stream(owner._stop_event)
+            if res.content_length is not None:
+                headers.append(("Content-Length", str(res.content_length)))
+            elif self.request_version == "HTTP/1.0":
+                self.close_connection = True  # no chunked coding in HTTP/1.0: the close delimits
+            else:
+                chunked = True
+        else:
+            body = gzip.compress(res.body, mtime=0) if use_gzip else res.body
+            if use_gzip:
+                headers.append(("Content-Encoding", "gzip"))
+            if res.chunked and self.request_version != "HTTP/1.0":
+                chunked = True
+                chunks, body = _split(body), None
+            else:
+                headers.append(("Content-Length", str(len(body))))
+        if chunked:
+            headers.append(("Transfer-Encoding", "chunked"))
+
+        if self.close_connection:
+            headers.append(("Connection", "close"))
+        elif self.request_version == "HTTP/1.0":
+            headers.append(("Connection", "keep-alive"))
+        try:
+            reason = HTTPStatus(status).phrase
+        except ValueError:
+            reason = ""
+        head = f"HTTP/1.1 {status} {reason}\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers) + "\r\n"
+        head_bytes = head.encode("latin-1")
+
+        if head_only or status == 304:
+            self._write(head_bytes)
+            return
+        if body is not None:
+            self._write(head_bytes + body)
+            return
+        self._write(head_bytes)
+        for chunk in chunks:
+            if owner._stop_event.is_set():
+                self.close_connection = True
+                return
+            if chunk:
+                self._write(b"%x\r\n%s\r\n" % (len(chunk), chunk) if chunked else chunk)
+        if chunked:
+            self._write(b"0\r\n\r\n")
+
+
+_NOT_FOUND = Resource(
+    404,
+    (("Content-Type", "text/html; charset=utf-8"),),
+    b"<!DOCTYPE html>\n<title>Not Found</title>\n<h1>404 Not Found</h1>\n",
+)
+_SERVER_ERROR = Resource(500, (("Content-Type", "text/plain; charset=utf-8"),), b"content model error\n")
+
+
+def _split(body: bytes, parts: int = 4) -> list[bytes]:
+    """Several chunks, so that clients really meet chunked framing."""
+    size = max(1, -(-len(body) // parts))
+    return [body[i : i + size] for i in range(0, len(body), size)]
+
+
+def _accepts_gzip(value: str | None) -> bool:
+    gzip_q = star_q = None
+    for item in (value or "").split(","):
+        name, _, params = item.partition(";")
+        name = name.strip().lower()
+        q = 1.0
+        for param in params.split(";"):
+            key, _, val = param.partition("=")
+            if key.strip().lower() == "q":
+                try:
+                    q = float(val)
+                except ValueError:
+                    q = 0.0
+        if name in ("gzip", "x-gzip"):
+            gzip_q = q
+        elif name == "*":
+            star_q = q
+    q = gzip_q if gzip_q is not None else star_q
+    return bool(q and q > 0)
+
+
+def _gzip_etag(etag: str) -> str:
+    # A gzip variant is a different representation, so it gets its own strong tag (as Apache).
+    return etag[:-1] + '-gzip"' if etag.endswith('"') else etag + "-gzip"
+
+
+def _opaque(tag: str) -> str:
+    tag = tag.strip()
+    return tag[2:] if tag.startswith("W/") else tag
+
+
+def _not_modified(res: Resource, headers: Mapping[str, str]) -> bool:
+    inm = headers.get("If-None-Match")
+    if inm is not None:  # RFC 9110 13.2.2: If-None-Match wins over If-Modified-Since
+        if not res.etag:
+            return False
+        if inm.strip() == "*":
+            return True
+        mine = {_opaque(res.etag), _opaque(_gzip_etag(res.etag))}
+        return any(_opaque(tag) in mine for tag in inm.split(","))
+    ims = headers.get("If-Modified-Since")
+    if ims and res.last_modified:
+        try:
+            return parsedate_to_datetime(res.last_modified) <= parsedate_to_datetime(ims)
+        except (TypeError, ValueError):
+            return False
+    return False
+
+
+# -- hostile endpoints -------------------------------------------------------------------------
+
+_HTML = (("Content-Type", "text/html; charset=utf-8"),)
+TRICKLE_INTERVAL = 0.5
+_TRICKLE_HEAD = b"<!DOCTYPE html><title>trickle</title><p>"
+_TRICKLE_BODY = _TRICKLE_HEAD + b"." * (120 - len(_TRICKLE_HEAD))  # one byte per interval: 60 s
+HUGE_BYTES = 50 * 1024 * 1024
+BOMB_INFLATED_BYTES = 200 * 1024 * 1024
+DEEP_NESTING = 5000
+MANY_LINKS = 200_000
+
+
+def _trickle(stop: threading.Event) -> Iterable[bytes]:
+    for i in range(len(_TRICKLE_BODY)):
+        yield _TRICKLE_BODY[i : i + 1]
+        if stop.wait(TRICKLE_INTERVAL):
+            return
+
+
+def _huge(stop: threading.Event) -> Iterable[bytes]:
+    block = bytes(range(256)) * 256  # 64 KiB
+    for _ in range(HUGE_BYTES // len(block)):
+        yield block
+
+
+_bomb_lock = threading.Lock()
+_bomb_body: list[bytes] = []
+
+
+def _bomb() -> bytes:
+    """About 200 KB of gzip that inflates to 200 MiB of zeros, built in milliseconds.
+
+    Deflate cannot beat about 1:1030, so this is as small as one gzip layer gets. After a full
+    flush the compressor starts afresh, so every 1 MiB block of zeros compresses to the same
+    bytes: compress one and repeat it.
+    """
+    with _bomb_lock:
+        if not _bomb_body:
+            zeros = bytes(1 << 20)
+            blocks = BOMB_INFLATED_BYTES // len(zeros)
+            comp = zlib.compressobj(9, zlib.DEFLATED, -15)
+            block = comp.compress(zeros) + comp.flush(zlib.Z_FULL_FLUSH)
+            final = zlib.compressobj(9, zlib.DEFLATED, -15).flush()
+            crc = 0
+            for _ in range(blocks):
+                crc = zlib.crc32(zeros, crc)
+            trailer = crc.to_bytes(4, "little") + (BOMB_INFLATED_BYTES & 0xFFFFFFFF).to_bytes(4, "little")
+            _bomb_body.append(b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\xff" + block * blocks + final + trailer)
+        return _bomb_body[0]
+
+
+def _many_links(stop: threading.Event) -> Iterable[bytes]:
+    yield b"<!DOCTYPE html>\n<html><head><title>Many links</title></head><body>\n"
+    for start in range(0, MANY_LINKS, 1000):
+        if stop.is_set():
+            return
+        yield "".join(
+            f'<a href="/hostile/many/{n:06d}.html">{n}</a>\n'
+            for n in range(start, min(start + 1000, MANY_LINKS))
+        ).encode()
+    yield b"</body></html>\n"
+
+
+def _hostile(path: str) -> Resource | None:
+    if path == "/hostile/trickle":
+        return Resource(headers=_HTML, stream=_trickle, content_length=len(_TRICKLE_BODY))
+    if path == "/hostile/huge":
+        return Resource(
+            headers=(("Content-Type", "application/octet-stream"),), stream=_huge, content_length=HUGE_BYTES
+        )
+    if path == "/hostile/bomb":
+        return Resource(headers=_HTML + (("Content-Encoding", "gzip"),), body=_bomb())
+    if path == "/hostile/deep.html":
+        body = (
+            "<!DOCTYPE html>\n<html><head><title>Deep</title></head><body>\n"
+            + "<div>" * DEEP_NESTING
+            + '<a href="/hostile/empty.html">bottom</a>'
+            + "</div>" * DEEP_NESTING
+            + "\n</body></html>\n"
+        )
+        return Resource(headers=_HTML, body=body.encode())
+    if path == "/hostile/badcharset.html":
+        body = '<!DOCTYPE html>\n<html><head><meta charset="x-bogus"><title>Bad charset</title></head>\n<body><p>Caf\u00e9 cr\u00e8me</p></body></html>\n'
+        return Resource(headers=(("Content-Type", "text/html"),), body=body.encode())
+    if path == "/hostile/empty.html":
+        return Resource(headers=_HTML, body=b"")
+    if path == "/hostile/redirect-loop":
+        return Resource(
+            302,
+            (("Location", "/hostile/redirect-loop"),) + _HTML,
+            b'<a href="/hostile/redirect-loop">again</a>\n',
+        )
+    if path == "/hostile/manylinks.html":
+        return Resource(headers=_HTML, stream=_many_links)
+    return None
+
+
+def hostile_paths() -> Sequence[str]:
+    """The hostile endpoints, for tests that walk them all."""
+    return (
+        "/hostile/trickle",
+        "/hostile/huge",
+        "/hostile/bomb",
+        "/hostile/deep.html",
+        "/hostile/badcharset.html",
+        "/hostile/empty.html",
+        "/hostile/redirect-loop",
+        "/hostile/manylinks.html",
+    )
