@@ -1,0 +1,151 @@
+"""One HTTP fetch, recorded as received.
+
+The body is read with ``aiter_raw()``: de-chunked but still content-encoded, exactly the bytes a WARC
+``response`` payload must hold (and what ``WARC-Payload-Digest`` covers). Since the stored body is no
+longer chunked, ``Transfer-Encoding`` is dropped from the stored headers. Every fetch has an overall
+deadline (a read timeout alone does not bound a slow trickle) and a size cap; redirects are not
+followed here: each hop is its own capture.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import dataclasses
+import hashlib
+import tempfile
+import time
+
+import httpx
+
+SPOOL_IN_MEMORY = 2 * 1024 * 1024
+DROPPED_RESPONSE_HEADERS = {b"transfer-encoding"}
+
+
+@dataclasses.dataclass
+class FetchResult:
+    url: str
+    request_line: str = ""
+    request_headers: list[tuple[str, str]] = dataclasses.field(default_factory=list)
+    http_version: str = "HTTP/1.1"
+    status: int | None = None
+    reason: str = ""
+    headers: list[tuple[str, str]] = dataclasses.field(default_factory=list)
+    body: tempfile.SpooledTemporaryFile | None = None
+    body_length: int = 0
+    digest: str | None = None            # sha1:BASE32 of the stored body
+    truncated: str | None = None         # None | "length" | "time"
+    wire_bytes: int = 0
+    error: str | None = None
+    elapsed: float = 0.0
+
+    def header(self, name: str) -> str | None:
+        lname = name.lower()
+        for key, value in self.headers:
+            if key.lower() == lname:
+                return value
+        return None
+
+    def read_body(self, limit: int | None = None) -> bytes:
+        if self.body is None:
+            return b""
+        self.body.seek(0)
+        data = self.body.read() if limit is None else self.body.read(limit)
+        self.body.seek(0)
+        return data
+
+    def close(self) -> None:
+        if self.body is not None:
+            self.body.close()
+            self.body = None
+
+
+def make_client(concurrency: int, connect_timeout: float, timeout: float, user_agent: str,
+                proxy: str | None = None, transport: httpx.AsyncBaseTransport | None = None) -> httpx.AsyncClient:
+    limits = httpx.Limits(max_connections=max(concurrency, 1), max_keepalive_connections=max(concurrency, 1))
+    return httpx.AsyncClient(
+        follow_redirects=False,
+        trust_env=False,  # proxy variables must not redirect the harvest
+        timeout=httpx.Timeout(timeout, connect=connect_timeout),
+        limits=limits,
+        headers={"User-Agent": user_agent},
+        proxy=proxy,
+        transport=transport,
+    )
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, httpx.ConnectTimeout):
+        return "connect timeout"
+    if isinstance(exc, httpx.ConnectError):
+        text = str(exc) or "connection failed"
+        if "Name or service not known" in text or "nodename nor servname" in text or "getaddrinfo" in text:
+            return f"DNS lookup failed ({text})"
+        return f"connection failed ({text})"
+    if isinstance(exc, httpx.TimeoutException):
+        return "timed out"
+    if isinstance(exc, httpx.UnsupportedProtocol):
+        return "unsupported URL scheme"
+    if isinstance(exc, httpx.RemoteProtocolError):
+        return f"server broke the HTTP protocol ({exc})"
+    if isinstance(exc, httpx.HTTPError):
+        return f"{type(exc).__name__}: {exc}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+async def fetch(client: httpx.AsyncClient, url: str, headers: dict[str, str] | None = None,
+                deadline: float = 60.0, max_size: int = 100 * 10**6) -> FetchResult:
+    """GET ``url``; never raises for network trouble (``result.error`` says what happened)."""
+    result = FetchResult(url=url)
+    started = time.monotonic()
+    digester = hashlib.sha1()
+    body = tempfile.SpooledTemporaryFile(max_size=SPOOL_IN_MEMORY)
+    try:
+        request = client.build_request("GET", url, headers=headers or {})
+        target = request.url.raw_path.decode("ascii", "replace") or "/"
+        result.request_line = f"GET {target}"
+        result.request_headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.headers.raw]
+        async with asyncio.timeout(deadline):
+            response = await client.send(request, stream=True)
+            try:
+                result.status = response.status_code
+                result.reason = response.reason_phrase or ""
+                result.http_version = response.http_version or "HTTP/1.1"
+                raw = response.headers.raw
+                result.headers = [
+                    (k.decode("latin-1"), v.decode("latin-1")) for k, v in raw if k.lower() not in DROPPED_RESPONSE_HEADERS
+                ]
+                result.wire_bytes = len(result.http_version) + 6 + len(result.reason) + sum(len(k) + len(v) + 4 for k, v in raw) + 2
+                try:
+                    async for chunk in response.aiter_raw():
+                        result.wire_bytes += len(chunk)
+                        room = max_size - result.body_length
+                        if len(chunk) > room:
+                            chunk = chunk[:room]
+                            result.truncated = "length"
+                        body.write(chunk)
+                        digester.update(chunk)
+                        result.body_length += len(chunk)
+                        if result.truncated:
+                            break
+                except httpx.HTTPError:
+                    if result.body_length == 0:
+                        raise
+                    result.truncated = "disconnect"  # keep what arrived; WARC-Truncated says why
+            finally:
+                await response.aclose()
+    except TimeoutError:
+        if result.status is None:
+            result.error = f"no response within the {deadline:g} s deadline"
+        else:
+            result.truncated = "time"
+    except (httpx.HTTPError, OSError, ValueError) as exc:
+        result.error = _describe(exc)
+        result.status = None
+    result.elapsed = time.monotonic() - started
+    if result.error:
+        body.close()
+        return result
+    result.body = body
+    result.digest = "sha1:" + base64.b32encode(digester.digest()).decode("ascii")
+    return result

@@ -1,0 +1,75 @@
+"""WARC records for one fetch, built with warcio's record builder.
+
+- ``response_record``: the response as received (headers minus Transfer-Encoding, body as received).
+- ``request_record``: the request as sent, ``WARC-Concurrent-To`` the response or revisit.
+- ``identical_revisit``: WARC 1.1 identical-payload-digest profile, HTTP headers kept,
+  ``WARC-Truncated: length`` (the block stops before the payload), and the three Refers-To headers
+  pywb needs to find the original in the same collection.
+- ``not_modified_revisit``: a 304 recorded as a server-not-modified revisit with an empty block, the
+  original's payload digest and the three Refers-To headers, so pywb replays the original as 200.
+"""
+
+from __future__ import annotations
+
+from warcio.statusandheaders import StatusAndHeaders
+from warcio.warcwriter import WARCWriter
+
+from harvester.fetch import FetchResult
+from index.state import Original
+
+NOT_MODIFIED_PROFILE = "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
+_BUILDER = WARCWriter(None, gzip=True, warc_version="1.1")
+
+
+def _http_headers(result: FetchResult) -> StatusAndHeaders:
+    statusline = f"{result.status} {result.reason}".strip()
+    return StatusAndHeaders(statusline, list(result.headers), protocol=result.http_version)
+
+
+def _truncation(result: FetchResult) -> dict[str, str]:
+    return {"WARC-Truncated": result.truncated} if result.truncated else {}
+
+
+def response_record(result: FetchResult, warc_date: str, ip: str | None = None):
+    headers = {"WARC-Date": warc_date, "WARC-Payload-Digest": result.digest, **_truncation(result)}
+    if ip:
+        headers["WARC-IP-Address"] = ip
+    result.body.seek(0)
+    return _BUILDER.create_warc_record(
+        result.url, "response", payload=result.body, length=result.body_length,
+        http_headers=_http_headers(result), warc_headers_dict=headers,
+    )
+
+
+def request_record(result: FetchResult, warc_date: str, concurrent_to: str):
+    http = StatusAndHeaders(result.request_line, list(result.request_headers), protocol="HTTP/1.1",
+                            is_http_request=True)
+    return _BUILDER.create_warc_record(
+        result.url, "request", http_headers=http,
+        warc_headers_dict={"WARC-Date": warc_date, "WARC-Concurrent-To": concurrent_to},
+    )
+
+
+def identical_revisit(result: FetchResult, warc_date: str, original: Original):
+    record = _BUILDER.create_revisit_record(
+        result.url, result.digest, original.url, original.warc_date,
+        http_headers=_http_headers(result),
+        warc_headers_dict={"WARC-Date": warc_date},
+    )
+    record.rec_headers.add_header("WARC-Refers-To", original.record_id)
+    record.rec_headers.add_header("WARC-Truncated", "length")
+    return record
+
+
+def not_modified_revisit(result: FetchResult, warc_date: str, original: Original, digest: str):
+    record = _BUILDER.create_revisit_record(
+        result.url, digest, original.url, original.warc_date, http_headers=None,
+        warc_headers_dict={"WARC-Date": warc_date},
+    )
+    record.rec_headers.replace_header("WARC-Profile", NOT_MODIFIED_PROFILE)
+    record.rec_headers.add_header("WARC-Refers-To", original.record_id)
+    return record
+
+
+def record_id(record) -> str:
+    return record.rec_headers.get_header("WARC-Record-ID")

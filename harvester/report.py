@@ -1,0 +1,35 @@
+"""A run's figures: what it fetched, how each URL was classified, and what it stored and saved."""
+
+from __future__ import annotations
+
+import dataclasses
+
+CLASSES = ("new", "changed", "soft", "unchanged", "not_modified", "deleted", "error")
+
+
+@dataclasses.dataclass
+class RunFigures:
+    urls_fetched: int = 0        # HTTP responses received (robots.txt included)
+    requests: int = 0            # requests sent
+    new: int = 0
+    changed: int = 0
+    soft: int = 0                # payload differs, main content the same within the threshold
+    unchanged: int = 0           # identical payload, written as a revisit
+    not_modified: int = 0        # 304, written as a server-not-modified revisit
+    deleted: int = 0             # was 2xx, now 404/410
+    errors: int = 0
+    revisits: int = 0            # revisit records written (unchanged, not_modified, duplicate payloads)
+    skipped: int = 0             # known URLs not fetched (robots, not due)
+    bytes_downloaded: int = 0    # wire bytes received
+    bytes_stored: int = 0        # WARC bytes written by this run
+    bytes_saved: int = 0         # payload bytes not stored again thanks to revisits and 304s
+    warc_files: list[str] = dataclasses.field(default_factory=list)
+
+    def count(self, cls: str) -> None:
+        if cls == "error":
+            self.errors += 1
+        else:
+            setattr(self, cls, getattr(self, cls) + 1)
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)

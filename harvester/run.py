@@ -1,0 +1,402 @@
+"""One harvest run of a collection: fetch, decide, write, index.
+
+``Harvest(collection, job, mode).run()`` drives ``concurrency`` workers over the frontier. For each
+URL: robots.txt, a fetch (conditional when the collection holds validators), a class from
+``harvester.decide``, records written through ``WarcRoller``, state updated in one transaction, links
+queued. When a WARC is sealed its CDXJ lines are merged and its digest entries become usable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+import httpx
+
+from harvester import decide, records
+from harvester.fetch import FetchResult, fetch, make_client
+from harvester.frontier import Frontier, Item
+from harvester.links import extract_links
+from harvester.report import RunFigures
+from harvester.robots import RobotsCache
+from harvester.scope import Scope
+from harvester.urls import normalize_url, url_host
+from harvester.warcfile import WarcRoller
+from index import cdxj
+from index.collection import Collection
+from index.payload import DecodeError, decode_content, read_record
+from index.state import Capture, HarvestState, Original
+from strata import __version__
+from strata.settings import JobSettings
+
+LINK_TYPES = ("text/html", "application/xhtml+xml", "text/css")
+ACCEPT_ENCODING = "gzip, deflate"   # no br: only capped decoders touch stored bodies
+MAX_REDIRECT_HOPS = 10
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def iso(dt: datetime) -> str:
+    return dt.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def warc_date(dt: datetime) -> str:
+    return dt.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def ts14(dt: datetime) -> str:
+    return dt.strftime("%Y%m%d%H%M%S")
+
+
+def new_run_id(now: datetime) -> str:
+    return f"{ts14(now)}-{secrets.token_hex(2)}"
+
+
+class Harvest:
+    def __init__(self, collection: Collection, job: JobSettings, mode: str | None = None,
+                 progress: Callable[[dict], None] | None = None,
+                 transport: httpx.AsyncBaseTransport | None = None):
+        self.collection = collection
+        self.job = job
+        self.requested_mode = mode
+        self.progress = progress
+        self.transport = transport
+        self.figures = RunFigures()
+        self.run_id: str | None = None
+        self.mode: str | None = None
+        self.status = "running"
+        self._stop = False
+        self._workers: list[asyncio.Task] = []
+        self._last_progress = 0.0
+        self.recent_errors: list[tuple[str, str]] = []
+
+    # -- public ------------------------------------------------------------------------------------
+    def request_stop(self) -> None:
+        """Stop cleanly: no new fetches, in-flight ones cancelled, files sealed, figures recorded."""
+        self._stop = True
+        for task in self._workers:
+            task.cancel()
+
+    async def run(self) -> dict:
+        from harvester.recovery import recover
+
+        coll = self.collection
+        coll.create()
+        with coll.harvest_lock():
+            self.state = HarvestState(coll.db_path)
+            try:
+                recover(coll, self.state)
+                return await self._run_locked()
+            finally:
+                self.state.close()
+
+    # -- the run ---------------------------------------------------------------------------------
+    async def _run_locked(self) -> dict:
+        state, job = self.state, self.job
+        await self._after_last_snapshot()
+        started = utc_now()
+        self.run_id = new_run_id(started)
+        self.mode = self.requested_mode or ("incremental" if state.has_completed_run() else "full")
+        state.begin_run(self.run_id, job.name, self.mode, iso(started), os.getpid())
+        self.scope = Scope(list(job.seeds), hosts=job.scope, include=list(job.include), exclude=list(job.exclude),
+                           max_depth=job.depth, embeds_offsite=job.embeds_offsite)
+        self.frontier = Frontier(delay=job.delay, per_host=job.concurrency, max_urls=job.max_urls)
+        self.roller = WarcRoller(
+            coll_archive := self.collection.archive_dir, self.collection.name,
+            warcinfo={
+                "software": f"Strata/{__version__} (warcio, httpx)",
+                "job": job.name, "run-id": self.run_id, "mode": self.mode,
+                "robots": "classic" if job.robots == "obey" else "ignore",
+                "http-header-user-agent": job.user_agent,
+                "isPartOf": self.collection.name,
+            },
+            max_size=job.warc_max_size,
+            on_open=lambda name: state.warc_opened(name, self.run_id),
+            on_sealed=self._on_sealed,
+        )
+        self._archive_dir = coll_archive
+        self.client = make_client(job.concurrency, job.connect_timeout, job.timeout, job.user_agent,
+                                  transport=self.transport)
+        self.robots = RobotsCache(self._fetch_robots, user_agent=job.user_agent)
+        self._seed_frontier()
+        try:
+            self._workers = [asyncio.create_task(self._worker()) for _ in range(job.concurrency)]
+            results = await asyncio.gather(*self._workers, return_exceptions=True)
+            for res in results:
+                if isinstance(res, BaseException) and not isinstance(res, asyncio.CancelledError):
+                    raise res
+            self.status = "cancelled" if self._stop else "finished"
+        except BaseException:
+            self.status = "failed" if not self._stop else "cancelled"
+            raise
+        finally:
+            await self.client.aclose()
+            self.roller.close()
+            finished = utc_now()
+            self.figures.warc_files = list(self.roller.files)
+            self.figures.bytes_stored = self.roller.bytes_written
+            state.update_run(self.run_id, status=self.status, finished=iso(finished), snapshot=ts14(finished),
+                             figures=self.figures.as_dict())
+            self._report(force=True)
+        return self.summary(started, finished)
+
+    def summary(self, started: datetime, finished: datetime) -> dict:
+        return {
+            "run_id": self.run_id, "collection": self.collection.name, "job": self.job.name,
+            "mode": self.mode, "status": self.status, "started": iso(started), "finished": iso(finished),
+            "snapshot": ts14(finished), **self.figures.as_dict(),
+            "connections_per_host": self.job.concurrency,
+        }
+
+    async def _after_last_snapshot(self) -> None:
+        """Runs get distinct snapshot seconds, so a snapshot never includes the next run's captures."""
+        last = self.state.last_snapshot()
+        for _ in range(30):
+            if not last or ts14(utc_now()) > last:
+                return
+            await asyncio.sleep(0.1)
+
+    def _seed_frontier(self) -> None:
+        for seed in self.job.seeds:
+            self._enqueue(Item(seed, 0, "seed"))
+        if self.mode == "incremental":
+            for row in self.state.known_urls():
+                decision = self.scope.decide(row["url"], row["depth"] or 0, row["link_kind"] or "navigation")
+                if decision.accept:
+                    self._enqueue(Item(row["url"], row["depth"] or 0, "recheck", via=row["found_on"]))
+
+    def _enqueue(self, item: Item) -> None:
+        if item.url.endswith("/robots.txt") and self.job.robots == "obey":
+            return  # fetched (and archived) once per host by the robots cache
+        if self.frontier.add(item):
+            link_kind = "embed" if item.kind == "embed" else "navigation"
+            self.state.see_url(item.url, url_host(item.url), self.run_id, iso(utc_now()), item.via, item.depth,
+                               link_kind)
+
+    async def _worker(self) -> None:
+        while not self._stop:
+            item = await self.frontier.get()
+            if item is None:
+                return
+            try:
+                await self._visit(item)
+            finally:
+                await self.frontier.done(item)
+            self._report()
+
+    # -- one URL -------------------------------------------------------------------------------------
+    async def _visit(self, item: Item) -> None:
+        if self.job.robots == "obey" and not item.url.endswith("/robots.txt"):
+            rules = await self.robots.rules_for(item.url)
+            if not rules.allowed(item.url):
+                self.figures.skipped += 1
+                self.state.add_check(self.run_id, item.url, "skipped", "disallowed by robots.txt", iso(utc_now()))
+                return
+        previous = self.state.url(item.url)
+        conditional = decide.conditional_headers(previous) if self.mode == "incremental" else {}
+        result = await self._fetch(item.url, conditional)
+        try:
+            self._record(item, result, previous, bool(conditional))
+        finally:
+            result.close()
+
+    async def _fetch(self, url: str, extra_headers: dict[str, str]) -> FetchResult:
+        headers = {"Accept-Encoding": ACCEPT_ENCODING, **extra_headers}
+        self.figures.requests += 1
+        result = await fetch(self.client, url, headers=headers, deadline=self.job.timeout,
+                             max_size=self.job.max_resource_size)
+        self.figures.bytes_downloaded += result.wire_bytes
+        return result
+
+    async def _fetch_robots(self, url: str) -> tuple[int | None, bytes | None]:
+        """robots.txt through the harvester's own client, archived like any capture, up to 5 redirects."""
+        for _ in range(6):
+            previous = self.state.url(url)
+            if previous is None:
+                self.state.see_url(url, url_host(url), self.run_id, iso(utc_now()), None, 0, "embed")
+                previous = None
+            result = await self._fetch(url, {})
+            try:
+                self._record(Item(url, 0, "robots"), result, previous, False, follow=False)
+                if result.status in (301, 302, 303, 307, 308):
+                    target = normalize_url(result.header("Location") or "", url)
+                    if target:
+                        url = target
+                        continue
+                return result.status, result.read_body(600 * 1024) if result.status else None
+            finally:
+                result.close()
+        return None, None
+
+    def _record(self, item: Item, result: FetchResult, previous: dict | None, conditional: bool,
+                follow: bool = True) -> None:
+        state, figures = self.state, self.figures
+        now = utc_now()
+        if result.error:
+            figures.errors += 1
+            self.recent_errors = (self.recent_errors + [(item.url, result.error)])[-20:]
+            state.add_check(self.run_id, item.url, "error", result.error, iso(now))
+            return
+        figures.urls_fetched += 1
+        cls = decide.classify(previous, result.status, result.digest)
+        date = warc_date(now)
+        link_body: bytes | None = None
+        content_type = result.header("Content-Type") or ""
+        mime = content_type.split(";")[0].strip().lower() or "unknown"
+        url_update: dict = {"last_checked": iso(now), "last_run": self.run_id, "last_class": cls}
+        digest_entry: Original | None = None
+
+        if result.status == 304 and conditional and previous:
+            original = Original(previous["orig_uri"], previous["orig_date"], previous["orig_record_id"],
+                                previous["orig_warc"])
+            main = records.not_modified_revisit(result, date, original, previous["digest"])
+            record_type, digest, refers = "revisit", previous["digest"], original
+            figures.bytes_saved += self._original_length(original)
+            mime = self._original_mime(original) or mime
+            if follow and mime in LINK_TYPES:
+                link_body, content_type = self._original_body(original)
+        else:
+            original = None
+            if self.mode == "incremental":
+                original = state.lookup_digest(result.digest)
+            decision = decide.dedup_decision(result.digest, result.truncated, result.body_length, original)
+            digest, refers = result.digest, decision.original
+            if decision.kind == "revisit":
+                main = records.identical_revisit(result, date, decision.original)
+                record_type = "revisit"
+                figures.bytes_saved += result.body_length
+            else:
+                main = records.response_record(result, date)
+                record_type = "response"
+            if follow and mime in LINK_TYPES and result.status and result.status < 300:
+                link_body = result.read_body()
+        request = records.request_record(result, date, records.record_id(main))
+        main_loc, _ = self.roller.write([main, request])
+        main_id = records.record_id(main)
+        if record_type == "revisit":
+            figures.revisits += 1
+        elif result.digest and not result.truncated and result.body_length:
+            digest_entry = Original(item.url, date, main_id, main_loc.filename)
+
+        if record_type == "response" or result.status != 304:
+            url_update["last_status"] = result.status
+        if decide.is_success(result.status) or result.status == 304:
+            url_update["digest"] = digest
+            if digest_entry:
+                url_update.update(orig_uri=item.url, orig_date=date, orig_record_id=main_id,
+                                  orig_warc=main_loc.filename)
+            elif refers is not None and result.status != 304:
+                url_update.update(orig_uri=refers.url, orig_date=refers.warc_date, orig_record_id=refers.record_id,
+                                  orig_warc=refers.warc)
+            if result.status != 304:
+                url_update.update(etag=result.header("ETag"), last_modified=result.header("Last-Modified"))
+        else:
+            url_update.update(digest=digest, orig_uri=None, orig_date=None, orig_record_id=None, orig_warc=None,
+                              etag=None, last_modified=None)
+        if cls == "deleted":
+            url_update["deleted_at"] = iso(now)
+        elif decide.is_success(result.status) or result.status == 304:
+            url_update["deleted_at"] = None
+        url_update["checks"] = (previous or {}).get("checks", 0) + 1 if previous else 1
+        if cls in ("changed", "deleted"):
+            url_update["changes"] = (previous or {}).get("changes", 0) + 1
+
+        with state.transaction():
+            state.add_capture(Capture(
+                run_id=self.run_id, url=item.url, timestamp=ts14(now), warc_date=date, record_type=record_type,
+                cls=cls, status=result.status, digest=digest, mime=mime, payload_length=result.body_length,
+                warc=main_loc.filename, offset=main_loc.offset, length=main_loc.length, record_id=main_id,
+                refers_to_uri=refers.url if refers else None, refers_to_date=refers.warc_date if refers else None,
+                location=result.header("Location"),
+            ))
+            state.update_url(item.url, **url_update)
+            if digest_entry:
+                state.add_digest(digest, digest_entry)
+        figures.count(cls)
+
+        if not follow:
+            return
+        if result.status in (301, 302, 303, 307, 308):
+            target = normalize_url(result.header("Location") or "", item.url)
+            if target:
+                self._follow(item, target, "redirect", item.depth)
+        if link_body is not None:
+            self._queue_links(item, link_body, content_type, result.header("Content-Encoding"))
+
+    def _queue_links(self, item: Item, raw: bytes, content_type: str, encoding: str | None) -> None:
+        try:
+            body = decode_content(raw, encoding)
+        except DecodeError as exc:
+            self.recent_errors = (self.recent_errors + [(item.url, f"links not extracted: {exc}")])[-20:]
+            return
+        charset = None
+        if "charset=" in content_type.lower():
+            charset = content_type.lower().split("charset=", 1)[1].split(";")[0].strip().strip('"') or None
+        mime = content_type.split(";")[0].strip().lower() or "text/html"
+        for link in extract_links(body, item.url, mime, charset):
+            depth = item.depth if link.kind == "embed" else item.depth + 1
+            self._follow(item, link.url, link.kind, depth)
+
+    def _follow(self, item: Item, url: str, kind: str, depth: int) -> None:
+        if self.frontier.seen(url):
+            return
+        scope_kind = "embed" if kind == "embed" else "navigation"
+        if kind == "redirect" and item.kind == "embed":
+            scope_kind = "embed"
+        if not self.scope.decide(url, depth, scope_kind).accept:
+            return
+        self._enqueue(Item(url, depth, "embed" if scope_kind == "embed" else kind, via=item.url))
+
+    # -- originals ---------------------------------------------------------------------------------
+    def _original_capture(self, original: Original) -> dict | None:
+        return self.state.capture_by_record_id(original.record_id)
+
+    def _original_length(self, original: Original) -> int:
+        cap = self._original_capture(original)
+        return cap["payload_length"] if cap else 0
+
+    def _original_mime(self, original: Original) -> str | None:
+        cap = self._original_capture(original)
+        return cap["mime"] if cap else None
+
+    def _original_body(self, original: Original) -> tuple[bytes | None, str]:
+        cap = self._original_capture(original)
+        if not cap:
+            return None, ""
+        try:
+            _, http_headers, body = read_record(self._archive_dir / cap["warc"], cap["offset"])
+        except (OSError, ValueError):
+            return None, ""
+        content_type = http_headers.get_header("Content-Type") if http_headers else ""
+        return body, content_type or ""
+
+    # -- sealing ------------------------------------------------------------------------------------
+    def _on_sealed(self, filename: str, size: int) -> None:
+        self.state.warc_state(filename, "sealed", size)
+        index_sealed_file(self.collection, self.state, filename)
+
+    def _report(self, force: bool = False) -> None:
+        if not self.progress:
+            return
+        now = time.monotonic()
+        if not force and now - self._last_progress < 0.5:
+            return
+        self._last_progress = now
+        self.progress({
+            "run_id": self.run_id, "queued": len(self.frontier), "in_flight": self.frontier.in_flight,
+            "done": self.frontier.handed_out, "final": force, **self.figures.as_dict(),
+            "bytes_stored": self.roller.bytes_written, "recent_errors": list(self.recent_errors[-5:]),
+        })
+
+
+def index_sealed_file(collection: Collection, state: HarvestState, filename: str) -> None:
+    """Merge a sealed file's CDXJ lines into the collection index; then its digests become usable."""
+    lines = cdxj.index_warc(collection.archive_dir / filename, filename)
+    cdxj.merge_lines(collection.cdxj_path, lines)
+    state.warc_state(filename, "indexed")

@@ -1,0 +1,129 @@
+"""Rolling WARC 1.1 output for one run.
+
+Each file is written as ``<name>.open`` and renamed when sealed (fsync first, then rename, then fsync
+the directory), one gzip member per record, a ``warcinfo`` record first. Files are named
+``<collection>-<14-digit>-<serial>-<host>.warc.gz`` and rolled over past ``max_size``.
+``on_sealed(filename)`` runs after each rename: that is where index entries become usable.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import socket
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+from warcio.warcwriter import WARCWriter
+
+OPEN_SUFFIX = ".open"
+
+
+@dataclasses.dataclass(frozen=True)
+class RecordLocation:
+    filename: str
+    offset: int
+    length: int
+
+
+def _host_label() -> str:
+    return re.sub(r"[^A-Za-z0-9.-]", "-", socket.gethostname() or "localhost")[:40] or "localhost"
+
+
+class WarcRoller:
+    def __init__(
+        self,
+        archive_dir: Path,
+        collection: str,
+        warcinfo: dict[str, str],
+        max_size: int,
+        on_open: Callable[[str], None] | None = None,
+        on_sealed: Callable[[str, int], None] | None = None,
+    ):
+        self.archive_dir = Path(archive_dir)
+        self.collection = collection
+        self.warcinfo = warcinfo
+        self.max_size = max_size
+        self.on_open = on_open
+        self.on_sealed = on_sealed
+        self.builder = WARCWriter(None, gzip=True, warc_version="1.1")
+        self.files: list[str] = []
+        self.bytes_written = 0
+        self._fh = None
+        self._writer: WARCWriter | None = None
+        self._filename: str | None = None
+        self._serial = 0
+
+    # -- records -------------------------------------------------------------------------------
+    def write(self, records: list) -> list[RecordLocation]:
+        """Write records one after another into the current file (a request/response pair stays
+        together); roll over afterwards if the file is past ``max_size``."""
+        if self._fh is None:
+            self._open_next()
+        locations = []
+        for record in records:
+            offset = self._fh.tell()
+            self._writer.write_record(record)
+            length = self._fh.tell() - offset
+            self.bytes_written += length
+            locations.append(RecordLocation(self._filename, offset, length))
+        self._fh.flush()
+        if self._fh.tell() >= self.max_size:
+            self.seal()
+        return locations
+
+    @property
+    def current_file(self) -> str | None:
+        return self._filename
+
+    # -- files ---------------------------------------------------------------------------------
+    def _open_next(self) -> None:
+        stamp = datetime.now(UTC).strftime("%Y%m%d%H%M%S")
+        while True:
+            self._serial += 1
+            name = f"{self.collection}-{stamp}-{self._serial:05d}-{_host_label()}.warc.gz"
+            if not (self.archive_dir / name).exists() and not (self.archive_dir / (name + OPEN_SUFFIX)).exists():
+                break
+        self.archive_dir.mkdir(parents=True, exist_ok=True)
+        self._fh = open(self.archive_dir / (name + OPEN_SUFFIX), "xb")
+        self._writer = WARCWriter(self._fh, gzip=True, warc_version="1.1")
+        self._filename = name
+        self.files.append(name)
+        if self.on_open:
+            self.on_open(name)
+        info = self._writer.create_warcinfo_record(name, {**self.warcinfo, "format": "WARC File Format 1.1"})
+        start = self._fh.tell()
+        self._writer.write_record(info)
+        self.bytes_written += self._fh.tell() - start
+
+    def seal(self) -> None:
+        if self._fh is None:
+            return
+        name = self._filename
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+        size = self._fh.tell()
+        self._fh.close()
+        self._fh = self._writer = self._filename = None
+        seal_file(self.archive_dir, name)
+        if self.on_sealed:
+            self.on_sealed(name, size)
+
+    def close(self) -> None:
+        self.seal()
+
+
+def seal_file(archive_dir: Path, name: str) -> None:
+    """Rename ``name.open`` to ``name`` durably."""
+    os.replace(archive_dir / (name + OPEN_SUFFIX), archive_dir / name)
+    dir_fd = os.open(archive_dir, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def warc_now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")

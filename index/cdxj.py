@@ -1,0 +1,108 @@
+"""The collection's CDXJ index, written with pywb's own indexer so that pywb reads exactly what it
+would have written itself (same digest encoding, same SURT keys, same POST handling as ``wb-manager``).
+
+As each WARC is sealed its lines are merged into the sorted ``indexes/index.cdxj`` (streamed, then
+atomically replaced), so ``wayback`` and Strata's replay see them at once.
+"""
+
+from __future__ import annotations
+
+import heapq
+import io
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+# The options wb-manager uses for `wb-manager add` / `reindex`.
+PYWB_INDEX_OPTIONS = dict(append_post=True, cdxj=True, sort=True)
+
+
+def index_warc(path: Path, filename: str) -> list[bytes]:
+    """Sorted CDXJ lines for one WARC file, as pywb's indexer writes them."""
+    from pywb.indexer.cdxindexer import write_cdx_index  # pywb's indexer does not patch gevent
+
+    out = io.BytesIO()
+    with open(path, "rb") as infile:
+        write_cdx_index(_Unclosable(out), infile, filename, **PYWB_INDEX_OPTIONS)
+    return [line + b"\n" for line in out.getvalue().splitlines() if line.strip()]
+
+
+class _Unclosable(io.BufferedIOBase):
+    """pywb's writer closes its output; keep the BytesIO readable."""
+
+    def __init__(self, inner: io.BytesIO):
+        self.inner = inner
+
+    def write(self, data):  # type: ignore[override]
+        return self.inner.write(data)
+
+    def close(self) -> None:
+        pass
+
+
+def merge_lines(index_path: Path, new_lines: Iterable[bytes]) -> None:
+    """Merge sorted ``new_lines`` into the sorted index file, dropping exact duplicates (so that
+    re-indexing a file after recovery is idempotent). Crash-safe: temp file, fsync, rename."""
+    new_lines = sorted(new_lines)
+    index_path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".index.", suffix=".tmp", dir=index_path.parent)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            existing = open(index_path, "rb") if index_path.exists() else io.BytesIO()
+            with existing:
+                last = None
+                for line in heapq.merge(existing, iter(new_lines)):
+                    if line != last and line.strip():
+                        out.write(line)
+                        last = line
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, index_path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def remove_file_lines(index_path: Path, filename: str) -> None:
+    """Drop every line pointing into ``filename`` (before re-indexing a repaired file)."""
+    if not index_path.exists():
+        return
+    marker = b'"filename": ' + json.dumps(filename).encode()
+    fd, tmp = tempfile.mkstemp(prefix=".index.", suffix=".tmp", dir=index_path.parent)
+    with os.fdopen(fd, "wb") as out, open(index_path, "rb") as src:
+        for line in src:
+            if marker not in line:
+                out.write(line)
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(tmp, index_path)
+
+
+def write_index(index_path: Path, lines: Iterable[bytes]) -> None:
+    """Replace the whole index (rebuild)."""
+    if index_path.exists():
+        index_path.unlink()
+    merge_lines(index_path, lines)
+
+
+def parse_line(line: bytes | str) -> dict:
+    """``urlkey timestamp {json}`` -> dict with ``urlkey`` and ``timestamp`` added."""
+    if isinstance(line, bytes):
+        line = line.decode("utf-8")
+    urlkey, timestamp, blob = line.rstrip("\n").split(" ", 2)
+    fields = json.loads(blob)
+    fields["urlkey"] = urlkey
+    fields["timestamp"] = timestamp
+    return fields
+
+
+def iter_index(index_path: Path) -> Iterator[dict]:
+    if not index_path.exists():
+        return
+    with open(index_path, "rb") as fh:
+        for line in fh:
+            if line.strip():
+                yield parse_line(line)

@@ -1,0 +1,214 @@
+"""Harvest state: what the collection knows about runs, WARC files, URLs and captures.
+
+A thin layer over ``index.db`` with the queries the harvester, the recovery code, the reports and
+the replay app share. Writes are short transactions; the harvester is the only writer of a collection
+at a time (``Collection.harvest_lock``), readers may come from any process (WAL).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+from index.db import connect
+
+
+@dataclasses.dataclass(frozen=True)
+class Original:
+    """A response record holding a payload: what a revisit refers to."""
+
+    url: str
+    warc_date: str
+    record_id: str
+    warc: str | None = None
+
+
+@dataclasses.dataclass
+class Capture:
+    run_id: str
+    url: str
+    timestamp: str
+    warc_date: str
+    record_type: str
+    cls: str
+    status: int | None
+    digest: str | None
+    mime: str | None
+    payload_length: int
+    warc: str
+    offset: int
+    length: int
+    record_id: str
+    refers_to_uri: str | None = None
+    refers_to_date: str | None = None
+    location: str | None = None
+
+
+class HarvestState:
+    def __init__(self, db_path: Path):
+        self.db_path = Path(db_path)
+        self.conn: sqlite3.Connection = connect(self.db_path)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> HarvestState:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def transaction(self):
+        return _Transaction(self.conn)
+
+    # -- runs ----------------------------------------------------------------------------------
+    def begin_run(self, run_id: str, job: str, mode: str, started: str, pid: int) -> None:
+        self.conn.execute(
+            "INSERT INTO runs (run_id, job, mode, status, started, pid, figures) VALUES (?,?,?,?,?,?,?)",
+            (run_id, job, mode, "running", started, pid, "{}"),
+        )
+
+    def update_run(self, run_id: str, **fields) -> None:
+        if "figures" in fields and not isinstance(fields["figures"], str):
+            fields["figures"] = json.dumps(fields["figures"], ensure_ascii=False)
+        cols = ", ".join(f"{k}=?" for k in fields)
+        self.conn.execute(f"UPDATE runs SET {cols} WHERE run_id=?", (*fields.values(), run_id))
+
+    def runs(self, statuses: tuple[str, ...] | None = None) -> list[dict]:
+        rows = self.conn.execute("SELECT * FROM runs ORDER BY started, run_id").fetchall()
+        out = []
+        for row in rows:
+            run = dict(row)
+            run["figures"] = json.loads(run["figures"] or "{}")
+            if statuses is None or run["status"] in statuses:
+                out.append(run)
+        return out
+
+    def run(self, run_id: str) -> dict | None:
+        row = self.conn.execute("SELECT * FROM runs WHERE run_id=?", (run_id,)).fetchone()
+        if row is None:
+            return None
+        run = dict(row)
+        run["figures"] = json.loads(run["figures"] or "{}")
+        return run
+
+    def last_snapshot(self) -> str | None:
+        row = self.conn.execute("SELECT MAX(snapshot) FROM runs").fetchone()
+        return row[0] if row else None
+
+    def has_completed_run(self) -> bool:
+        row = self.conn.execute(
+            "SELECT 1 FROM runs WHERE status IN ('finished','cancelled','interrupted') LIMIT 1"
+        ).fetchone()
+        return row is not None
+
+    # -- WARC files ----------------------------------------------------------------------------
+    def warc_opened(self, filename: str, run_id: str) -> None:
+        self.conn.execute("INSERT OR REPLACE INTO warcs VALUES (?,?,?,?)", (filename, run_id, "open", 0))
+
+    def warc_state(self, filename: str, state: str, size: int | None = None) -> None:
+        if size is None:
+            self.conn.execute("UPDATE warcs SET state=? WHERE filename=?", (state, filename))
+        else:
+            self.conn.execute("UPDATE warcs SET state=?, size=? WHERE filename=?", (state, size, filename))
+
+    def warcs(self, state: str | None = None) -> list[dict]:
+        if state:
+            rows = self.conn.execute("SELECT * FROM warcs WHERE state=? ORDER BY filename", (state,))
+        else:
+            rows = self.conn.execute("SELECT * FROM warcs ORDER BY filename")
+        return [dict(r) for r in rows]
+
+    # -- URLs ----------------------------------------------------------------------------------
+    def url(self, url: str) -> dict | None:
+        row = self.conn.execute("SELECT * FROM urls WHERE url=?", (url,)).fetchone()
+        return dict(row) if row else None
+
+    def known_urls(self) -> Iterator[dict]:
+        for row in self.conn.execute("SELECT * FROM urls ORDER BY depth, first_seen, url"):
+            yield dict(row)
+
+    def see_url(self, url: str, host: str, run_id: str, at: str, found_on: str | None, depth: int,
+                link_kind: str, page_kind: str | None = None) -> bool:
+        """Record where and when a URL was first seen; True when it was never seen before."""
+        cur = self.conn.execute(
+            "INSERT INTO urls (url, host, first_seen, first_run, found_on, depth, link_kind, page_kind) "
+            "VALUES (?,?,?,?,?,?,?,?) ON CONFLICT(url) DO NOTHING",
+            (url, host, at, run_id, found_on, depth, link_kind, page_kind),
+        )
+        return cur.rowcount == 1
+
+    def update_url(self, url: str, **fields) -> None:
+        cols = ", ".join(f"{k}=?" for k in fields)
+        self.conn.execute(f"UPDATE urls SET {cols} WHERE url=?", (*fields.values(), url))
+
+    # -- captures ------------------------------------------------------------------------------
+    def add_capture(self, cap: Capture) -> None:
+        self.conn.execute(
+            "INSERT INTO captures (run_id, url, timestamp, warc_date, record_type, class, status, digest, mime, "
+            "payload_length, warc, offset, length, record_id, refers_to_uri, refers_to_date, location) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (cap.run_id, cap.url, cap.timestamp, cap.warc_date, cap.record_type, cap.cls, cap.status, cap.digest,
+             cap.mime, cap.payload_length, cap.warc, cap.offset, cap.length, cap.record_id, cap.refers_to_uri,
+             cap.refers_to_date, cap.location),
+        )
+
+    def captures(self, url: str | None = None, run_id: str | None = None) -> list[dict]:
+        sql, args = "SELECT * FROM captures", []
+        where = []
+        if url is not None:
+            where.append("url=?")
+            args.append(url)
+        if run_id is not None:
+            where.append("run_id=?")
+            args.append(run_id)
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY timestamp, id"
+        return [dict(r) for r in self.conn.execute(sql, args)]
+
+    def capture_by_record_id(self, record_id: str) -> dict | None:
+        row = self.conn.execute("SELECT * FROM captures WHERE record_id=?", (record_id,)).fetchone()
+        return dict(row) if row else None
+
+    # -- digest index --------------------------------------------------------------------------
+    def add_digest(self, digest: str, original: Original) -> None:
+        """Most recent capture holding the payload wins. Usable once its WARC is indexed."""
+        self.conn.execute(
+            "INSERT OR REPLACE INTO digests VALUES (?,?,?,?,?)",
+            (digest, original.url, original.warc_date, original.record_id, original.warc),
+        )
+
+    def lookup_digest(self, digest: str) -> Original | None:
+        row = self.conn.execute(
+            "SELECT d.* FROM digests d JOIN warcs w ON w.filename = d.warc WHERE d.digest=? AND w.state='indexed'",
+            (digest,),
+        ).fetchone()
+        if row is None:
+            return None
+        return Original(row["url"], row["warc_date"], row["record_id"], row["warc"])
+
+    # -- checks (looked at, nothing written) ---------------------------------------------------
+    def add_check(self, run_id: str, url: str, outcome: str, reason: str, at: str) -> None:
+        self.conn.execute("INSERT INTO checks VALUES (?,?,?,?,?)", (run_id, url, outcome, reason, at))
+
+    def checks(self, run_id: str) -> list[dict]:
+        return [dict(r) for r in self.conn.execute("SELECT * FROM checks WHERE run_id=? ORDER BY at", (run_id,))]
+
+
+class _Transaction:
+    def __init__(self, conn: sqlite3.Connection):
+        self.conn = conn
+
+    def __enter__(self):
+        self.conn.execute("BEGIN IMMEDIATE")
+        return self.conn
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            self.conn.execute("COMMIT")
+        else:
+            self.conn.execute("ROLLBACK")

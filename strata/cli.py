@@ -1,0 +1,233 @@
+"""The ``strata`` command. Every user-facing error is a ``StrataError`` rendered here, once."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from strata.errors import ConfigError, StrataError
+
+root_option = click.option(
+    "--root", type=click.Path(file_okay=False, path_type=Path), envvar="STRATA_ROOT", default="collections",
+    show_default=True, help="Collections root (pywb layout). Also STRATA_ROOT.",
+)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="strata-archive")
+def cli() -> None:
+    """Strata: incremental web archiving (harvest, replay, search)."""
+
+
+def main() -> None:
+    try:
+        cli.main(standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("Aborted.", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except StrataError as exc:
+        click.echo(f"Error: {exc.message}", err=True)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        click.echo("Interrupted.", err=True)
+        sys.exit(130)
+
+
+# -- harvest ---------------------------------------------------------------------------------------
+def _run_harvest(coll, job, mode: str | None, as_json: bool) -> dict:
+    from harvester.run import Harvest
+
+    progress = None if as_json else _ProgressLine()
+    harvest = Harvest(coll, job, mode=mode, progress=progress)
+
+    async def go() -> dict:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, harvest.request_stop)
+        return await harvest.run()
+
+    summary = asyncio.run(go())
+    if progress:
+        progress.finish()
+    return summary
+
+
+class _ProgressLine:
+    """One status line on stderr: rewritten in place on a terminal, every few seconds in a log."""
+
+    def __init__(self) -> None:
+        self.tty = sys.stderr.isatty()
+        self.last_line = 0.0
+
+    def __call__(self, p: dict) -> None:
+        now = time.monotonic()
+        if not self.tty and not p.get("final") and now - self.last_line < 3:
+            return
+        self.last_line = now
+        text = (f"fetched {p['urls_fetched']} | queued {p['queued']} | new {p['new']} changed {p['changed']} "
+                f"unchanged {p['unchanged']} 304 {p['not_modified']} deleted {p['deleted']} errors {p['errors']} "
+                f"| {_size(p['bytes_downloaded'])} down, {_size(p['bytes_stored'])} stored")
+        if self.tty:
+            click.echo("\r\033[K" + text, err=True, nl=False)
+        else:
+            click.echo(text, err=True)
+
+    def finish(self) -> None:
+        if self.tty:
+            click.echo("", err=True)
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1000 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return str(n)
+
+
+def print_summary(s: dict, coll) -> None:
+    click.echo(f"Run {s['run_id']} of collection {s['collection']} ({s['mode']}, {s['status']})")
+    click.echo(f"  {s['started']} -> {s['finished']}   snapshot {s['snapshot']}")
+    click.echo(f"  fetched {s['urls_fetched']} URLs ({s['requests']} requests, {s['errors']} errors, "
+               f"{s['skipped']} skipped)")
+    click.echo(f"  new {s['new']}  changed {s['changed']}  unchanged {s['unchanged']}  "
+               f"not modified {s['not_modified']}  deleted {s['deleted']}" + (f"  soft {s['soft']}" if s.get("soft") else ""))
+    click.echo(f"  downloaded {_size(s['bytes_downloaded'])}, stored {_size(s['bytes_stored'])} of WARC, "
+               f"saved {_size(s['bytes_saved'])} by {s['revisits']} revisits")
+    click.echo(f"  WARC files in {coll.archive_dir}:")
+    for name in s["warc_files"]:
+        click.echo(f"    {name}")
+
+
+@cli.command()
+@click.argument("collection")
+@click.option("--seed", "seeds", multiple=True, help="Start URL (repeatable).")
+@click.option("--job", "job_name", help="Run collections/COLLECTION/jobs/JOB.toml.")
+@click.option("--depth", type=int, help="Link hops from a seed (default 3).")
+@click.option("--delay", type=float, help="Seconds between requests to one host (default 1.0).")
+@click.option("--concurrency", type=int, help="Connections at once (default 4).")
+@click.option("--mode", type=click.Choice(["full", "incremental"]), help="Default: incremental once the collection holds a run.")
+@click.option("--json", "as_json", is_flag=True, help="Print the run report as one JSON object.")
+@root_option
+def harvest(collection, seeds, job_name, depth, delay, concurrency, mode, as_json, root) -> None:
+    """Harvest into COLLECTION: from --seed URLs, or from a job file with --job."""
+    from index.collection import Collection
+    from strata.settings import load_job_file, validate_job
+
+    if bool(seeds) == bool(job_name):
+        raise ConfigError("give either --seed URL (one or more) or --job NAME, not both and not neither")
+    coll = Collection.open(root, collection, create=True)
+    overrides = {k: v for k, v in (("depth", depth), ("delay", delay), ("concurrency", concurrency)) if v is not None}
+    if job_name:
+        job = load_job_file(coll.job_path(job_name))
+        if overrides:
+            job = job.replace(**overrides)
+    else:
+        job = validate_job("cli", {"seeds": list(seeds), **overrides})
+    summary = _run_harvest(coll, job, mode, as_json)
+    if as_json:
+        click.echo(json.dumps(summary, ensure_ascii=False))
+    else:
+        print_summary(summary, coll)
+    if summary["status"] == "cancelled":
+        sys.exit(130)
+
+
+@cli.command()
+@click.argument("collection")
+@click.option("--json", "as_json", is_flag=True)
+@root_option
+def runs(collection, as_json, root) -> None:
+    """List the harvest runs of COLLECTION with their figures."""
+    from index.collection import Collection
+    from index.state import HarvestState
+
+    coll = Collection.open(root, collection)
+    with HarvestState(coll.db_path) as state:
+        rows = state.runs()
+    out = []
+    for run in rows:
+        out.append({"run_id": run["run_id"], "collection": collection, "job": run["job"], "mode": run["mode"],
+                    "status": run["status"], "started": run["started"], "finished": run["finished"],
+                    "snapshot": run["snapshot"], **run["figures"]})
+    if as_json:
+        click.echo(json.dumps(out, ensure_ascii=False))
+        return
+    if not out:
+        click.echo(f"No runs in {collection} yet.")
+        return
+    click.echo(f"{'run':<20} {'mode':<11} {'status':<11} {'fetched':>7} {'new':>5} {'chg':>5} {'same':>5} "
+               f"{'304':>5} {'del':>4} {'err':>4} {'stored':>9} {'saved':>9}")
+    for r in out:
+        click.echo(f"{r['run_id']:<20} {r['mode']:<11} {r['status']:<11} {r.get('urls_fetched', 0):>7} "
+                   f"{r.get('new', 0):>5} {r.get('changed', 0):>5} {r.get('unchanged', 0):>5} "
+                   f"{r.get('not_modified', 0):>5} {r.get('deleted', 0):>4} {r.get('errors', 0):>4} "
+                   f"{_size(r.get('bytes_stored', 0)):>9} {_size(r.get('bytes_saved', 0)):>9}")
+
+
+@cli.command()
+@click.argument("collection")
+@root_option
+def recover(collection, root) -> None:
+    """Repair COLLECTION after a crash: seal torn WARCs, re-index, mark interrupted runs."""
+    from harvester.recovery import recover as do_recover
+    from index.collection import Collection
+    from index.state import HarvestState
+
+    coll = Collection.open(root, collection)
+    with coll.harvest_lock(), HarvestState(coll.db_path) as state:
+        report = do_recover(coll, state)
+    if not report:
+        click.echo(f"{collection}: nothing to recover.")
+    for name, old, new in report.repaired:
+        click.echo(f"repaired {name}: {old} -> {new} bytes")
+    for name in report.indexed:
+        click.echo(f"indexed {name}")
+    for run_id in report.interrupted_runs:
+        click.echo(f"run {run_id} marked interrupted")
+
+
+@cli.command()
+def settings() -> None:
+    """Every job-file field with its default and meaning."""
+    from strata.settings import settings_help
+
+    click.echo(settings_help())
+
+
+@cli.command()
+@click.option("--collection", default="sample", show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+@root_option
+def demo(collection, as_json, root) -> None:
+    """Harvest Strata's built-in sample site twice (v1, then v2) into a collection."""
+    from index.collection import Collection
+    from strata.sample_site import serve_sample_site
+    from strata.settings import validate_job
+
+    coll = Collection.open(root, collection, create=True)
+    summaries = []
+    with serve_sample_site(version=1) as site:
+        job = validate_job("demo", {"seeds": [site.base_url + "/"], "delay": 0.0, "depth": 5})
+        for version in (1, 2):
+            site.version = version
+            if not as_json:
+                click.echo(f"Harvesting the sample site, version {version}, at {site.base_url}/ ...", err=True)
+            summary = _run_harvest(coll, job, None, as_json)
+            summaries.append(summary)
+            if not as_json:
+                print_summary(summary, coll)
+    if as_json:
+        click.echo(json.dumps(summaries, ensure_ascii=False))
+    else:
+        click.echo(f"\nRun reports: strata runs {collection} --root {root}")
+        click.echo(f"Index: {coll.cdxj_path}")

@@ -1,0 +1,100 @@
+"""Shared fixtures: the sample site on a real socket, collection roots, harvests, and a real pywb."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from harvester.run import Harvest
+from index.collection import Collection
+from strata.sample_site import serve_sample_site
+from strata.settings import validate_job
+
+REPO = Path(__file__).resolve().parent.parent
+VENV_BIN = Path(sys.executable).parent
+
+
+@pytest.fixture
+def site():
+    """The sample site, version 1, on an ephemeral 127.0.0.1 port."""
+    with serve_sample_site(version=1) as server:
+        yield server
+
+
+@pytest.fixture
+def root(tmp_path) -> Path:
+    """A collections root named `collections`, as an unmodified pywb expects under its directory."""
+    path = tmp_path / "collections"
+    path.mkdir()
+    return path
+
+
+def sample_job(site, **overrides):
+    values = {"seeds": [site.base_url + "/"], "delay": 0.0, "depth": 6, "timeout": 10.0, **overrides}
+    return validate_job("test", values)
+
+
+def harvest(root: Path, site, name: str = "sample", mode: str | None = None, **overrides) -> dict:
+    coll = Collection.open(root, name, create=True)
+    return asyncio.run(Harvest(coll, sample_job(site, **overrides), mode=mode).run())
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Wayback:
+    """pywb's own unmodified `wayback` server over a collections root, in a subprocess."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.port = free_port()
+        self.base_url = f"http://127.0.0.1:{self.port}"
+        env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+        self.proc = subprocess.Popen(
+            [str(VENV_BIN / "wayback"), "-p", str(self.port), "-b", "127.0.0.1", "-d", str(root.parent)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=str(root.parent),
+        )
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                httpx.get(self.base_url + "/", timeout=1.0)
+                return
+            except httpx.HTTPError:
+                if self.proc.poll() is not None:
+                    raise RuntimeError("wayback exited: " + self.proc.stderr.read().decode()[-2000:]) from None
+                time.sleep(0.2)
+        self.stop()
+        raise RuntimeError("wayback did not start within 30 s")
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+@pytest.fixture
+def wayback_factory():
+    started = []
+
+    def start(root: Path) -> Wayback:
+        server = Wayback(root)
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.stop()
