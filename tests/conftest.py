@@ -70,9 +70,9 @@ class Wayback:
             try:
                 httpx.get(self.base_url + "/", timeout=1.0)
                 return
-            except httpx.HTTPError:
+            except httpx.HTTPError as exc:
                 if self.proc.poll() is not None:
-                    raise RuntimeError("wayback exited: " + self.proc.stderr.read().decode()[-2000:]) from None
+                    raise RuntimeError("wayback exited: " + self.proc.stderr.read().decode()[-2000:]) from exc
                 time.sleep(0.2)
         self.stop()
         raise RuntimeError("wayback did not start within 30 s")
