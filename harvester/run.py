@@ -152,6 +152,7 @@ class Harvest:
             "mode": self.mode, "status": self.status, "started": iso(started), "finished": iso(finished),
             "snapshot": ts14(finished), **self.figures.as_dict(),
             "connections_per_host": self.job.concurrency,
+            "recent_errors": [{"url": u, "error": e} for u, e in self.recent_errors[-10:]],
         }
 
     async def _after_last_snapshot(self) -> None:

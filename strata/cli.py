@@ -103,9 +103,14 @@ def print_summary(s: dict, coll) -> None:
                f"not modified {s['not_modified']}  deleted {s['deleted']}" + (f"  soft {s['soft']}" if s.get("soft") else ""))
     click.echo(f"  downloaded {_size(s['bytes_downloaded'])}, stored {_size(s['bytes_stored'])} of WARC, "
                f"saved {_size(s['bytes_saved'])} by {s['revisits']} revisits")
-    click.echo(f"  WARC files in {coll.archive_dir}:")
+    if s["warc_files"]:
+        click.echo(f"  WARC files in {coll.archive_dir}:")
     for name in s["warc_files"]:
         click.echo(f"    {name}")
+    if s.get("recent_errors"):
+        click.echo("  latest errors:")
+        for err in s["recent_errors"][-5:]:
+            click.echo(f"    {err['url']}: {err['error']}")
 
 
 @cli.command()
@@ -140,6 +145,9 @@ def harvest(collection, seeds, job_name, depth, delay, concurrency, mode, as_jso
         print_summary(summary, coll)
     if summary["status"] == "cancelled":
         sys.exit(130)
+    if summary["urls_fetched"] == 0 and summary["errors"]:
+        click.echo("Error: no URL could be fetched; see the errors above.", err=True)
+        sys.exit(1)
 
 
 @cli.command()

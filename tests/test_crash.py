@@ -1,0 +1,88 @@
+"""A harvest killed with SIGKILL at random points loses nothing sealed and leaves the collection
+recoverable; the next run completes the site."""
+
+from __future__ import annotations
+
+import gzip
+import random
+import signal
+import subprocess
+import time
+from urllib.parse import urlsplit
+
+import pytest
+from warcio.archiveiterator import ArchiveIterator
+
+from index import cdxj
+from index.collection import Collection
+from index.state import HarvestState
+from strata.sample_site import SampleSite
+from tests.conftest import VENV_BIN, harvest
+
+STRATA = str(VENV_BIN / "strata")
+
+
+def check_collection(root, name="c"):
+    """Every WARC whole and valid, every revisit's original indexed, every digest entry real."""
+    archive = root / name / "archive"
+    assert not list(archive.glob("*.open"))
+    index = list(cdxj.iter_index(root / name / "indexes" / "index.cdxj"))
+    originals = {(line["url"], line.get("digest")) for line in index if line.get("mime") != "warc/revisit"}
+    record_ids = set()
+    for path in sorted(archive.glob("*.warc.gz")):
+        out = subprocess.run([str(VENV_BIN / "fastwarc"), "check", str(path)], capture_output=True, text=True)
+        assert out.returncode == 0, (path.name, out.stdout, out.stderr)
+        gzip.decompress(path.read_bytes())
+        with open(path, "rb") as fh:
+            for record in ArchiveIterator(fh):
+                record_ids.add(record.rec_headers.get_header("WARC-Record-ID"))
+                if record.rec_type == "revisit":
+                    target = record.rec_headers.get_header("WARC-Refers-To-Target-URI")
+                    digest = record.rec_headers.get_header("WARC-Payload-Digest").split(":", 1)[1]
+                    assert (target, digest) in originals, f"revisit of {target} has no original in the index"
+    coll = Collection.open(root, name)
+    with HarvestState(coll.db_path) as state:
+        for row in state.conn.execute("SELECT * FROM digests"):
+            assert row["record_id"] in record_ids, "digest entry points at a record that does not exist"
+        for row in state.conn.execute("SELECT record_id FROM captures"):
+            assert row["record_id"] in record_ids
+        assert all(w["state"] == "indexed" for w in state.warcs())
+        assert not state.runs(statuses=("running",))
+
+
+@pytest.mark.slow
+def test_sigkill_at_random_points(root, site):
+    rng = random.Random(29112026)
+    site.latency = 0.005
+    archive = root / "c" / "archive"
+    kills = 0
+    for version in (1, 1, 2, 2, 3):
+        site.version = version
+        proc = subprocess.Popen([STRATA, "harvest", "c", "--seed", site.base_url + "/", "--delay", "0.02",
+                                 "--depth", "6", "--root", str(root), "--json"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not list(archive.glob("*.open")) and proc.poll() is None:
+            time.sleep(0.01)
+        time.sleep(rng.uniform(0.0, 1.0))
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+            kills += 1
+        proc.wait(timeout=30)
+        recovered = subprocess.run([STRATA, "recover", "c", "--root", str(root)], capture_output=True, text=True)
+        assert recovered.returncode == 0, recovered.stderr
+        check_collection(root)
+    assert kills >= 3
+
+    summary = harvest(root, site, name="c", depth=6, delay=0.0)
+    assert summary["status"] == "finished"
+    check_collection(root)
+    coll = Collection.open(root, "c")
+    with HarvestState(coll.db_path) as state:
+        interrupted = state.runs(statuses=("interrupted",))
+        assert len(interrupted) == kills
+        caps = {urlsplit(c["url"]).path for c in state.captures(run_id=summary["run_id"])}
+        known = {urlsplit(u["url"]).path for u in state.known_urls()}
+    # the site as it stands now, plus every URL the collection ever saw (deleted ones are rechecked)
+    assert SampleSite.paths(3, obey_robots=True) <= caps
+    assert {p for p in known if SampleSite.robots_allowed(p)} == caps
