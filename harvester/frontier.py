@@ -47,6 +47,10 @@ class Frontier:
     def seen(self, url: str) -> bool:
         return url in self._seen
 
+    def add_seen(self, url: str) -> None:
+        """Mark ``url`` as dealt with in this run without fetching it."""
+        self._seen.add(url)
+
     def add(self, item: Item) -> bool:
         """Queue ``item`` unless its URL was queued before in this run or the URL budget is spent."""
         if item.url in self._seen or self._stopping:

@@ -18,11 +18,13 @@ from datetime import UTC, datetime
 import httpx
 
 from harvester import decide, records
+from harvester.change import Fingerprint, NoiseRules, fingerprint
 from harvester.fetch import FetchResult, fetch, make_client
 from harvester.frontier import Frontier, Item
 from harvester.links import extract_links
 from harvester.report import RunFigures
 from harvester.robots import RobotsCache
+from harvester.schedule import HTML_TYPES, PageKinds, due_at, is_ordered_listing, is_pagination_link
 from harvester.scope import Scope
 from harvester.urls import normalize_url, url_host
 from harvester.warcfile import WarcRoller
@@ -36,6 +38,12 @@ from strata.settings import JobSettings
 LINK_TYPES = ("text/html", "application/xhtml+xml", "text/css")
 ACCEPT_ENCODING = "gzip, deflate"   # no br: only capped decoders touch stored bodies
 MAX_REDIRECT_HOPS = 10
+
+
+def _charset(content_type: str) -> str | None:
+    if "charset=" not in content_type.lower():
+        return None
+    return content_type.lower().split("charset=", 1)[1].split(";")[0].strip().strip('"') or None
 
 
 def utc_now() -> datetime:
@@ -107,6 +115,13 @@ class Harvest:
         self.scope = Scope(list(job.seeds), hosts=job.scope, include=list(job.include), exclude=list(job.exclude),
                            max_depth=job.depth, embeds_offsite=job.embeds_offsite)
         self.frontier = Frontier(delay=job.delay, per_host=job.concurrency, max_urls=job.max_urls)
+        self.kinds = PageKinds(job.index_patterns, job.content_patterns, job.default_page_kind, job.seeds)
+        self.noise = NoiseRules(job.noise_selectors, job.noise_patterns)
+        # Index/content strategy: only in incremental runs of jobs that name page kinds.
+        self.strategy = self.mode == "incremental" and self.kinds.enabled and not job.recheck_all
+        self.index_links: set[str] = set()
+        self.index_pages_done: set[str] = set()
+        self.fetched: set[str] = set()
         self.roller = WarcRoller(
             coll_archive := self.collection.archive_dir, self.collection.name,
             warcinfo={
@@ -132,6 +147,8 @@ class Harvest:
                 if isinstance(res, BaseException) and not isinstance(res, asyncio.CancelledError):
                     raise res
             self.status = "cancelled" if self._stop else "finished"
+            if self.status == "finished" and self.strategy and job.check_deleted_links:
+                self._record_vanished()
         except BaseException:
             self.status = "failed" if not self._stop else "cancelled"
             raise
@@ -166,11 +183,32 @@ class Harvest:
     def _seed_frontier(self) -> None:
         for seed in self.job.seeds:
             self._enqueue(Item(seed, 0, "seed"))
-        if self.mode == "incremental":
-            for row in self.state.known_urls():
-                decision = self.scope.decide(row["url"], row["depth"] or 0, row["link_kind"] or "navigation")
-                if decision.accept:
-                    self._enqueue(Item(row["url"], row["depth"] or 0, "recheck", via=row["found_on"]))
+        if self.mode != "incremental":
+            return
+        for row in self.state.known_urls():
+            decision = self.scope.decide(row["url"], row["depth"] or 0, row["link_kind"] or "navigation")
+            if not decision.accept:
+                continue
+            if self.strategy:
+                # Index pages are reached again from the seeds (so paging stops where old links
+                # begin); content pages come back when due; resources come back with their pages.
+                if row["page_kind"] != "content":
+                    continue
+                if not self._due(row):
+                    self.frontier.add_seen(row["url"])
+                    continue
+            self._enqueue(Item(row["url"], row["depth"] or 0, "recheck", via=row["found_on"]))
+
+    def _due(self, row: dict) -> bool:
+        """Is a known content page due for a recheck? Records why not, for staff to see."""
+        when, rate = due_at(row, self.job.min_interval, self.job.max_interval)
+        if when is None or when <= utc_now():
+            return True
+        self.figures.skipped += 1
+        self.state.add_check(self.run_id, row["url"], "not_due",
+                             f"not due until {iso(when)} (estimated {rate:.3f} changes/day, "
+                             f"{row.get('changes') or 0} changes in {row.get('checks') or 0} checks)", iso(utc_now()))
+        return False
 
     def _enqueue(self, item: Item) -> None:
         if item.url.endswith("/robots.txt") and self.job.robots == "obey":
@@ -199,6 +237,7 @@ class Harvest:
                 self.figures.skipped += 1
                 self.state.add_check(self.run_id, item.url, "skipped", "disallowed by robots.txt", iso(utc_now()))
                 return
+        self.fetched.add(item.url)
         previous = self.state.url(item.url)
         conditional = decide.conditional_headers(previous) if self.mode == "incremental" else {}
         result = await self._fetch(item.url, conditional)
@@ -263,6 +302,16 @@ class Harvest:
             if follow and mime in LINK_TYPES:
                 link_body, content_type = self._original_body(original)
         else:
+            if mime in HTML_TYPES and decide.is_success(result.status) and result.digest:
+                fp = fingerprint(result.read_body(), _charset(content_type), self.noise)
+                url_update["fingerprint"] = fp.encode()
+                url_update["page_kind"] = self.kinds.kind(item.url)
+                previous_fp = Fingerprint.decode((previous or {}).get("fingerprint"))
+                if cls == "changed" and previous_fp and fp.similarity(previous_fp) >= self.job.change_threshold:
+                    cls = url_update["last_class"] = "soft"
+                    if not self.job.store_soft_changes:
+                        self._skip_soft(item, result, previous, fp.similarity(previous_fp), now, follow)
+                        return
             original = None
             if self.mode == "incremental":
                 original = state.lookup_digest(result.digest)
@@ -307,6 +356,8 @@ class Harvest:
         url_update["checks"] = (previous or {}).get("checks", 0) + 1 if previous else 1
         if cls in ("changed", "deleted"):
             url_update["changes"] = (previous or {}).get("changes", 0) + 1
+        if cls == "not_modified" or (cls == "unchanged" and "fingerprint" in url_update):
+            url_update.pop("fingerprint", None)
 
         with state.transaction():
             state.add_capture(Capture(
@@ -336,12 +387,25 @@ class Harvest:
         except DecodeError as exc:
             self.recent_errors = (self.recent_errors + [(item.url, f"links not extracted: {exc}")])[-20:]
             return
-        charset = None
-        if "charset=" in content_type.lower():
-            charset = content_type.lower().split("charset=", 1)[1].split(";")[0].strip().strip('"') or None
+        charset = _charset(content_type)
         mime = content_type.split(";")[0].strip().lower() or "text/html"
-        for link in extract_links(body, item.url, mime, charset):
+        links = extract_links(body, item.url, mime, charset)
+        stop_paging = False
+        if self.strategy and mime in HTML_TYPES and self.kinds.kind(item.url) == "index":
+            self.index_pages_done.add(item.url)
+            content = [link.url for link in links if link.kind != "embed" and self.kinds.kind(link.url) == "content"]
+            self.index_links.update(content)
+            fresh = [u for u in content if not (self.state.url(u) or {}).get("last_checked")]
+            # An ordered listing (newest first) whose links are all known: older pages hold only old links.
+            stop_paging = not fresh and is_ordered_listing(content)
+        for link in links:
             depth = item.depth if link.kind == "embed" else item.depth + 1
+            if stop_paging and link.kind != "embed" and is_pagination_link(item.url, link.url) \
+                    and self.kinds.kind(link.url) == "index" and not self.frontier.seen(link.url):
+                self.frontier.add_seen(link.url)
+                self.state.add_check(self.run_id, link.url, "not_followed",
+                                     f"listing {item.url} holds no links newer than the last run", iso(utc_now()))
+                continue
             self._follow(item, link.url, link.kind, depth)
 
     def _follow(self, item: Item, url: str, kind: str, depth: int) -> None:
@@ -352,7 +416,38 @@ class Harvest:
             scope_kind = "embed"
         if not self.scope.decide(url, depth, scope_kind).accept:
             return
+        if self.strategy and scope_kind == "navigation" and self.kinds.kind(url) == "content":
+            row = self.state.url(url)
+            if row and row.get("last_checked") and not self._due(row):
+                self.frontier.add_seen(url)
+                return
         self._enqueue(Item(url, depth, "embed" if scope_kind == "embed" else kind, via=item.url))
+
+    def _skip_soft(self, item: Item, result: FetchResult, previous: dict | None, similarity: float,
+                   now: datetime, follow: bool) -> None:
+        """A soft change the job does not store: nothing written, the check recorded (replay of this
+        run shows the previous capture, as the NLC harvester does)."""
+        self.figures.count("soft")
+        self.state.add_check(self.run_id, item.url, "soft",
+                             f"main content {similarity:.3f} similar to the stored capture; not stored", iso(now))
+        self.state.update_url(item.url, last_checked=iso(now), last_run=self.run_id, last_class="soft",
+                              checks=((previous or {}).get("checks") or 0) + 1)
+        if follow:
+            content_type = result.header("Content-Type") or ""
+            self._queue_links(item, result.read_body(), content_type, result.header("Content-Encoding"))
+
+    def _record_vanished(self) -> None:
+        """Content pages that were listed on an index page read this run, and are on none now."""
+        for row in self.state.known_urls():
+            if row["page_kind"] != "content" or row["deleted_at"] or row["url"] in self.index_links:
+                continue
+            if row["found_on"] not in self.index_pages_done or row["url"] in self.fetched:
+                continue
+            now = iso(utc_now())
+            self.state.add_check(self.run_id, row["url"], "deleted",
+                                 f"no longer linked from any index page (was on {row['found_on']})", now)
+            self.state.update_url(row["url"], deleted_at=now, last_class="deleted")
+            self.figures.deleted += 1
 
     # -- originals ---------------------------------------------------------------------------------
     def _original_capture(self, original: Original) -> dict | None:

@@ -1,0 +1,107 @@
+"""When to look at a URL again: page kinds and adaptive recheck intervals.
+
+Index pages (seeds, and pages matching ``index_patterns``) are re-read every incremental run. Content
+pages are fetched when new and afterwards when *due*: each one's change rate is estimated from its
+history with the Poisson estimator of Cho and Garcia-Molina ("Estimating frequency of change", 2003),
+which accounts for checks that saw no change:
+
+    rate = -ln((n - X + 0.5) / (n + 0.5)) / I
+
+for ``n`` checks at mean interval ``I`` of which ``X`` saw a change. The next check is due one mean
+change interval (1/rate) after the last, clamped to the job's ``min_interval`` .. ``max_interval``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from datetime import datetime, timedelta
+
+HTML_TYPES = ("text/html", "application/xhtml+xml")
+
+
+class PageKinds:
+    def __init__(self, index_patterns, content_patterns, default: str, seeds):
+        self.index = [re.compile(p) for p in index_patterns]
+        self.content = [re.compile(p) for p in content_patterns]
+        self.default = default
+        self.seeds = set(seeds)
+
+    @property
+    def enabled(self) -> bool:
+        """The index/content strategy is on when the job names either kind of page."""
+        return bool(self.index or self.content)
+
+    def kind(self, url: str) -> str:
+        if url in self.seeds or any(p.search(url) for p in self.index):
+            return "index"
+        if any(p.search(url) for p in self.content):
+            return "content"
+        return self.default
+
+
+def change_rate(checks: int, changes: int, mean_interval: float) -> float:
+    """Changes per second (0 when nothing ever changed)."""
+    if checks <= 0 or mean_interval <= 0:
+        return 0.0
+    changes = min(changes, checks)
+    return -math.log((checks - changes + 0.5) / (checks + 0.5)) / mean_interval
+
+
+def next_interval(rate: float, min_interval: float, max_interval: float) -> float:
+    if rate <= 0:
+        return max_interval
+    return max(min_interval, min(max_interval, 1.0 / rate))
+
+
+def mean_interval(first_seen: str | None, last_checked: str | None, checks: int) -> float:
+    if not first_seen or not last_checked or checks < 2:
+        return 0.0
+    span = (parse_iso(last_checked) - parse_iso(first_seen)).total_seconds()
+    return max(span / (checks - 1), 1.0)
+
+
+def due_at(row: dict, min_interval: float, max_interval: float) -> tuple[datetime | None, float]:
+    """(when the URL is next due, its estimated rate per day); None means due now (never checked)."""
+    if not row.get("last_checked"):
+        return None, 0.0
+    checks, changes = row.get("checks") or 0, row.get("changes") or 0
+    rate = change_rate(checks, changes, mean_interval(row.get("first_seen"), row.get("last_checked"), checks))
+    if checks < 2:
+        interval = min_interval  # too little history: look again soon
+    else:
+        interval = next_interval(rate, min_interval, max_interval)
+    return parse_iso(row["last_checked"]) + timedelta(seconds=interval), rate * 86400
+
+
+def parse_iso(value: str) -> datetime:
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+_NUMBERS = re.compile(r"\d+")
+
+
+def url_order_key(url: str) -> tuple[int, ...]:
+    """The numbers in a URL (dates, sequential IDs), for recognising ordered listings."""
+    return tuple(int(n) for n in _NUMBERS.findall(url.split("://", 1)[-1].split("/", 1)[-1])[:8])
+
+
+def is_ordered_listing(content_urls: list[str]) -> bool:
+    """Newest first by date or sequential ID: the number keys never increase down the page."""
+    keys = [url_order_key(u) for u in content_urls]
+    keys = [k for k in keys if k]
+    if len(keys) < 2:
+        return False
+    return all(a >= b for a, b in zip(keys, keys[1:], strict=False))
+
+
+def is_pagination_link(page_url: str, link_url: str) -> bool:
+    """A link to another page of the same listing: shares at least one directory with the page and
+    carries a number (``/news/`` -> ``/news/page/2.html``)."""
+    page_path = page_url.split("://", 1)[-1].split("/", 1)[-1]
+    link_path = link_url.split("://", 1)[-1].split("/", 1)[-1]
+    page_dirs = page_path.split("/")[:-1]
+    link_dirs = link_path.split("/")[:-1]
+    if not page_dirs or not link_dirs or page_dirs[0] != link_dirs[0]:
+        return False
+    return bool(_NUMBERS.search(link_path))
