@@ -1,0 +1,322 @@
+"""Text extraction for full-text search: the words a reader sees in an archived payload.
+
+``extract(body, content_type, content_encoding)`` returns an :class:`Extracted` (text, title, meta
+description and keywords, language) for HTML, PDF and plain text, and an empty one for anything
+else. It never raises on hostile input: what cannot be read is reported in ``Extracted.error``.
+
+- Bodies are stored as received; ``Content-Encoding`` is undone through ``index.payload``'s capped
+  decoders (a 421-byte brotli body can inflate to 256 MiB).
+- HTML is parsed by lxml's libxml2 HTML parser in event mode (a parser *target*): libxml2 stops
+  building a tree at depth 256 and drops the rest of the page without an error, events have no
+  such limit. Scripts, styles, ``<nav>``, ``role=navigation``, hidden elements and page-level
+  ``<header>``/``<footer>`` (outside ``<article>``/``<main>``) are left out. Inline elements do not
+  add spaces, so ``<b>图书</b>馆`` stays one word.
+- The charset comes from the ``Content-Type`` header, then ``<meta>`` (``harvester.charset``, the
+  browsers' order); a body that is not valid in that charset when it was only the UTF-8 default,
+  or that is not UTF-8 at all, goes through detection (charset-normalizer).
+- PDF text comes from pypdf, at most ``MAX_PDF_PAGES`` pages.
+- Text is NFKC-normalised (the analyzer and the queries expect it) and capped at ``max_chars``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import logging
+import re
+import unicodedata
+import warnings
+
+from lxml import etree
+
+from harvester.charset import codec_for_label, decode, html_charset
+from index.payload import DecodeError, decode_content
+
+__all__ = ["MAX_TEXT_CHARS", "Extracted", "extract", "mime_group"]
+
+MAX_TEXT_CHARS = 100_000          # per document, after normalisation
+MAX_INPUT_BYTES = 8 * 1024 * 1024  # decoded bytes read from one payload
+MAX_PDF_PAGES = 200
+HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+TEXT_TYPES = frozenset({"text/plain", "text/markdown", "text/csv", "text/x-markdown"})
+PDF_TYPES = frozenset({"application/pdf", "application/x-pdf"})
+
+# Mime type groups offered as search filters, in display order.
+MIME_GROUPS = ("html", "pdf", "text", "image", "audio", "video", "css", "script", "data", "other")
+
+
+def mime_group(mime: str | None) -> str:
+    mime = (mime or "").split(";")[0].strip().lower()
+    if mime in HTML_TYPES:
+        return "html"
+    if mime in PDF_TYPES:
+        return "pdf"
+    if mime in TEXT_TYPES:
+        return "text"
+    major = mime.split("/")[0]
+    if major in ("image", "audio", "video"):
+        return major
+    if mime == "text/css":
+        return "css"
+    if "javascript" in mime or "ecmascript" in mime:
+        return "script"
+    if mime.endswith(("json", "xml")) or "+json" in mime or "+xml" in mime:
+        return "data"
+    return "other"
+
+
+@dataclasses.dataclass
+class Extracted:
+    text: str = ""
+    title: str = ""
+    description: str = ""
+    keywords: str = ""
+    language: str = ""
+    charset: str = ""
+    truncated: bool = False
+    error: str = ""
+
+
+def extract(body: bytes, content_type: str | None, content_encoding: str | None = None,
+            content_language: str | None = None, max_chars: int = MAX_TEXT_CHARS) -> Extracted:
+    mime, _, params = (content_type or "").partition(";")
+    mime = mime.strip().lower()
+    group = mime_group(mime)
+    if group not in ("html", "pdf", "text"):
+        return Extracted()
+    try:
+        data = decode_content(body or b"", content_encoding, MAX_INPUT_BYTES)
+    except DecodeError as exc:
+        return Extracted(error=str(exc))
+    header_charset = _charset_param(params)
+    try:
+        if group == "html":
+            out = _html(data, header_charset)
+        elif group == "pdf":
+            out = _pdf(data)
+        else:
+            codec = _detect(data, codec_for_label(header_charset))
+            out = Extracted(text=decode(data, codec), charset=codec)
+    except Exception as exc:  # noqa: BLE001 - hostile payloads: never let one stop an index run
+        return Extracted(error=f"{type(exc).__name__}: {exc}"[:300])
+    return _finish(out, content_language, max_chars)
+
+
+def _charset_param(params: str) -> str | None:
+    match = re.search(r"charset\s*=\s*[\"']?([^\"';\s]+)", params or "", re.I)
+    return match.group(1) if match else None
+
+
+def _detect(data: bytes, declared: str | None) -> str:
+    """The declared codec when the body fits it, else UTF-8 when it is valid, else detection."""
+    if declared and declared != "utf-8":
+        return declared
+    sample = data[:65536]
+    try:
+        sample.decode("utf-8")
+        return "utf-8"
+    except UnicodeDecodeError as exc:
+        if exc.start >= len(sample) - 4:   # a character cut by the sample's end
+            return "utf-8"
+    try:
+        from charset_normalizer import from_bytes
+    except ImportError:  # pragma: no cover - comes with requests, a pywb dependency
+        return declared or "utf-8"
+    best = from_bytes(sample).best()
+    return codec_for_label(best.encoding) if best is not None and codec_for_label(best.encoding) else "utf-8"
+
+
+def _finish(out: Extracted, content_language: str | None, max_chars: int) -> Extracted:
+    text = unicodedata.normalize("NFKC", out.text)
+    text = "\n".join(line for line in (" ".join(part.split()) for part in text.split("\n")) if line)
+    if len(text) > max_chars:
+        text, out.truncated = text[:max_chars], True
+    out.text = text
+    out.title = _one_line(out.title)[:1000]
+    out.description = _one_line(out.description)[:2000]
+    out.keywords = _one_line(out.keywords)[:2000]
+    out.language = _language(out.language or content_language or "", text)
+    return out
+
+
+def _one_line(value: str) -> str:
+    return " ".join(unicodedata.normalize("NFKC", value or "").split())
+
+
+_KANA = re.compile(r"[\u3040-\u30ff]")
+_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
+_HANGUL = re.compile(r"[\uac00-\ud7a3]")
+_LANG_TAG = re.compile(r"^[a-z]{2,3}(?=$|[-_])")
+
+
+def _language(declared: str, text: str) -> str:
+    """Primary language subtag: as declared, else guessed from the script of the first 2,000 chars."""
+    match = _LANG_TAG.match(declared.strip().lower().split(",")[0].strip())
+    if match:
+        return match.group(0)
+    sample = text[:2000]
+    if not sample:
+        return ""
+    if len(_KANA.findall(sample)) >= 5:
+        return "ja"
+    if len(_HANGUL.findall(sample)) >= 5:
+        return "ko"
+    if len(_HAN.findall(sample)) >= 5:
+        return "zh"
+    return ""
+
+
+# -- HTML ------------------------------------------------------------------------------------------
+
+_SKIP = frozenset({"script", "style", "noscript", "template", "svg", "iframe", "object", "canvas", "select",
+                   "nav", "button", "datalist", "head"})
+_PAGE_LEVEL = frozenset({"header", "footer", "aside"})
+_CONTENT = frozenset({"article", "main"})
+_BLOCK = frozenset({
+    "address", "article", "aside", "blockquote", "body", "br", "caption", "dd", "details", "dialog", "div",
+    "dl", "dt", "fieldset", "figcaption", "figure", "footer", "form", "h1", "h2", "h3", "h4", "h5", "h6",
+    "header", "hr", "li", "main", "ol", "p", "pre", "section", "summary", "table", "tbody", "td", "tfoot",
+    "th", "thead", "tr", "ul", "frameset", "frame", "noframes", "option", "legend", "label",
+})
+_XML_DECL = re.compile(r"^\s*<\?xml[^>]*>", re.I)
+
+
+class _Target:
+    """lxml parser target: collects visible text, the title and meta fields, without a tree."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.size = 0
+        self.stack: list[tuple[str, bool]] = []   # (tag, opened a skipped region)
+        self.skip = 0
+        self.content = 0
+        self.in_title = False
+        self.title: list[str] = []
+        self.meta: dict[str, str] = {}
+        self.lang = ""
+
+    def start(self, tag, attrib) -> None:
+        if not isinstance(tag, str):
+            return
+        tag = tag.lower()
+        if tag == "html" and not self.lang:
+            self.lang = attrib.get("lang") or attrib.get("xml:lang") or ""
+        elif tag == "title" and not self.title and not self.skip_svg():
+            self.in_title = True
+        elif tag == "meta":
+            self._meta(attrib)
+        skipped = (
+            tag in _SKIP
+            or (tag in _PAGE_LEVEL and not self.content)
+            or (attrib.get("role") or "").lower() in ("navigation", "banner", "contentinfo")
+            or "hidden" in attrib
+            or (attrib.get("aria-hidden") or "").lower() == "true"
+        )
+        if tag in _CONTENT:
+            self.content += 1
+        if skipped:
+            self.skip += 1
+        self.stack.append((tag, skipped))
+        if tag in _BLOCK:
+            self._add("\n")
+
+    def skip_svg(self) -> bool:
+        return any(tag == "svg" for tag, _ in self.stack)
+
+    def end(self, tag) -> None:
+        if not isinstance(tag, str):
+            return
+        tag = tag.lower()
+        if tag == "title":
+            self.in_title = False
+        # libxml2 closes what it opened; pop to the matching tag all the same, for safety.
+        while self.stack:
+            name, skipped = self.stack.pop()
+            if skipped:
+                self.skip -= 1
+            if name in _CONTENT:
+                self.content -= 1
+            if name == tag:
+                break
+        if tag in _BLOCK:
+            self._add("\n")
+
+    def data(self, text: str) -> None:
+        if self.in_title:
+            self.title.append(text)
+        elif not self.skip:
+            self._add(text)
+
+    def _add(self, text: str) -> None:
+        if self.size < MAX_TEXT_CHARS * 2:
+            self.parts.append(text)
+            self.size += len(text)
+
+    def _meta(self, attrib) -> None:
+        name = (attrib.get("name") or attrib.get("property") or attrib.get("http-equiv") or "").lower()
+        content = attrib.get("content") or ""
+        if name in ("description", "keywords", "og:title", "og:description", "content-language") and content:
+            self.meta.setdefault(name, content)
+
+    def close(self) -> None:
+        return None
+
+
+def _html(data: bytes, header_charset: str | None) -> Extracted:
+    codec = html_charset(data, header_charset)
+    if codec == "utf-8":
+        codec = _detect(data, None)
+    text = decode(data, codec)
+    text = _XML_DECL.sub("", text, count=1)
+    target = _Target()
+    if text.strip():
+        parser = etree.HTMLParser(target=target, remove_comments=True, remove_pis=True, no_network=True)
+        # Fed in slices: one huge text node is then not held twice.
+        for i in range(0, len(text), 1 << 16):
+            parser.feed(text[i:i + (1 << 16)])
+            if target.size >= MAX_TEXT_CHARS * 2:
+                break
+        try:
+            parser.close()
+        except etree.XMLSyntaxError:
+            pass
+    meta = target.meta
+    return Extracted(
+        text="".join(target.parts),
+        title="".join(target.title) or meta.get("og:title", ""),
+        description=meta.get("description") or meta.get("og:description", ""),
+        keywords=meta.get("keywords", ""),
+        language=target.lang or meta.get("content-language", ""),
+        charset=codec,
+    )
+
+
+# -- PDF -------------------------------------------------------------------------------------------
+
+def _pdf(data: bytes) -> Extracted:
+    from pypdf import PdfReader
+
+    logging.getLogger("pypdf").setLevel(logging.ERROR)   # malformed PDFs are common; not our log's news
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        reader = PdfReader(io.BytesIO(data), strict=False)
+        title = ""
+        try:
+            info = reader.metadata
+            title = str(info.title) if info and info.title else ""
+        except Exception:  # noqa: BLE001 - a broken info dictionary only loses the title
+            pass
+        parts: list[str] = []
+        size = 0
+        error = ""
+        for number, page in enumerate(reader.pages):
+            if number >= MAX_PDF_PAGES or size >= MAX_TEXT_CHARS:
+                break
+            try:
+                page_text = page.extract_text() or ""
+            except Exception as exc:  # noqa: BLE001 - keep the pages that do read
+                error = f"page {number + 1}: {type(exc).__name__}"
+                continue
+            parts.append(page_text)
+            size += len(page_text)
+    return Extracted(text="\n".join(parts), title=title, error=error)
