@@ -1,0 +1,527 @@
+"""Searching a collection's full-text index: safe query parsing, filters, hits grouped by URL.
+
+The query language is small and parsed here, not by Whoosh's ``QueryParser``: words, ``"quoted
+phrases"``, ``AND``/``OR``/``NOT`` (upper case), ``-word`` and parentheses. Nothing else has a
+meaning, so ``field:value``, ``?*?*``, ``[a TO z]``, ``word~``, ``^boost`` are plain text (their
+punctuation is dropped by the analyzer): a user cannot reach the filter fields (collection, site,
+type, date) or Whoosh's wildcard, range and fuzzy expansions. Filters come only from parameters.
+Limits: ``MAX_QUERY_CHARS`` characters, ``MAX_TERMS`` words and phrases, ``MAX_DEPTH`` nested
+parentheses; every search runs under a ``TimeLimitCollector`` and considers at most ``MAX_DOCS``
+matching documents for grouping and facets (``exhaustive`` says whether it saw them all).
+
+A word is searched in the title, meta description and keywords, and the text (BM25F, title
+boosted). A Chinese or Japanese word of several characters becomes a phrase of bigrams
+(``index.cjk``); a single CJK character matches it as a unigram or as the start of a bigram.
+
+``search(root, params)`` returns a JSON-ready dict: hits grouped by (collection, URL), each with
+its capture timestamps in the date range, count, first and last, the capture to replay (the
+latest in range), title and a highlighted snippet; facets for site, type and year; a histogram of
+captures over time; paging.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+import re
+import threading
+import time
+from collections import Counter, defaultdict
+from datetime import UTC, datetime
+from pathlib import Path
+
+from whoosh import query as wq
+from whoosh.collectors import TimeLimit, TimeLimitCollector
+
+from index.cjk import CJKBigramAnalyzer, is_cjk, normalize
+from index.collection import Collection, list_collections
+from index.fulltext import build_id, open_index
+from index.text import MIME_GROUPS
+from strata.errors import QueryError
+
+__all__ = ["SearchParams", "parse_query", "parse_when", "search"]
+
+MAX_QUERY_CHARS = 500
+MAX_TERMS = 32
+MAX_DEPTH = 12
+MAX_PHRASE_TOKENS = 48
+MAX_PREFIX_TERMS = 256     # bigrams one CJK character may expand to
+MAX_DOCS = 2000            # matching documents considered for grouping, facets and the histogram
+TIME_LIMIT = 2.0           # seconds per collection searched
+MAX_PER_PAGE = 100
+FIELD_BOOSTS = (("title", 3.0), ("description", 1.5), ("keywords", 1.5), ("text", 1.0))
+SORTS = ("relevance", "date", "oldest")
+
+_ANALYZER = CJKBigramAnalyzer()
+
+
+# -- dates ---------------------------------------------------------------------------------------
+
+_DATE_RE = re.compile(r"^(\d{4})(?:-(\d{2})(?:-(\d{2}))?)?$")
+
+
+def parse_when(value: str | None, end: bool = False) -> str | None:
+    """A 14-digit UTC timestamp from a date (``2024``, ``2024-03``, ``2024-03-05``), an ISO 8601
+    date-time (``2024-03-05T12:00``, with ``Z`` or an offset) or digits (``20240305``,
+    ``20240305120000``). ``end`` rounds up: ``2024-03`` ends at ``20240331235959``."""
+    if value is None or not str(value).strip():
+        return None
+    text = str(value).strip()
+    if text.isdigit() and len(text) in (4, 6, 8, 10, 12, 14):
+        digits = text
+    elif match := _DATE_RE.match(text):
+        digits = "".join(g for g in match.groups() if g)
+    else:
+        try:
+            dt = datetime.fromisoformat(text.replace("z", "Z").replace("Z", "+00:00"))
+        except ValueError:
+            raise QueryError(
+                f"{text!r} is not a date: use 2024, 2024-03, 2024-03-05, 2024-03-05T12:00:00Z "
+                "or a 14-digit timestamp such as 20240305120000"
+            ) from None
+        if dt.tzinfo is not None:
+            dt = dt.astimezone(UTC)
+        return dt.strftime("%Y%m%d%H%M%S")
+    pad_low, pad_high = "00000101000000", "99991231235959"
+    stamp = digits + (pad_high if end else pad_low)[len(digits):]
+    if end and len(digits) == 6:   # the last day of that month
+        year, month = int(digits[:4]), int(digits[4:6])
+        nxt = datetime(year + (month == 12), month % 12 + 1, 1)
+        stamp = digits + f"{(nxt - datetime(year, month, 1)).days:02d}235959"
+    try:
+        datetime.strptime(stamp, "%Y%m%d%H%M%S")
+    except ValueError:
+        raise QueryError(f"{text!r} is not a valid date or timestamp") from None
+    return stamp
+
+
+# -- the query language --------------------------------------------------------------------------
+
+_QUOTES = str.maketrans({"\u201c": '"', "\u201d": '"', "\u201e": '"', "\uff02": '"', "\u300c": '"', "\u300d": '"'})
+
+
+def _lex(text: str) -> list[tuple[str, str]]:
+    tokens: list[tuple[str, str]] = []
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch.isspace():
+            i += 1
+        elif ch in "()":
+            tokens.append(("(" if ch == "(" else ")", ch))
+            i += 1
+        elif ch == '"':
+            close = text.find('"', i + 1)
+            if close < 0:
+                raise QueryError('a quoted phrase is not closed: add the closing "')
+            tokens.append(("phrase", text[i + 1:close]))
+            i = close + 1
+        elif ch == "-" and i + 1 < n and not text[i + 1].isspace() and (not tokens or text[i - 1:i].isspace()
+                                                                        or text[i - 1:i] == "("):
+            tokens.append(("NOT", "-"))
+            i += 1
+        else:
+            j = i
+            while j < n and not text[j].isspace() and text[j] not in '()"':
+                j += 1
+            word = text[i:j]
+            tokens.append((word, word) if word in ("AND", "OR", "NOT") else ("word", word))
+            i = j
+    return tokens
+
+
+class _Parser:
+    """words, "phrases", AND / OR / NOT / -, parentheses. AND binds tighter than OR; juxtaposition is AND."""
+
+    def __init__(self, tokens: list[tuple[str, str]]):
+        self.tokens = tokens
+        self.i = 0
+        self.terms = 0
+
+    def peek(self) -> str:
+        return self.tokens[self.i][0] if self.i < len(self.tokens) else "EOF"
+
+    def take(self) -> tuple[str, str]:
+        token = self.tokens[self.i]
+        self.i += 1
+        return token
+
+    def parse(self):
+        node = self.parse_or(0)
+        if self.peek() != "EOF":
+            raise QueryError("unbalanced parentheses: remove the extra ')'")
+        return node
+
+    def parse_or(self, depth: int):
+        items = [self.parse_and(depth)]
+        while self.peek() == "OR":
+            self.take()
+            if self.peek() in ("EOF", ")", "OR", "AND"):
+                raise QueryError("OR needs a word or phrase on each side")
+            items.append(self.parse_and(depth))
+        return items[0] if len(items) == 1 else ("or", items)
+
+    def parse_and(self, depth: int):
+        if self.peek() in ("EOF", ")", "OR", "AND"):
+            raise QueryError(f"expected a word or phrase, found {self._describe()}")
+        items = [self.parse_unary(depth)]
+        while self.peek() not in ("EOF", ")", "OR"):
+            if self.peek() == "AND":
+                self.take()
+                if self.peek() in ("EOF", ")", "OR", "AND"):
+                    raise QueryError("AND needs a word or phrase on each side")
+            items.append(self.parse_unary(depth))
+        return items[0] if len(items) == 1 else ("and", items)
+
+    def parse_unary(self, depth: int):
+        negations = 0
+        while self.peek() == "NOT":
+            self.take()
+            negations += 1
+        if negations and self.peek() in ("EOF", ")", "OR", "AND"):
+            raise QueryError("NOT needs a word, phrase or group after it")
+        node = self.parse_atom(depth)
+        return ("not", node) if negations % 2 else node
+
+    def parse_atom(self, depth: int):
+        kind, value = self.take()
+        if kind == "(":
+            if depth + 1 > MAX_DEPTH:
+                raise QueryError(f"parentheses are nested more than {MAX_DEPTH} deep: simplify the query")
+            node = self.parse_or(depth + 1)
+            if self.peek() != ")":
+                raise QueryError("a '(' is never closed: add the ')'")
+            self.take()
+            return node
+        if kind in ("word", "phrase"):
+            self.terms += 1
+            if self.terms > MAX_TERMS:
+                raise QueryError(f"the query has more than {MAX_TERMS} words and phrases: use fewer")
+            return (kind, value)
+        raise QueryError(f"unexpected {value!r}")
+
+    def _describe(self) -> str:
+        return "the end of the query" if self.peek() == "EOF" else repr(self.tokens[self.i][1])
+
+
+@dataclasses.dataclass
+class ParsedQuery:
+    tree: object                       # the parse tree; None for an empty query (filters only)
+    terms: set[str]                    # positive analysed terms, for highlighting
+    prefixes: set[str]                 # single CJK characters searched as prefixes
+
+
+def parse_query(text: str) -> ParsedQuery:
+    """Check and parse a user's query. Raises ``QueryError`` with a message a reader can act on."""
+    text = normalize(text or "").translate(_QUOTES).strip()
+    if len(text) > MAX_QUERY_CHARS:
+        raise QueryError(f"the query is {len(text)} characters long; the limit is {MAX_QUERY_CHARS}: shorten it")
+    if not text:
+        return ParsedQuery(None, set(), set())
+    tree = _Parser(_lex(text)).parse()
+    terms: set[str] = set()
+    prefixes: set[str] = set()
+    tree = _analyse(tree, terms, prefixes, positive=True)
+    if tree is None:
+        raise QueryError(
+            "the query has no searchable words (common English words, single letters and punctuation "
+            "are not indexed)"
+        )
+    return ParsedQuery(tree, terms, prefixes)
+
+
+def _analyse(node, terms: set[str], prefixes: set[str], positive: bool):
+    """Replace words and phrases by their analysed tokens; drop what analyses to nothing."""
+    kind = node[0]
+    if kind in ("word", "phrase"):
+        tokens = [t.text for t in _ANALYZER(node[1], mode="query")][:MAX_PHRASE_TOKENS]
+        if not tokens:
+            return None
+        if positive:
+            terms.update(tokens)
+            if kind == "word" and len(tokens) == 1 and len(tokens[0]) == 1 and is_cjk(tokens[0]):
+                prefixes.add(tokens[0])
+        return ("tokens", tokens, kind == "word")
+    if kind == "not":
+        inner = _analyse(node[1], terms, prefixes, not positive)
+        return None if inner is None else ("not", inner)
+    items = [x for x in (_analyse(child, terms, prefixes, positive) for child in node[1]) if x is not None]
+    if not items:
+        return None
+    return items[0] if len(items) == 1 else (kind, items)
+
+
+def _whoosh(node, reader):
+    """Parse tree -> Whoosh query, for one index (CJK prefixes expand against its lexicon)."""
+    kind = node[0]
+    if kind == "tokens":
+        _, tokens, is_word = node
+        per_field = []
+        for fieldname, boost in FIELD_BOOSTS:
+            if len(tokens) > 1:
+                per_field.append(wq.Phrase(fieldname, tokens, boost=boost))
+            elif is_word and len(tokens[0]) == 1 and is_cjk(tokens[0]):
+                expanded = [tokens[0]]
+                for term in reader.expand_prefix(fieldname, tokens[0]):
+                    term = term.decode() if isinstance(term, bytes) else term
+                    if term != tokens[0]:
+                        expanded.append(term)
+                    if len(expanded) > MAX_PREFIX_TERMS:
+                        break
+                per_field.append(wq.Or([wq.Term(fieldname, t) for t in expanded], boost=boost))
+            else:
+                per_field.append(wq.Term(fieldname, tokens[0], boost=boost))
+        return wq.Or(per_field)
+    if kind == "or":
+        return wq.Or([_whoosh(child, reader) for child in node[1]])
+    if kind == "not":
+        return wq.AndNot(_ALL_DOCS, _whoosh(node[1], reader))
+    # and: positives intersected, negatives subtracted
+    positives = [_whoosh(c, reader) for c in node[1] if c[0] != "not"]
+    negatives = [_whoosh(c[1], reader) for c in node[1] if c[0] == "not"]
+    base = wq.And(positives) if len(positives) > 1 else (positives[0] if positives else _ALL_DOCS)
+    if not negatives:
+        return base
+    return wq.AndNot(base, negatives[0] if len(negatives) == 1 else wq.Or(negatives))
+
+
+_ALL_DOCS = wq.Term("kind", "doc")
+
+
+# -- searching -----------------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class SearchParams:
+    q: str = ""
+    date_from: str | None = None
+    date_to: str | None = None
+    site: str | None = None
+    type: str | None = None
+    collections: list[str] | None = None     # None: every collection under the root
+    sort: str = "relevance"
+    page: int = 1
+    per_page: int = 10
+
+    def checked(self) -> SearchParams:
+        if self.sort not in SORTS:
+            raise QueryError(f"sort must be one of {', '.join(SORTS)}, not {self.sort!r}")
+        try:
+            page, per_page = int(self.page), int(self.per_page)
+        except (TypeError, ValueError):
+            raise QueryError("page and per_page must be whole numbers") from None
+        if page < 1 or page > 1000:
+            raise QueryError("page must be from 1 to 1000")
+        if not 1 <= per_page <= MAX_PER_PAGE:
+            raise QueryError(f"per_page must be from 1 to {MAX_PER_PAGE}")
+        kind = (self.type or "").strip().lower() or None
+        if kind and kind not in MIME_GROUPS and not re.fullmatch(r"[a-z0-9.+-]+/[a-z0-9.+-]+", kind):
+            raise QueryError(f"type must be one of {', '.join(MIME_GROUPS)} or a MIME type such as application/pdf")
+        site = (self.site or "").strip().lower() or None
+        if site:
+            site = re.sub(r"^[a-z][a-z0-9+.-]*://", "", site).split("/")[0].split(":")[0].strip(".")
+            if not site or len(site) > 253 or not re.fullmatch(r"[a-z0-9.\-_\[\]]+", site):
+                raise QueryError("site must be a host name or domain such as example.org")
+        lo, hi = parse_when(self.date_from), parse_when(self.date_to, end=True)
+        if lo and hi and lo > hi:
+            raise QueryError("the 'from' date is after the 'to' date")
+        return dataclasses.replace(self, sort=self.sort, page=page, per_page=per_page, type=kind, site=site,
+                                   date_from=lo, date_to=hi)
+
+
+def _filters(p: SearchParams) -> list:
+    out = []
+    if p.date_from or p.date_to:
+        out.append(wq.NumericRange("ts", int(p.date_from) if p.date_from else None,
+                                   int(p.date_to) if p.date_to else None))
+    if p.site:
+        out.append(wq.Term("domains", p.site))
+    if p.type:
+        out.append(wq.Term("mtype" if "/" not in p.type else "mime", p.type))
+    return out
+
+
+_local = threading.local()
+
+
+def _searcher(coll: Collection):
+    """A cached searcher per thread and collection, refreshed when the index changes."""
+    cache = _local.__dict__.setdefault("searchers", {})
+    key = str(coll.path.resolve())
+    build = build_id(coll)
+    entry = cache.get(key)
+    if entry and entry[0] == build:
+        searcher = entry[1]
+        if not searcher.up_to_date():
+            searcher = searcher.refresh()
+            cache[key] = (build, searcher)
+        return searcher
+    if entry:
+        entry[1].close()
+        del cache[key]
+    ix = open_index(coll)
+    if ix is None:
+        return None
+    searcher = ix.searcher()
+    cache[key] = (build, searcher)
+    return searcher
+
+
+def search(root: Path, params: SearchParams, time_limit: float = TIME_LIMIT) -> dict:
+    started = time.monotonic()
+    p = params.checked()
+    parsed = parse_query(p.q)
+    names = p.collections if p.collections is not None else list_collections(root)
+    groups: dict[tuple[str, str], dict] = {}
+    total_docs = 0
+    timed_out = False
+    exhaustive = True
+    stored: dict[tuple[str, str], tuple] = {}
+    unindexed: list[str] = []
+    for name in names:
+        coll = Collection.open(Path(root), name)
+        searcher = _searcher(coll)
+        if searcher is None:
+            if coll.warc_files():
+                unindexed.append(name)
+            continue
+        reader = searcher.reader()
+        base = _whoosh(parsed.tree, reader) if parsed.tree is not None else _ALL_DOCS
+        q = wq.And([base, *_filters(p)]) if _filters(p) else base
+        collector = TimeLimitCollector(searcher.collector(limit=MAX_DOCS), timelimit=time_limit, use_alarm=False)
+        try:
+            searcher.search_with_collector(q, collector)
+        except TimeLimit:
+            timed_out = True
+        results = collector.results()
+        total_docs += len(results) if not timed_out else results.scored_length()
+        if len(results) > results.scored_length():
+            exhaustive = False
+        url_col = reader.column_reader("url")
+        cap_col = reader.column_reader("captures")
+        host_col = reader.column_reader("host")
+        type_col = reader.column_reader("mtype")
+        for rank, hit in enumerate(results.items()):
+            docnum, score = hit
+            url = url_col[docnum]
+            stamps = [s for s in (cap_col[docnum] or b"").decode().split()
+                      if (not p.date_from or s >= p.date_from) and (not p.date_to or s <= p.date_to)]
+            if not stamps:
+                continue
+            key = (name, url)
+            group = groups.get(key)
+            if group is None:
+                group = groups[key] = {"collection": name, "url": url, "host": host_col[docnum],
+                                       "type": type_col[docnum], "score": score, "stamps": set(), "rank": rank}
+                stored[key] = (searcher, docnum)
+            group["stamps"].update(stamps)
+            if score > group["score"]:
+                group["score"] = score
+                stored[key] = (searcher, docnum)
+    hits = list(groups.values())
+    for group in hits:
+        stamps = sorted(group.pop("stamps"))
+        # the capture to open: the latest in range, or the earliest when only a start was given
+        replay = stamps[0] if p.date_from and not p.date_to else stamps[-1]
+        group.update(captures=stamps, count=len(stamps), first=stamps[0], last=stamps[-1], replay_ts=replay)
+    if p.sort == "date":
+        hits.sort(key=lambda g: (g["last"], g["score"]), reverse=True)
+    elif p.sort == "oldest":
+        hits.sort(key=lambda g: (g["first"], -g["score"]))
+    else:
+        hits.sort(key=lambda g: (-g["score"], g["url"]))
+    page_hits = hits[(p.page - 1) * p.per_page:p.page * p.per_page]
+    for group in page_hits:
+        searcher, docnum = stored[(group["collection"], group["url"])]
+        doc = searcher.stored_fields(docnum)
+        group["title"] = doc.get("title") or ""
+        group["mime"] = doc.get("mime") or ""
+        group["lang"] = doc.get("lang") or ""
+        text = doc.get("text") or doc.get("description") or ""
+        group["snippet"], group["snippet_html"] = snippet(text, parsed.terms, parsed.prefixes)
+        group["score"] = round(float(group["score"]), 4)
+        del group["rank"]
+    return {
+        "query": p.q, "from": p.date_from, "to": p.date_to, "site": p.site, "type": p.type,
+        "collections": names, "unindexed": unindexed, "sort": p.sort, "page": p.page, "per_page": p.per_page,
+        "total_urls": len(hits), "total_documents": total_docs, "pages": max(1, -(-len(hits) // p.per_page)),
+        "exhaustive": exhaustive and not timed_out, "timed_out": timed_out,
+        "hits": page_hits, "facets": _facets(hits), "histogram": _histogram(hits),
+        "elapsed_ms": round((time.monotonic() - started) * 1000, 1),
+    }
+
+
+def _facets(hits: list[dict]) -> dict:
+    sites = Counter(h["host"] for h in hits)
+    types = Counter(h["type"] for h in hits)
+    years: Counter = Counter()
+    for h in hits:
+        years.update({s[:4] for s in h["captures"]})
+    return {
+        "site": [{"value": k, "count": v} for k, v in sorted(sites.items(), key=lambda kv: (-kv[1], kv[0]))[:20]],
+        "type": [{"value": k, "count": v} for k, v in sorted(types.items(), key=lambda kv: (-kv[1], kv[0]))],
+        "year": [{"value": k, "count": v} for k, v in sorted(years.items())],
+    }
+
+
+def _histogram(hits: list[dict]) -> dict:
+    """Captures of the matching URLs over time, by year, month, day or hour (whichever gives a
+    readable number of bars for the span)."""
+    stamps = [s for h in hits for s in h["captures"]]
+    if not stamps:
+        return {"unit": "year", "buckets": []}
+    lo, hi = min(stamps), max(stamps)
+    span_days = (datetime.strptime(hi, "%Y%m%d%H%M%S") - datetime.strptime(lo, "%Y%m%d%H%M%S")).days
+    unit, width = (("year", 4) if span_days > 3 * 366 else ("month", 6) if span_days > 90
+                   else ("day", 8) if span_days > 2 else ("hour", 10))
+    counts: dict[str, int] = defaultdict(int)
+    for s in stamps:
+        counts[s[:width]] += 1
+    return {"unit": unit, "buckets": [{"value": k, "count": counts[k]} for k in sorted(counts)]}
+
+
+# -- snippets ------------------------------------------------------------------------------------
+
+SNIPPET_CHARS = 240
+_SCAN_CHARS = 50_000
+
+
+def snippet(text: str, terms: set[str], prefixes: set[str], width: int = SNIPPET_CHARS) -> tuple[str, str]:
+    """(plain text, HTML with <mark>) of the passage of ``text`` with the most query terms."""
+    text = text or ""
+    spans: list[tuple[int, int, str]] = []
+    if terms:
+        for token in _ANALYZER(text[:_SCAN_CHARS], chars=True, mode="index"):
+            if token.text in terms:
+                spans.append((token.startchar, token.endchar, token.text))
+            elif token.text[:1] in prefixes:
+                spans.append((token.startchar, token.startchar + 1, token.text[:1]))
+            if len(spans) >= 2000:
+                break
+    if not spans:
+        plain = text[:width].replace("\n", " ")
+        plain = plain + ("…" if len(text) > width else "")
+        return plain, html.escape(plain)
+    best_start, best_score = spans[0][0], -1
+    for start, _, _ in spans[:500]:
+        window_start = max(0, start - width // 4)
+        score = len({t for s, e, t in spans if window_start <= s and e <= window_start + width})
+        if score > best_score:
+            best_start, best_score = window_start, score
+    end = min(len(text), best_start + width)
+    inside = sorted((s, e) for s, e, _ in spans if best_start <= s and e <= end)
+    merged: list[list[int]] = []
+    for s, e in inside:
+        if merged and s <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], e)
+        else:
+            merged.append([s, e])
+    parts_html, cursor = [], best_start
+    for s, e in merged:
+        parts_html.append(html.escape(text[cursor:s]))
+        parts_html.append("<mark>" + html.escape(text[s:e]) + "</mark>")
+        cursor = e
+    parts_html.append(html.escape(text[cursor:end]))
+    lead = "…" if best_start > 0 else ""
+    tail = "…" if end < len(text) else ""
+    plain = (lead + text[best_start:end] + tail).replace("\n", " ")
+    return plain, (lead + "".join(parts_html) + tail).replace("\n", " ")
