@@ -320,3 +320,31 @@ def index_rebuild(collection, as_json, root) -> None:
         click.echo(f"Full-text index of {collection} rebuilt: {figures['documents']} documents from "
                    f"{len(figures['runs'])} runs ({figures['parsed']} payloads parsed, {figures['orphans']} "
                    f"revisits without their original) in {figures['seconds']:.1f} s")
+
+
+# -- serve (replay) --------------------------------------------------------------------------------
+@cli.command()
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", default=8080, show_default=True, type=click.IntRange(0, 65535),
+              help="Port to listen on (0: any free port).")
+@root_option
+def serve(host, port, root) -> None:
+    """Serve the collections under --root: replay, calendars, Memento (production WSGI server)."""
+    serve_archive(root, host, port)
+
+
+def serve_archive(root: Path, host: str = "127.0.0.1", port: int = 8080) -> None:
+    """Run the replay application until interrupted; prints the address to open. Also for `demo`."""
+    from replay import create_app
+    from replay import serve as run_server
+
+    if not Path(root).is_dir():
+        raise ConfigError(f"no collections root at {root}; harvest into it first: "
+                          f"strata harvest NAME --seed URL --root {root}")
+    app = create_app(Path(root))
+    shown = "127.0.0.1" if host in ("0.0.0.0", "", "::") else host
+
+    def ready(server) -> None:
+        click.echo(f"Serving {root} at http://{shown}:{server.address[1]}/ (Ctrl-C to stop)", err=True)
+
+    run_server(app, host, port, ready=ready)

@@ -1,0 +1,65 @@
+"""The public replay application: ``create_app(root, config)`` builds it.
+
+Flask serves Strata's pages (home, collection, calendar, error pages) and hands replay addresses
+to ``replay.engine``, which runs pywb's rewriter and warcserver in this process. pywb is imported
+here, inside the factory, never at import time: importing ``pywb.apps.frontendapp`` would
+monkey-patch the whole process with gevent, and Strata does not use it (see ``replay.transport``).
+
+The replay origin keeps no state about readers: no session, no cookies of its own, and archived
+``Set-Cookie`` headers are dropped (``replay.headers``). The staff console runs elsewhere.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+from flask import Flask
+from flask.sessions import SessionInterface
+
+from replay.config import build_config
+
+EXTENSION = "strata_replay"
+
+
+def create_app(root: Path, config: dict | None = None) -> Flask:
+    settings = build_config(config)
+    app = Flask(__name__, static_folder="static", static_url_path="/static/strata")
+    app.url_map.merge_slashes = False  # archived URLs keep their "//"
+    app.config.update(DEBUG=settings["debug"], PROPAGATE_EXCEPTIONS=False, MAX_CONTENT_LENGTH=1 << 20)
+    app.session_interface = _NoSessions()
+
+    from replay.collections import Collections
+    from replay.engine import ReplayEngine
+
+    collections = Collections(Path(root))
+    app.extensions[EXTENSION] = {
+        "settings": settings,
+        "collections": collections,
+        "engine": ReplayEngine(Path(root), settings, collections.deletion),
+    }
+
+    from replay import filters
+    from replay.views import collection, errors, home, pywb_static, replay
+
+    filters.register(app)
+    errors.register(app)
+    app.register_blueprint(home.bp)
+    app.register_blueprint(pywb_static.bp)
+    if importlib.util.find_spec("replay.search") is not None:
+        from replay.search import bp as search_bp
+
+        app.register_blueprint(search_bp)
+    app.register_blueprint(collection.bp)
+    app.register_blueprint(replay.bp)
+    return app
+
+
+class _NoSessions(SessionInterface):
+    """Never reads or writes a session cookie; writing to ``flask.session`` raises."""
+
+    def open_session(self, app, request):
+        return None
+
+    def save_session(self, app, session, response) -> None:
+        return None

@@ -1,0 +1,45 @@
+"""The collections under the root, as the replay application sees them (read-only)."""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+from index import lookup
+from index.collection import Collection, list_collections
+from replay.errors import UnknownCollection
+from strata.errors import CollectionError
+
+
+class Collections:
+    def __init__(self, root: Path):
+        self.root = Path(root)
+
+    def names(self) -> list[str]:
+        return list_collections(self.root)
+
+    def require(self, name: str) -> Collection:
+        """The collection called ``name``, or ``UnknownCollection`` listing the known ones."""
+        try:
+            coll = Collection(self.root, name)
+        except CollectionError:
+            raise UnknownCollection(name, self.names()) from None
+        if not coll.archive_dir.is_dir():
+            raise UnknownCollection(name, self.names())
+        return coll
+
+    @contextlib.contextmanager
+    def db(self, name: str) -> Iterator[sqlite3.Connection | None]:
+        """The collection's harvest database, read-only, or None when it has none."""
+        conn = lookup.open_readonly(Collection(self.root, name).db_path)
+        try:
+            yield conn
+        finally:
+            if conn is not None:
+                conn.close()
+
+    def deletion(self, name: str, url: str, timestamp: str) -> lookup.Deletion | None:
+        with self.db(name) as conn:
+            return lookup.deletion(conn, url, timestamp) if conn is not None else None

@@ -1,0 +1,70 @@
+"""pywb's ``RewriterApp`` talking to the in-process warcserver, with Strata's replay rules.
+
+- Upstream calls go through ``LocalClient`` instead of HTTP to a second server.
+- ``id_`` (the archived bytes) never falls back to a later capture: a raw response claims to be
+  the resource as it was at the requested time, and there is no banner to say otherwise. The
+  index is clamped to ``to=<ts>``; nothing at or before means 404.
+- A 404/410 capture that records a deletion raises ``CaptureDeleted`` (outside ``id_``) so the
+  application can render its "removed from the live site" page instead of the archived error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from io import BytesIO
+
+from pywb.apps.rewriterapp import RewriterApp
+from pywb.utils.io import no_except_close
+
+from replay.asof import pad_as_of
+from replay.errors import CaptureDeleted
+from replay.transport import LocalClient
+
+UPSTREAM = "http://warcserver.invalid"
+PATHS = {"replay": UPSTREAM + "/{coll}/resource/postreq", "cdx-server": UPSTREAM + "/{coll}/index"}
+GONE = ("404", "410")
+
+
+class StrataRewriterApp(RewriterApp):
+    def __init__(self, client: LocalClient, deletion_lookup: Callable, jinja_env, config: dict):
+        super().__init__(framed_replay=False, jinja_env=jinja_env, config=config, paths=PATHS)
+        self.client = client
+        self.deletion_lookup = deletion_lookup  # (coll, url, timestamp) -> Deletion | None
+
+    def _init_cookie_tracker(self, redis=None):
+        # The cookie tracker only serves live/record collections; replay needs no Redis, fake or not.
+        return None
+
+    def _do_req(self, inputreq, wb_url, kwargs, skip_record):
+        req_data = inputreq.reconstruct_request(wb_url.url)
+        headers = {"Content-Length": str(len(req_data)), "Content-Type": "application/request"}
+        if skip_record:
+            headers["Recorder-Skip"] = "1"
+        closest = "now" if wb_url.is_latest_replay() else wb_url.timestamp
+        params = {"url": wb_url.url, "closest": closest, "matchType": "exact"}
+        if wb_url.mod == "id_" and not wb_url.is_latest_replay():
+            params["to"] = pad_as_of(wb_url.timestamp)
+        if wb_url.mod == "vi_":
+            params["content_type"] = self.VIDEO_INFO_CONTENT_TYPE
+        return self.client.post(self.get_upstream_url(wb_url, kwargs, params), data=BytesIO(req_data),
+                                headers=headers)
+
+    def do_query(self, wb_url, kwargs):
+        params = {"url": wb_url.url, "output": kwargs.get("output", "json"), "from": wb_url.timestamp,
+                  "to": wb_url.end_timestamp}
+        for key in ("memento_format", "limit"):
+            if key in kwargs:
+                params[key] = kwargs[key]
+        upstream = self.get_upstream_url(wb_url, kwargs, params).replace("/resource/postreq", "/index")
+        return self.client.get(upstream)
+
+    def _add_custom_params(self, cdx, headers, kwargs, record):
+        """Called once the capture is chosen and its record parsed, before any rewriting."""
+        if kwargs.get("mod") == "id_" or not record.http_headers:
+            return
+        if record.http_headers.get_statuscode() not in GONE:
+            return
+        deletion = self.deletion_lookup(kwargs["coll"], cdx["url"], cdx["timestamp"])
+        if deletion is not None:
+            no_except_close(record.raw_stream)
+            raise CaptureDeleted(kwargs["coll"], deletion)

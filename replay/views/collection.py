@@ -1,0 +1,30 @@
+"""A collection's page: its sites, a URL lookup box, and its snapshots (harvest runs)."""
+
+from __future__ import annotations
+
+from flask import Blueprint, redirect, render_template, request
+
+from index import lookup
+from replay.address import check_url
+from replay.filters import replay_url
+from replay.views import ext
+
+bp = Blueprint("collection", __name__)
+
+
+@bp.get("/<coll>/")
+def index(coll: str):
+    collections = ext()["collections"]
+    collections.require(coll)
+    wanted = request.args.get("url", "").strip()
+    if wanted:
+        url = check_url(coll, wanted)
+        star = "*" if request.args.get("match") == "prefix" else ""
+        return redirect(replay_url(coll, "*", url + star), code=303)
+    with collections.db(coll) as conn:
+        if conn is None:
+            sites, runs, seeds = [], [], []
+        else:
+            sites, runs, seeds = lookup.sites(conn), lookup.runs(conn), lookup.seeds(conn)
+    return render_template("collection/index.html", coll=coll, sites=sites, runs=runs, seeds=seeds,
+                           has_db=conn is not None)

@@ -1,0 +1,49 @@
+"""The one error handler: every failure becomes a page with the right status, never a traceback.
+
+Strata's errors carry their template and context (``replay.errors``); pywb's ``WbException`` and
+werkzeug's HTTP errors keep their status; anything else is logged and shown as a plain 500.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from flask import Flask, render_template
+from werkzeug.exceptions import HTTPException
+
+from replay.errors import ReplayError
+from strata.errors import StrataError
+
+log = logging.getLogger(__name__)
+
+
+def register(app: Flask) -> None:
+    app.register_error_handler(Exception, _handle)
+
+
+def _handle(exc: Exception):
+    from pywb.utils.wbexception import WbException
+
+    if isinstance(exc, ReplayError):
+        return _page(exc.template, exc.http_status, message=exc.message, **exc.context())
+    if isinstance(exc, StrataError):
+        return _page("errors/generic.html", exc.http_status, message=exc.message)
+    if isinstance(exc, HTTPException):
+        return _page("errors/generic.html", exc.code or 500, message=exc.description, title=exc.name)
+    if isinstance(exc, WbException):
+        status = exc.status_code or 500
+        return _page("errors/generic.html", status, message=_wb_message(exc), title=exc.status())
+    log.exception("replay failed")
+    return _page("errors/generic.html", 500, message="Something went wrong while serving this page.",
+                 title="Internal error")
+
+
+def _page(template: str, status: int, **context):
+    return render_template(template, status=status, **context), status
+
+
+def _wb_message(exc) -> str:
+    if exc.status_code == 503:
+        return "The archive file holding this capture could not be read."
+    msg = exc.msg if isinstance(exc.msg, str) else ""
+    return msg or "The archive could not serve this address."
