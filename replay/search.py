@@ -1,0 +1,111 @@
+"""Full-text search in the replay application: the search page (``/search``) and a JSON API
+(``/api/search``) with the same parameters.
+
+    q         the query: words, "phrases", AND / OR / NOT, -word, parentheses (index.query)
+    from, to  capture dates: 2024, 2024-03, 2024-03-05, an ISO 8601 date-time or 14 digits
+    site      host or domain; type: html, pdf, image ... or a MIME type
+    c         collection (repeatable; default: all)
+    sort      relevance | date | oldest; page, per_page
+
+Each hit links to the replay of its capture nearest the chosen range (``/<coll>/<ts>/<url>``)
+and to the URL's calendar (``/<coll>/<ts>*/<url>``). The collections root comes from
+``current_app.config["STRATA_ROOT"]`` (or the replay application's own collections).
+A malformed query is answered 400 with the reason, on the page or as ``{"error": ...}``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import urlencode
+
+from flask import Blueprint, current_app, jsonify, render_template, request
+
+from index.query import MAX_PER_PAGE, SearchParams, search
+from index.text import MIME_GROUPS
+from strata.errors import StrataError
+
+bp = Blueprint("search", __name__, template_folder="templates")
+PARAMS = ("q", "from", "to", "site", "type", "sort", "c")
+
+
+def _root() -> Path:
+    root = current_app.config.get("STRATA_ROOT")
+    if root is None:
+        replay = current_app.extensions.get("strata_replay")
+        if replay is None:
+            raise RuntimeError("set app.config['STRATA_ROOT'] to the collections root")
+        root = replay["collections"].root
+    return Path(root)
+
+
+def _params(per_page_default: int) -> SearchParams:
+    args = request.args
+    return SearchParams(
+        q=args.get("q", ""), date_from=args.get("from") or None, date_to=args.get("to") or None,
+        site=args.get("site") or None, type=args.get("type") or None,
+        collections=[c for c in args.getlist("c") if c] or None, sort=args.get("sort") or "relevance",
+        page=args.get("page", "1"), per_page=args.get("per_page", str(per_page_default)),
+    )
+
+
+def _links(result: dict) -> None:
+    base = request.script_root
+    for hit in result["hits"]:
+        hit["replay"] = f"{base}/{hit['collection']}/{hit['replay_ts']}/{hit['url']}"
+        hit["calendar"] = f"{base}/{hit['collection']}/{hit['replay_ts']}*/{hit['url']}"
+
+
+def _href(**changes) -> str:
+    """This search with some parameters changed (None removes one); back to page 1."""
+    args = {k: request.args.getlist(k) for k in PARAMS if request.args.getlist(k)}
+    for key, value in changes.items():
+        if value is None:
+            args.pop(key, None)
+        else:
+            args[key] = [value]
+    if "page" not in changes:
+        args.pop("page", None)
+    return request.path + "?" + urlencode([(k, v) for k, vs in args.items() for v in vs])
+
+
+@bp.get("/api/search")
+def api():
+    try:
+        result = search(_root(), _params(per_page_default=20))
+    except StrataError as exc:
+        return jsonify({"error": exc.message}), exc.http_status
+    _links(result)
+    return jsonify(result)
+
+
+@bp.get("/search")
+def page():
+    from index.collection import list_collections
+
+    root = _root()
+    result, error, status = None, None, 200
+    if any(request.args.get(k) for k in ("q", "from", "to", "site", "type")):
+        try:
+            result = search(root, _params(per_page_default=10))
+            _links(result)
+        except StrataError as exc:
+            error, status = exc.message, exc.http_status
+    return render_template(
+        "search/results.html", result=result, error=error, args=request.args, href=_href,
+        collections=list_collections(root), chosen=request.args.getlist("c"), mime_groups=MIME_GROUPS,
+        max_per_page=MAX_PER_PAGE, bars=_bars(result) if result else [],
+    ), status
+
+
+def _bars(result: dict) -> list[dict]:
+    """Histogram buckets with heights (0..60 px) and the date range each one stands for."""
+    buckets = result["histogram"]["buckets"]
+    top = max((b["count"] for b in buckets), default=0) or 1
+    return [{**b, "height": max(2, round(60 * b["count"] / top)), "label": _bucket_label(b["value"])}
+            for b in buckets]
+
+
+def _bucket_label(value: str) -> str:
+    parts = [value[:4], value[4:6], value[6:8]]
+    label = "-".join(p for p in parts if p)
+    return label + (f" {value[8:10]}h" if len(value) > 8 else "")
