@@ -24,7 +24,14 @@ from harvester.frontier import Frontier, Item
 from harvester.links import extract_links
 from harvester.report import RunFigures
 from harvester.robots import RobotsCache
-from harvester.schedule import HTML_TYPES, PageKinds, due_at, is_ordered_listing, is_pagination_link
+from harvester.schedule import (
+    HTML_TYPES,
+    PageKinds,
+    due_at,
+    is_ordered_listing,
+    is_pagination_link,
+    page_number,
+)
 from harvester.scope import Scope
 from harvester.urls import normalize_url, url_host
 from harvester.warcfile import WarcRoller
@@ -51,7 +58,7 @@ def utc_now() -> datetime:
 
 
 def iso(dt: datetime) -> str:
-    return dt.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
 
 
 def warc_date(dt: datetime) -> str:
@@ -303,7 +310,7 @@ class Harvest:
                 link_body, content_type = self._original_body(original)
         else:
             if mime in HTML_TYPES and decide.is_success(result.status) and result.digest:
-                fp = fingerprint(result.read_body(), _charset(content_type), self.noise)
+                fp = fingerprint(self._decoded_body(result), _charset(content_type), self.noise)
                 url_update["fingerprint"] = fp.encode()
                 url_update["page_kind"] = self.kinds.kind(item.url)
                 previous_fp = Fingerprint.decode((previous or {}).get("fingerprint"))
@@ -390,21 +397,31 @@ class Harvest:
         charset = _charset(content_type)
         mime = content_type.split(";")[0].strip().lower() or "text/html"
         links = extract_links(body, item.url, mime, charset)
-        stop_paging = False
+        paging: bool | None = None     # None: not an ordered listing; True: read on; False: stop
         if self.strategy and mime in HTML_TYPES and self.kinds.kind(item.url) == "index":
             self.index_pages_done.add(item.url)
             content = [link.url for link in links if link.kind != "embed" and self.kinds.kind(link.url) == "content"]
             self.index_links.update(content)
-            fresh = [u for u in content if not (self.state.url(u) or {}).get("last_checked")]
-            # An ordered listing (newest first) whose links are all known: older pages hold only old links.
-            stop_paging = not fresh and is_ordered_listing(content)
+            if is_ordered_listing(content):
+                # Newest first: read on to the next page only while this one holds links new since the
+                # last run; past that, older pages hold only old links.
+                paging = any(not (self.state.url(u) or {}).get("last_checked") for u in content)
+        next_page = None
+        if paging:
+            later = [link.url for link in links if link.kind != "embed" and is_pagination_link(item.url, link.url)
+                     and self.kinds.kind(link.url) == "index" and page_number(link.url) > page_number(item.url)]
+            next_page = min(later, key=page_number, default=None)
         for link in links:
             depth = item.depth if link.kind == "embed" else item.depth + 1
-            if stop_paging and link.kind != "embed" and is_pagination_link(item.url, link.url) \
+            if paging is not None and link.kind != "embed" and is_pagination_link(item.url, link.url) \
                     and self.kinds.kind(link.url) == "index" and not self.frontier.seen(link.url):
-                self.frontier.add_seen(link.url)
-                self.state.add_check(self.run_id, link.url, "not_followed",
-                                     f"listing {item.url} holds no links newer than the last run", iso(utc_now()))
+                if paging and link.url == next_page:
+                    self._follow(item, link.url, link.kind, depth)
+                elif not paging:
+                    self.frontier.add_seen(link.url)
+                    self.state.add_check(self.run_id, link.url, "not_followed",
+                                         f"listing {item.url} holds no links newer than the last run",
+                                         iso(utc_now()))
                 continue
             self._follow(item, link.url, link.kind, depth)
 
@@ -448,6 +465,12 @@ class Harvest:
                                  f"no longer linked from any index page (was on {row['found_on']})", now)
             self.state.update_url(row["url"], deleted_at=now, last_class="deleted")
             self.figures.deleted += 1
+
+    def _decoded_body(self, result: FetchResult) -> bytes:
+        try:
+            return decode_content(result.read_body(), result.header("Content-Encoding"))
+        except DecodeError:
+            return b""
 
     # -- originals ---------------------------------------------------------------------------------
     def _original_capture(self, original: Original) -> dict | None:

@@ -33,9 +33,14 @@ class PageKinds:
         return bool(self.index or self.content)
 
     def kind(self, url: str) -> str:
-        if url in self.seeds or any(p.search(url) for p in self.index):
+        """Patterns are tried against the whole URL and against its path (with query), so both
+        ``^https://site/news/`` and ``^/news/`` work."""
+        if url in self.seeds:
             return "index"
-        if any(p.search(url) for p in self.content):
+        path = "/" + url.split("://", 1)[-1].partition("/")[2]
+        if any(p.search(url) or p.search(path) for p in self.index):
+            return "index"
+        if any(p.search(url) or p.search(path) for p in self.content):
             return "content"
         return self.default
 
@@ -105,3 +110,10 @@ def is_pagination_link(page_url: str, link_url: str) -> bool:
     if not page_dirs or not link_dirs or page_dirs[0] != link_dirs[0]:
         return False
     return bool(_NUMBERS.search(link_path))
+
+
+def page_number(url: str) -> int:
+    """The page of a paginated listing: the last number in its path, 1 when there is none."""
+    path = url.split("://", 1)[-1].partition("/")[2].split("?")[0]
+    numbers = _NUMBERS.findall(path)
+    return int(numbers[-1]) if numbers else 1

@@ -205,6 +205,44 @@ def recover(collection, root) -> None:
 
 
 @cli.command()
+@click.argument("collection")
+@click.option("--run", "run_id", help="Also list what this run looked at without writing (skipped, not due, soft).")
+@click.option("--json", "as_json", is_flag=True)
+@root_option
+def report(collection, run_id, as_json, root) -> None:
+    """Per site: pages, change rate, pages due; per run: what it stored and saved against the last full run."""
+    from index.collection import Collection
+    from index.report import build_report
+    from index.state import HarvestState
+
+    coll = Collection.open(root, collection)
+    with HarvestState(coll.db_path) as state:
+        data = build_report(state)
+        if run_id:
+            if state.run(run_id) is None:
+                raise ConfigError(f"no run {run_id!r} in {collection}; see: strata runs {collection}")
+            data["checks"] = state.checks(run_id)
+    if as_json:
+        click.echo(json.dumps(data, ensure_ascii=False))
+        return
+    click.echo(f"{'site':<28} {'urls':>6} {'pages':>6} {'index':>6} {'content':>7} {'due':>5} {'deleted':>7} "
+               f"{'changes/day':>11}")
+    for s in data["sites"]:
+        click.echo(f"{s['site']:<28} {s['urls']:>6} {s['pages']:>6} {s['index_pages']:>6} {s['content_pages']:>7} "
+                   f"{s['due']:>5} {s['deleted']:>7} {s['change_rate_per_day']:>11}")
+    click.echo("")
+    click.echo(f"{'run':<20} {'mode':<11} {'secs':>6} {'reqs':>6} {'stored':>9} {'saved':>9}  vs last full run")
+    for r in data["runs"]:
+        vs = r.get("vs_full")
+        cmp = (f"storage x{vs['storage']}, bandwidth x{vs['bandwidth']}, time x{vs['time']}" if vs else "")
+        secs = f"{r['seconds']:.1f}" if r["seconds"] is not None else "-"
+        click.echo(f"{r['run_id']:<20} {r['mode']:<11} {secs:>6} {r['requests']:>6} {_size(r['bytes_stored']):>9} "
+                   f"{_size(r['bytes_saved']):>9}  {cmp}")
+    for c in data.get("checks", []):
+        click.echo(f"{c['outcome']:<13} {c['url']}  {c['reason']}")
+
+
+@cli.command()
 def settings() -> None:
     """Every job-file field with its default and meaning."""
     from strata.settings import settings_help

@@ -1,0 +1,69 @@
+"""The collection report: per site, how often pages change and how many are due; per run, what it
+fetched, stored and saved, and how each incremental run compares with the last full run before it."""
+
+from __future__ import annotations
+
+import collections
+from datetime import UTC, datetime
+
+from harvester.schedule import due_at, parse_iso
+from index.state import HarvestState
+
+
+def build_report(state: HarvestState, min_interval: float = 86400.0, max_interval: float = 90 * 86400.0,
+                 now: datetime | None = None) -> dict:
+    now = now or datetime.now(UTC)
+    sites: dict[str, dict] = collections.defaultdict(lambda: {
+        "urls": 0, "pages": 0, "index_pages": 0, "content_pages": 0, "checks": 0, "changes": 0,
+        "deleted": 0, "due": 0, "rates": []})
+    for row in state.known_urls():
+        site = sites[row["host"] or "?"]
+        site["urls"] += 1
+        if row["page_kind"]:
+            site["pages"] += 1
+            site[f"{row['page_kind']}_pages"] = site.get(f"{row['page_kind']}_pages", 0) + 1
+        site["checks"] += row["checks"] or 0
+        site["changes"] += row["changes"] or 0
+        site["deleted"] += 1 if row["deleted_at"] else 0
+        if row["page_kind"] == "content" and not row["deleted_at"]:
+            when, rate = due_at(row, min_interval, max_interval)
+            site["rates"].append(rate)
+            if when is None or when <= now:
+                site["due"] += 1
+    site_rows = []
+    for host, site in sorted(sites.items()):
+        rates = site.pop("rates")
+        site_rows.append({"site": host, **site,
+                          "change_rate_per_day": round(sum(rates) / len(rates), 4) if rates else 0.0})
+
+    runs = []
+    last_full = None
+    for run in state.runs():
+        fig = run["figures"]
+        seconds = None
+        if run["started"] and run["finished"]:
+            seconds = (parse_iso(run["finished"]) - parse_iso(run["started"])).total_seconds()
+        row = {"run_id": run["run_id"], "mode": run["mode"], "status": run["status"], "snapshot": run["snapshot"],
+               "seconds": seconds, "requests": fig.get("requests", 0), "urls_fetched": fig.get("urls_fetched", 0),
+               "bytes_downloaded": fig.get("bytes_downloaded", 0), "bytes_stored": fig.get("bytes_stored", 0),
+               "bytes_saved": fig.get("bytes_saved", 0), "skipped": fig.get("skipped", 0),
+               **{k: fig.get(k, 0) for k in ("new", "changed", "soft", "unchanged", "not_modified", "deleted",
+                                             "errors")}}
+        if run["mode"] == "full" and run["status"] == "finished":
+            last_full = row
+        elif last_full:
+            row["vs_full"] = {
+                "full_run": last_full["run_id"],
+                "storage": _ratio(row["bytes_stored"], last_full["bytes_stored"]),
+                "bandwidth": _ratio(row["bytes_downloaded"], last_full["bytes_downloaded"]),
+                "requests": _ratio(row["requests"], last_full["requests"]),
+                "time": _ratio(row["seconds"], last_full["seconds"]),
+            }
+        runs.append(row)
+    return {"sites": site_rows, "runs": runs}
+
+
+def _ratio(a, b) -> float | None:
+    if a is None or not b:
+        return None
+    return round(a / b, 4)
