@@ -107,9 +107,25 @@ class Harvest:
             self.state = HarvestState(coll.db_path)
             try:
                 recover(coll, self.state)
-                return await self._run_locked()
+                summary = await self._run_locked()
             finally:
                 self.state.close()
+            if self.job.fulltext:
+                summary["fulltext"] = self._index_fulltext()
+            return summary
+
+    def _index_fulltext(self) -> dict:
+        """Add this run's new payloads to the collection's Whoosh index. A failure here never costs
+        the harvest: the index can be rebuilt from the WARCs (`strata index rebuild`)."""
+        from index.fulltext import index_run
+        from strata.errors import StrataError
+
+        try:
+            return index_run(self.collection, self.run_id)
+        except (StrataError, OSError, ValueError) as exc:
+            self.recent_errors.append(("fulltext", str(exc)))
+            return {"error": f"full-text index not updated: {exc}; run: strata index rebuild "
+                             f"{self.collection.name}"}
 
     # -- the run ---------------------------------------------------------------------------------
     async def _run_locked(self) -> dict:

@@ -174,6 +174,7 @@ JOB_SETTINGS: tuple[Setting, ...] = (
     Setting("max_resource_size", 100 * 10**6, _size, "Largest body stored; a larger one is cut and recorded as truncated."),
     Setting("max_urls", 100_000, _int(1, 100_000_000), "Most URLs fetched in one run."),
     Setting("warc_max_size", 10**9, _size, "Roll over to a new WARC file past this size."),
+    Setting("fulltext", True, _bool, "Add each run's new payloads to the collection's full-text (Whoosh) index."),
     Setting("frequency", "manual", _frequency, "How often the scheduler runs the job: manual, hourly, daily, weekly, monthly, quarterly or cron."),
     # Incremental strategies (index pages, content pages, noise-tolerant change detection).
     Setting("index_patterns", (), _regex_list, "Regexes for index pages (re-read every incremental run). Seeds are always index pages."),
