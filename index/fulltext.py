@@ -153,7 +153,7 @@ def open_index(collection: Collection, check: bool = False):
     """The collection's Whoosh index, or None when it has none. ``check`` also reads from every
     segment. Raises ``IndexUnusable`` when it exists but cannot be used."""
     path = collection.fulltext_dir
-    if not path.is_dir() or not index.exists_in(str(path)):
+    if not path.is_dir() or not any(path.glob("_MAIN_*.toc")):
         return None
     try:
         meta = json.loads((path / FORMAT_FILE).read_text())
