@@ -263,7 +263,8 @@ class Harvest:
         self.fetched.add(item.url)
         previous = self.state.url(item.url)
         conditional = decide.conditional_headers(previous) if self.mode == "incremental" else {}
-        result = await self._fetch(item.url, conditional)
+        referer = {"Referer": item.via} if item.via else {}  # also lets a rebuild recover where it was found
+        result = await self._fetch(item.url, {**referer, **conditional})
         try:
             self._record(item, result, previous, bool(conditional))
         finally:

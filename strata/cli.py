@@ -330,13 +330,31 @@ def index_group() -> None:
 @click.argument("collection")
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as one JSON object.")
 @root_option
-def index_rebuild(collection, as_json, root) -> None:
-    """Rebuild COLLECTION's full-text index from its WARC files."""
+@click.option("--only", type=click.Choice(["all", "state", "fulltext"]), default="all", show_default=True,
+              help="state: the CDXJ index, harvest state and digest index; fulltext: the Whoosh index.")
+def index_rebuild(collection, as_json, root, only) -> None:
+    """Rebuild COLLECTION's indexes (CDXJ, harvest state, digests, full text) from its WARC files."""
     from index.collection import Collection
     from index.fulltext import rebuild
+    from index.rebuild import rebuild_state
 
     coll = Collection.open(root, collection)
     line = _ProgressLine()
+    if only in ("all", "state"):
+        def state_progress(p: dict) -> None:
+            if not as_json:
+                text = f"reading WARCs: file {p['files_done']} of {p['files']}, {p['records']} captures"
+                click.echo(("\r\033[K" + text) if line.tty else text, err=True, nl=not line.tty)
+
+        state_figures = rebuild_state(coll, progress=state_progress)
+        line.finish()
+        if not as_json:
+            click.echo(f"CDXJ index and harvest state of {collection} rebuilt: {state_figures['records']} captures "
+                       f"in {state_figures['runs']} runs from {state_figures['files']} WARC files")
+        if only == "state":
+            if as_json:
+                click.echo(json.dumps(state_figures, ensure_ascii=False))
+            return
 
     def progress(p: dict) -> None:
         if as_json:
