@@ -93,11 +93,16 @@ def sites(conn: sqlite3.Connection) -> list[dict]:
         "COUNT(DISTINCT c.run_id) AS snapshots, COUNT(*) AS captures, COUNT(DISTINCT c.url) AS urls "
         "FROM captures c JOIN urls u ON u.url = c.url GROUP BY u.host ORDER BY u.host"
     ).fetchall()
-    seeds: dict[str, list[str]] = {}
-    for row in conn.execute("SELECT url, host FROM urls WHERE depth=0 AND found_on IS NULL ORDER BY url"):
-        seeds.setdefault(row["host"], []).append(row["url"])
-    return [{**dict(r), "seeds": seeds.get(r["host"], [])} for r in rows]
+    by_host: dict[str, list[str]] = {}
+    for row in conn.execute(f"SELECT url, host FROM urls WHERE {_SEED} ORDER BY url"):
+        by_host.setdefault(row["host"], []).append(row["url"])
+    return [{**dict(r), "seeds": by_host.get(r["host"], [])} for r in rows]
+
+
+# Seeds are queued as navigation links from nowhere; robots.txt is fetched from nowhere too, as an embed.
+_SEED = "depth=0 AND found_on IS NULL AND link_kind='navigation'"
 
 
 def seeds(conn: sqlite3.Connection) -> list[str]:
-    return [r[0] for r in conn.execute("SELECT url FROM urls WHERE depth=0 AND found_on IS NULL ORDER BY url")]
+    """The seed URLs of the collection's harvests: where its snapshots are entered."""
+    return [r[0] for r in conn.execute(f"SELECT url FROM urls WHERE {_SEED} ORDER BY url")]

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from datetime import datetime
+from urllib.parse import quote
 
 from warcio.timeutils import PAD_14_DOWN, pad_timestamp
 
@@ -96,6 +97,11 @@ def check_url(coll: str, url: str) -> str:
     else:
         url = "http://" + url
     host = url.split("://", 1)[1].split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]
-    if not host or any(c.isspace() or c in "<>\"{}|\\^`" for c in host):
+    if not host or any(c.isspace() or c in "<>\"{}|\\^`%" for c in host):
         raise BadAddress(coll, f"{url!r} has no valid host name.", hint)
-    return url
+    if not host.isascii():
+        try:
+            url = url.replace(host, host.encode("idna").decode("ascii"), 1)
+        except UnicodeError:
+            raise BadAddress(coll, f"{host!r} is not a valid host name.", hint) from None
+    return quote(url, safe="!#$%&'()*+,/:;=?@[]~")  # an IRI's other characters, percent-encoded as UTF-8
