@@ -1,0 +1,189 @@
+"""The scheduler: queue each job when its frequency comes round (``strata scheduler``).
+
+Every ``tick`` reads the job files (the source of truth: a job edited by hand or in the console is
+picked up at the next tick) and the next-run time kept for each job in the run queue's database.
+A job whose time has come is queued once; its next time is the first slot after *now*, so after
+downtime a missed job runs once, not once per missed slot. A job whose run is still queued or
+running is not queued again (the slot is spent). Paused and ``manual`` jobs are never queued.
+
+Frequencies: ``hourly``, ``daily``, ``weekly`` (fixed intervals); ``monthly`` and ``quarterly``
+(calendar months, same day of month, clamped to the month's length); or a five-field cron
+expression in UTC (evaluated by ``cronsim``). A job never run by the scheduler starts from its last
+harvest run (``runs`` in the collection database): an interval job that never ran is due at once,
+a cron job at its next slot.
+
+The clock is injected (``clock=``), so tests move time by hand.
+"""
+
+from __future__ import annotations
+
+import calendar
+import dataclasses
+import logging
+import threading
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from index.collection import Collection, list_collections
+from index.lookup import open_readonly
+from index.queue import QueuedRun, RunQueue, ScheduleEntry, utc_now
+from strata.errors import ConfigError, StrataError
+from strata.settings import JobSettings, load_job_file
+
+log = logging.getLogger(__name__)
+
+INTERVALS = {"hourly": timedelta(hours=1), "daily": timedelta(days=1), "weekly": timedelta(weeks=1)}
+MONTHS = {"monthly": 1, "quarterly": 3}
+Clock = Callable[[], datetime]
+
+
+def _cron(expression: str, after: datetime) -> datetime:
+    from cronsim import CronSim, CronSimError
+
+    try:
+        return next(CronSim(expression, after.astimezone(UTC)))
+    except (CronSimError, StopIteration) as exc:
+        raise ConfigError(f"field 'frequency': {expression!r} is not a usable cron expression ({exc})") from None
+
+
+def check_frequency(frequency: str) -> None:
+    """What ``validate_job`` cannot see: that a cron expression has a next time (``61 * * * *`` has none)."""
+    if frequency != "manual" and frequency not in INTERVALS and frequency not in MONTHS:
+        _cron(frequency, datetime(2024, 1, 1, tzinfo=UTC))
+
+
+def add_months(when: datetime, months: int) -> datetime:
+    month0 = when.month - 1 + months
+    year, month = when.year + month0 // 12, month0 % 12 + 1
+    day = min(when.day, calendar.monthrange(year, month)[1])
+    return when.replace(year=year, month=month, day=day)
+
+
+def next_slot(frequency: str, previous: datetime, now: datetime) -> datetime:
+    """The first slot strictly after ``now`` in the series through ``previous``."""
+    if frequency in INTERVALS:
+        step = INTERVALS[frequency]
+        if previous > now:
+            return previous
+        return previous + step * ((now - previous) // step + 1)
+    if frequency in MONTHS:
+        step = MONTHS[frequency]
+        months = max(0, (now.year - previous.year) * 12 + now.month - previous.month)
+        slot = add_months(previous, (months // step) * step)
+        while slot <= now:
+            slot = add_months(slot, step)
+        return slot
+    return _cron(frequency, max(previous, now))
+
+
+def first_due(frequency: str, last_run: datetime | None, now: datetime) -> datetime:
+    if frequency in INTERVALS:
+        return last_run + INTERVALS[frequency] if last_run else now
+    if frequency in MONTHS:
+        return add_months(last_run, MONTHS[frequency]) if last_run else now
+    return _cron(frequency, now)
+
+
+@dataclasses.dataclass
+class TickResult:
+    queued: list[QueuedRun] = dataclasses.field(default_factory=list)
+    skipped: list[tuple[str, str, str]] = dataclasses.field(default_factory=list)   # (coll, job, why)
+    errors: list[tuple[str, str, str]] = dataclasses.field(default_factory=list)
+
+
+def iter_jobs(root: Path) -> Iterator[tuple[str, str, JobSettings | ConfigError]]:
+    for name in list_collections(root):
+        coll = Collection(root, name)
+        if not coll.jobs_dir.is_dir():
+            continue
+        for path in sorted(coll.jobs_dir.glob("*.toml")):
+            try:
+                yield name, path.stem, load_job_file(path)
+            except StrataError as exc:
+                yield name, path.stem, ConfigError(exc.message)
+
+
+def last_run_started(root: Path, collection: str, job: str) -> datetime | None:
+    conn = open_readonly(Collection(root, collection).db_path)
+    if conn is None:
+        return None
+    try:
+        row = conn.execute("SELECT MAX(started) FROM runs WHERE job=?", (job,)).fetchone()
+    finally:
+        conn.close()
+    if not row or not row[0]:
+        return None
+    text = row[0]
+    return datetime.strptime(text[:19], "%Y-%m-%dT%H:%M:%S").replace(tzinfo=UTC)
+
+
+class Scheduler:
+    def __init__(self, root: Path, queue: RunQueue, clock: Clock = utc_now):
+        self.root = Path(root)
+        self.queue = queue
+        self.clock = clock
+
+    def tick(self) -> TickResult:
+        result = TickResult()
+        for collection, name, job in iter_jobs(self.root):
+            if isinstance(job, ConfigError):
+                result.errors.append((collection, name, job.message))
+                continue
+            try:
+                self._consider(collection, job, result)
+            except ConfigError as exc:
+                result.errors.append((collection, name, exc.message))
+        return result
+
+    def _consider(self, collection: str, job: JobSettings, result: TickResult) -> None:
+        now = self.clock()
+        frequency = job.frequency
+        if frequency == "manual":
+            return
+        entry = self.queue.schedule(collection, job.name)
+        if entry is None or entry.frequency != frequency or entry.next_due is None:
+            last = last_run_started(self.root, collection, job.name)
+            entry = ScheduleEntry(collection, job.name, frequency, first_due(frequency, last, now),
+                                  entry.last_queued if entry else None, entry.paused if entry else False)
+            self.queue.save_schedule(entry)
+        if entry.paused:
+            result.skipped.append((collection, job.name, "paused"))
+            return
+        if entry.next_due > now:
+            return
+        queued, created = self.queue.enqueue(collection, job.name, "auto", reason="schedule", now=now)
+        if created:
+            result.queued.append(queued)
+        else:
+            result.skipped.append((collection, job.name, f"run {queued.id} still {queued.status}"))
+        entry.next_due = next_slot(frequency, entry.next_due, now)
+        entry.last_queued = now
+        self.queue.save_schedule(entry)
+
+    def run_forever(self, interval: float = 30.0, stop: threading.Event | None = None,
+                    report: Callable[[TickResult], None] | None = None) -> None:
+        stop = stop or threading.Event()
+        while not stop.is_set():
+            try:
+                outcome = self.tick()
+            except Exception:   # a bad tick must not end the scheduler; the next one tries again
+                log.exception("scheduler tick failed")
+            else:
+                if report:
+                    report(outcome)
+            stop.wait(interval)
+
+
+def set_paused(queue: RunQueue, collection: str, job: JobSettings, paused: bool, now: datetime | None = None) -> None:
+    """Pause or resume a job's schedule (the console's Pause button)."""
+    entry = queue.schedule(collection, job.name)
+    if entry is None:
+        entry = ScheduleEntry(collection, job.name, job.frequency, None, None, paused)
+    entry.paused = paused
+    if not paused:
+        entry.next_due = None     # recomputed at the next tick from the last run, not from old slots
+    queue.save_schedule(entry)
+
+
+__all__ = ["Scheduler", "TickResult", "check_frequency", "first_due", "next_slot", "set_paused"]
