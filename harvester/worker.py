@@ -1,0 +1,176 @@
+"""``strata worker``: runs the harvests the console and the scheduler queued, in this process.
+
+The worker claims queued runs (``index.queue``), at most ``max_parallel`` at once and never two of
+one collection, and drives each as a ``harvester.run.Harvest`` on its own asyncio loop. While a run
+goes, a heartbeat task writes its progress to the queue once a second and reads back whether staff
+asked to cancel it; a cancel calls ``Harvest.request_stop()``, which seals the WARC files and
+records the run as ``cancelled``.
+
+Restarts lose nothing. On start, and every ``stale_after`` seconds, entries whose worker died
+(a dead process on this host, or no heartbeat for ``stale_after`` seconds) are marked
+``interrupted`` and queued again; the next harvest of the collection repairs what the dead
+process left (``harvester.recovery``). A worker stopped by SIGTERM or SIGINT stops its runs
+cleanly and queues them again the same way.
+
+Every run the worker starts goes through the SSRF guard (``harvester.guard``) with the worker's
+``NetworkPolicy``; a job's login cookies and proxies are applied by ``harvester.login``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+from collections.abc import Callable
+from pathlib import Path
+
+from harvester.guard import NetworkPolicy
+from harvester.login import harvest_transport
+from index.collection import Collection
+from index.queue import QueuedRun, RunQueue, open_queue, worker_id
+from strata.errors import StrataError
+from strata.settings import load_job_file
+
+log = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass
+class _Active:
+    entry: QueuedRun
+    harvest: object | None = None
+    progress: dict = dataclasses.field(default_factory=dict)
+    cancelled: bool = False
+    task: asyncio.Task | None = None
+
+
+class Worker:
+    def __init__(self, root: Path, policy: NetworkPolicy | None = None, *, queue: RunQueue | None = None,
+                 max_parallel: int = 2, poll: float = 1.0, heartbeat: float = 1.0, stale_after: float = 60.0,
+                 harvest_factory: Callable | None = None, report: Callable[[str], None] | None = None):
+        self.root = Path(root)
+        self.policy = policy if policy is not None else NetworkPolicy()
+        self.queue = queue or open_queue(self.root)
+        self.max_parallel = max(1, max_parallel)
+        self.poll = poll
+        self.heartbeat_every = heartbeat
+        self.stale_after = stale_after
+        self.id = worker_id()
+        self.report = report or (lambda text: log.info(text))
+        self._harvest_factory = harvest_factory
+        self._active: dict[int, _Active] = {}
+        self._stopping = False
+        self._wake = asyncio.Event()
+
+    def stop(self) -> None:
+        """Stop claiming; stop running harvests cleanly; they are queued again for the next start."""
+        self._stopping = True
+        for active in self._active.values():
+            if active.harvest is not None:
+                active.harvest.request_stop()
+        self._wake.set()
+
+    async def run(self, once: bool = False) -> None:
+        """Work until ``stop()``; with ``once``, until the queue holds nothing this worker can take."""
+        self._wake = asyncio.Event()
+        last_recovery = -1e9
+        loop = asyncio.get_running_loop()
+        while not self._stopping:
+            if loop.time() - last_recovery >= min(self.stale_after, 60.0):
+                for entry in self.queue.recover(stale_after=self.stale_after):
+                    self.report(f"run {entry.id} ({entry.collection}/{entry.job}) was interrupted: {entry.error}")
+                last_recovery = loop.time()
+            self._claim_more()
+            if once and not self._active:
+                break
+            self._wake.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self.poll)
+        tasks = [a.task for a in self._active.values() if a.task]
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    def _claim_more(self) -> None:
+        while len(self._active) < self.max_parallel and not self._stopping:
+            entry = self.queue.claim(self.id)
+            if entry is None:
+                return
+            active = _Active(entry)
+            self._active[entry.id] = active
+            active.task = asyncio.create_task(self._execute(active))
+
+    async def _execute(self, active: _Active) -> None:
+        entry = active.entry
+        self.report(f"run {entry.id}: {entry.collection}/{entry.job} ({entry.mode}, attempt {entry.attempt})")
+        beat = asyncio.create_task(self._heartbeat(active))
+        try:
+            summary = await self._harvest(active)
+        except StrataError as exc:
+            self.queue.finish(entry.id, "failed", error=exc.message)
+            self.report(f"run {entry.id} failed: {exc.message}")
+        except Exception as exc:   # noqa: BLE001  (recorded on the run; the worker goes on)
+            log.exception("run %s failed", entry.id)
+            self.queue.finish(entry.id, "failed", error=f"{type(exc).__name__}: {exc}")
+        else:
+            if summary["status"] == "cancelled" and self._stopping and not active.cancelled:
+                self.queue.heartbeat(entry.id, self.id, progress=summary, run_id=summary["run_id"])
+                self.queue.interrupt(entry.id, f"worker {self.id} was stopped during the run")
+                self.report(f"run {entry.id} stopped with the worker; queued again")
+            else:
+                self.queue.finish(entry.id, summary["status"], summary=summary)
+                self.report(f"run {entry.id} {summary['status']}: {summary['urls_fetched']} URLs, "
+                            f"{summary['bytes_stored']} bytes stored")
+        finally:
+            beat.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await beat
+            self._active.pop(entry.id, None)
+            self._wake.set()
+
+    async def _harvest(self, active: _Active) -> dict:
+        from harvester.run import Harvest
+
+        entry = active.entry
+        coll = Collection.open(self.root, entry.collection)
+        job = load_job_file(coll.job_path(entry.job))
+        factory = self._harvest_factory or Harvest
+
+        def progress(p: dict) -> None:
+            active.progress = p
+
+        harvest = factory(coll, job, mode=entry.harvest_mode, progress=progress,
+                          transport=harvest_transport(job, self.policy))
+        active.harvest = harvest
+        if self._stopping or active.cancelled:
+            harvest.request_stop()
+        return await harvest.run()
+
+    async def _heartbeat(self, active: _Active) -> None:
+        while True:
+            progress = active.progress or None
+            cancel = self.queue.heartbeat(active.entry.id, self.id, progress=progress,
+                                          run_id=(progress or {}).get("run_id"))
+            if cancel and not active.cancelled:
+                active.cancelled = True
+                if active.harvest is not None:
+                    active.harvest.request_stop()
+                self.report(f"run {active.entry.id}: cancel requested; stopping cleanly")
+            await asyncio.sleep(self.heartbeat_every)
+
+
+def run_worker(root: Path, policy: NetworkPolicy, max_parallel: int = 2, once: bool = False,
+               report: Callable[[str], None] | None = None, poll: float = 1.0) -> None:
+    """Run a worker until SIGINT/SIGTERM (or, with ``once``, until the queue is empty)."""
+    import signal
+
+    async def main() -> None:
+        worker = Worker(root, policy, max_parallel=max_parallel, report=report, poll=poll)
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, worker.stop)
+        try:
+            await worker.run(once=once)
+        finally:
+            worker.queue.close()
+
+    asyncio.run(main())
