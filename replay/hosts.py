@@ -1,0 +1,71 @@
+"""One server, two origins: the staff console on its own host name, public replay on every other.
+
+Archived pages run their own JavaScript on the replay origin. If the staff console shared that
+origin, an archived script could act with a staff session (ArchiveBox CVE-2023-45815); cookies
+ignore ports, so a second port is not enough. ``HostDispatcher`` sends requests whose ``Host`` is
+one of the staff host names to the staff app and everything else to the replay app; the staff
+app also refuses any other host itself (``TRUSTED_HOSTS``), so it cannot be reached through the
+archive's name even if mounted wrongly.
+
+``build_site`` builds both apps for ``strata serve --staff-host NAME``; ``start_services`` starts
+``strata worker`` (with its scheduler) as a child process for a single-machine install.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+
+from strata.errors import ConfigError
+
+
+def _bare_host(value: str) -> str:
+    host = value.strip().lower()
+    if host.startswith("["):                      # [::1]:8080
+        return host.split("]", 1)[0] + "]"
+    return host.rsplit(":", 1)[0].rstrip(".") if host.count(":") == 1 else host.rstrip(".")
+
+
+class HostDispatcher:
+    """WSGI: the staff app for ``staff_hosts`` (names without port), the replay app for the rest."""
+
+    def __init__(self, replay_app, staff_app, staff_hosts: Iterable[str]):
+        self.replay_app = replay_app
+        self.staff_app = staff_app
+        self.staff_hosts = frozenset(_bare_host(h) for h in staff_hosts)
+        if not self.staff_hosts:
+            raise ConfigError("give the staff console a host name of its own, e.g. --staff-host staff.example.org")
+
+    def app_for(self, environ) -> object:
+        host = environ.get("HTTP_HOST") or environ.get("SERVER_NAME") or ""
+        return self.staff_app if _bare_host(host) in self.staff_hosts else self.replay_app
+
+    def __call__(self, environ, start_response):
+        return self.app_for(environ)(environ, start_response)
+
+
+def build_site(root: Path, staff_host: str, archive_url: str | None = None, replay_config: dict | None = None,
+               staff_config: dict | None = None):
+    """The WSGI application ``strata serve --staff-host`` runs: replay everywhere, staff on its host."""
+    from replay import create_app
+    from replay.staff import create_staff_app
+
+    if archive_url and _bare_host(archive_url.split("://", 1)[-1].split("/", 1)[0]) == _bare_host(staff_host):
+        raise ConfigError("the staff host and the archive host must differ: archived pages would run next to "
+                          "the staff session")
+    staff_settings = {"staff_hosts": [_bare_host(staff_host)], "archive_url": archive_url, **(staff_config or {})}
+    return HostDispatcher(create_app(Path(root), replay_config), create_staff_app(Path(root), staff_settings),
+                          [staff_host])
+
+
+def start_services(root: Path, allow_networks: Iterable[str] = (), parallel: int = 2) -> subprocess.Popen:
+    """``strata worker --with-scheduler`` as a child process (stop it with ``terminate()``: the worker
+    stops its runs cleanly and queues them again)."""
+    args = [sys.executable, "-c", "from strata.cli import main; main()", "worker", "--with-scheduler",
+            "--root", str(root), "--parallel", str(parallel)]
+    for network in allow_networks:
+        args += ["--allow-network", network]
+    return subprocess.Popen(args, env=dict(os.environ))

@@ -1,0 +1,154 @@
+"""The staff console: ``create_staff_app(root, config)`` builds it.
+
+A separate Flask application from the public replay app, meant to be served on its own host name
+(``replay.hosts.HostDispatcher`` sends the staff host here, everything else to replay), so that
+archived JavaScript, which runs on the replay origin, never runs next to a staff session.
+
+Every request passes, in order (``replay.staff.security``): the host check (``staff_hosts``), the
+request size cap, session loading, the refusal of requests that other sites' pages send in the
+background, authentication (every endpoint but the login page and static files), and the CSRF
+check on every request that is not GET/HEAD/OPTIONS. No GET handler changes state.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from flask import Flask
+from flask.sessions import SessionInterface
+
+from harvester.guard import NetworkPolicy
+from strata.errors import ConfigError
+
+EXTENSION = "strata_staff"
+
+
+def _hosts(value: Any) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [value]
+    if not all(isinstance(v, str) and v.strip() for v in value):
+        raise ValueError("expected a list of host names")
+    return tuple(v.strip().lower() for v in value)
+
+
+def _optional_url(value: Any) -> str | None:
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str) or not value.startswith(("http://", "https://")):
+        raise ValueError("expected an http(s) base URL such as http://archive.example.org")
+    return value.rstrip("/")
+
+
+def _https(value: Any) -> str | bool:
+    if value not in ("auto", True, False):
+        raise ValueError("expected 'auto', true or false")
+    return value
+
+
+def _networks(value: Any) -> tuple[str, ...]:
+    items = _hosts(value) if value else ()
+    try:
+        NetworkPolicy.from_strings(items)
+    except ConfigError as exc:
+        raise ValueError(exc.message) from None
+    return items
+
+
+def _count(lo: int, hi: int) -> Callable[[Any], int]:
+    def check(value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+            raise ValueError(f"expected a whole number from {lo} to {hi}")
+        return value
+
+    return check
+
+
+def _name(value: Any) -> str:
+    if not isinstance(value, str) or not value.isidentifier():
+        raise ValueError("expected a backend name such as 'sqlite'")
+    return value
+
+
+def _bool(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError("expected true or false")
+    return value
+
+
+@dataclasses.dataclass(frozen=True)
+class Setting:
+    name: str
+    default: Any
+    check: Callable[[Any], Any]
+    help: str
+
+
+STAFF_SETTINGS: tuple[Setting, ...] = (
+    Setting("staff_hosts", (), _hosts,
+            "Host names the console answers to (others get 400). Empty: any (tests, or behind a dispatcher)."),
+    Setting("archive_url", None, _optional_url,
+            "Base URL of the public replay site, for links to snapshots (e.g. http://archive.example.org)."),
+    Setting("https", "auto", _https,
+            "Mark cookies Secure: 'auto' when the request came over HTTPS, or always (true) / never (false)."),
+    Setting("allow_networks", (), _networks,
+            "Non-public address ranges that URLs entered in the console may reach (SSRF guard), e.g. 10.0.0.0/8."),
+    Setting("max_request_size", 64 * 1024, _count(1024, 16 * 1024 * 1024), "Largest request body accepted, in bytes."),
+    Setting("session_hours", 12, _count(1, 24 * 30), "A login lasts at most this long."),
+    Setting("idle_minutes", 120, _count(1, 24 * 60), "A login ends after this long without a request."),
+    Setting("queue_backend", "sqlite", _name, "Run queue backend (index.queue.open_queue)."),
+    Setting("debug", False, _bool, "Let Flask show tracebacks (development only)."),
+)
+_BY_NAME = {s.name: s for s in STAFF_SETTINGS}
+
+
+def build_config(values: dict | None) -> dict:
+    config = {s.name: s.default for s in STAFF_SETTINGS}
+    for name, value in (values or {}).items():
+        setting = _BY_NAME.get(name)
+        if setting is None:
+            raise ConfigError(f"unknown staff setting {name!r}; known: {', '.join(sorted(_BY_NAME))}")
+        try:
+            config[name] = setting.check(value)
+        except ValueError as exc:
+            raise ConfigError(f"staff setting {name!r}: {exc}") from None
+    return config
+
+
+def create_staff_app(root: Path, config: dict | None = None) -> Flask:
+    settings = build_config(config)
+    app = Flask(__name__, static_folder="static", static_url_path="/static")
+    app.config.update(
+        DEBUG=settings["debug"], PROPAGATE_EXCEPTIONS=False,
+        MAX_CONTENT_LENGTH=settings["max_request_size"], MAX_FORM_MEMORY_SIZE=settings["max_request_size"],
+        MAX_FORM_PARTS=200, TRUSTED_HOSTS=list(settings["staff_hosts"]) or None,
+        SEND_FILE_MAX_AGE_DEFAULT=300,
+    )
+    app.session_interface = _NoFlaskSession()
+    app.extensions[EXTENSION] = {
+        "root": Path(root),
+        "settings": settings,
+        "policy": NetworkPolicy.from_strings(settings["allow_networks"]),
+    }
+
+    from replay.staff import auth, filters, jobs, runs, security
+
+    security.register(app)
+    filters.register(app)
+    app.register_blueprint(auth.bp)
+    app.register_blueprint(jobs.bp)
+    app.register_blueprint(runs.bp)
+    return app
+
+
+class _NoFlaskSession(SessionInterface):
+    """Flask's signed-cookie session is not used: sessions live in the staff database
+    (``strata.users``), so logging out really ends them."""
+
+    def open_session(self, app, request):
+        return None
+
+    def save_session(self, app, session, response) -> None:
+        return None

@@ -1,0 +1,26 @@
+"""Template helpers: sizes, notices after a redirect (fixed texts: nothing from the URL is shown)."""
+
+from __future__ import annotations
+
+from flask import Flask, request
+
+from replay.staff.charts import human_bytes
+
+NOTICES = {
+    "created": "Job created.",
+    "saved": "Job saved.",
+    "paused": "Job paused: the scheduler will not start it until it is resumed.",
+    "resumed": "Job resumed: the scheduler will start it when it is next due.",
+    "deleted": "Job deleted. Its harvests stay in the archive; its file was kept beside the others with "
+               "a .deleted-<time> suffix.",
+    "already_active": "This job already has a run queued or running; here it is.",
+}
+
+
+def notice() -> str | None:
+    return NOTICES.get(request.args.get("notice", ""))
+
+
+def register(app: Flask) -> None:
+    app.jinja_env.filters["bytes"] = lambda n: human_bytes(n or 0)
+    app.jinja_env.globals["notice"] = notice
