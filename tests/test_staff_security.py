@@ -13,7 +13,7 @@ from replay.hosts import HostDispatcher, build_site
 from replay.staff import create_staff_app
 from replay.staff.security import PUBLIC_ENDPOINTS
 from strata.errors import ConfigError
-from tests.staff_fixtures import STAFF_HOST, csrf_from, log_in, make_client, write_job
+from tests.staff_helpers import STAFF_HOST, csrf_from, log_in, make_client, write_job
 
 pytest_plugins = ["tests.staff_fixtures"]
 
