@@ -52,7 +52,7 @@ from strata.errors import ArchiveError, CollectionBusy
 
 __all__ = ["FORMAT", "IndexUnusable", "index_run", "open_index", "rebuild", "schema"]
 
-FORMAT = 1                      # bump when the schema or the analysis changes: older indexes are rebuilt
+FORMAT = 2                      # bump when the schema or the analysis changes: older indexes are rebuilt
 FORMAT_FILE = "strata-fulltext.json"
 TEXT_FIELDS = ("title", "description", "keywords", "text")
 WRITER_LIMIT_MB = 128
@@ -63,6 +63,21 @@ ProgressFn = Callable[[dict], None]
 
 class IndexUnusable(ArchiveError):
     """The index is missing, of an older format, or fails to open."""
+
+
+class NumericList(fields.NUMERIC):
+    """A NUMERIC field with several values per document (every capture timestamp).
+
+    Whoosh's NUMERIC yields its tiered terms once per value, so two values that share a tier (two
+    captures in the same month) put the document twice in one posting list; an intersection with
+    it then fails (``assert a_id != b_id`` in ``IntersectionMatcher``). Each term once per document.
+    """
+
+    def index(self, num, **kwargs):
+        unique = {}
+        for term, freq, weight, value in super().index(num, **kwargs):
+            unique.setdefault(term, (term, freq, weight, value))
+        return list(unique.values())
 
 
 def schema() -> fields.Schema:
@@ -79,7 +94,7 @@ def schema() -> fields.Schema:
         lang=fields.ID(stored=True),
         status=fields.NUMERIC(stored=True),
         size=fields.NUMERIC(bits=64, stored=True),
-        ts=fields.NUMERIC(bits=64),                        # every capture timestamp, for range filters
+        ts=NumericList(bits=64),                           # every capture timestamp, for range filters
         captures=fields.COLUMN(VarBytesColumn()),          # the same, b"ts ts ts", read per hit
         title=fields.TEXT(analyzer=analyzer, stored=True, field_boost=4.0),
         description=fields.TEXT(analyzer=analyzer, stored=True, field_boost=2.0),
