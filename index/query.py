@@ -45,8 +45,8 @@ MAX_QUERY_CHARS = 500
 MAX_TERMS = 32
 MAX_DEPTH = 12
 MAX_PHRASE_TOKENS = 48
-MAX_PREFIX_TERMS = 256     # bigrams one CJK character may expand to
-MAX_DOCS = 2000            # matching documents considered for grouping, facets and the histogram
+MAX_PREFIX_TERMS = 64      # bigrams one CJK character may expand to, per field
+MAX_DOCS = 500             # best matching documents grouped and counted in facets and the histogram
 TIME_LIMIT = 2.0           # seconds per collection searched
 MAX_PER_PAGE = 100
 FIELD_BOOSTS = (("title", 3.0), ("description", 1.5), ("keywords", 1.5), ("text", 1.0))
@@ -393,8 +393,10 @@ def search(root: Path, params: SearchParams, time_limit: float = TIME_LIMIT) -> 
         except TimeLimit:
             timed_out = True
         results = collector.results()
-        total_docs += len(results) if not timed_out else results.scored_length()
-        if len(results) > results.scored_length():
+        # an exact count can cost a second pass over every match: take it only when it is known
+        exact = not timed_out and results.has_exact_length()
+        total_docs += len(results) if exact else results.scored_length()
+        if not exact or len(results) > results.scored_length():
             exhaustive = False
         url_col = reader.column_reader("url")
         cap_col = reader.column_reader("captures")
