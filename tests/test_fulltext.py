@@ -308,3 +308,28 @@ def test_killed_writer_leaves_an_index_that_opens(searched, tmp_path):  # noqa: 
             assert _documents(copy.coll) == before
         index_run(copy.coll)
         assert _documents(copy.coll) == before
+
+
+def test_several_captures_in_one_month_are_one_posting(tmp_path):
+    """Whoosh's NUMERIC put such a document twice in a tier term's posting list, and a text query
+    with a date filter then failed (AssertionError in IntersectionMatcher, seen at 10,000 documents).
+    NumericList indexes each term once per document."""
+    from whoosh import index as whoosh_index
+    from whoosh import query as wq
+
+    from index.fulltext import Payload, _document, schema
+
+    ix = whoosh_index.create_in(str(tmp_path), schema())
+    writer = ix.writer()
+    for n in range(20):
+        stamps = {f"202403{day:02d}120000" for day in range(1, 2 + n % 5)}
+        writer.add_document(**_document(f"http://example.org/{n}", f"sha1:{n}",
+                                        Payload(mime="text/html", text=f"common words {n}"), stamps))
+    writer.commit()
+    with ix.searcher() as searcher:
+        reader = searcher.reader()
+        for term in reader.lexicon("ts"):
+            ids = list(reader.postings("ts", term).all_ids())
+            assert len(ids) == len(set(ids)), term
+        q = wq.And([wq.Term("text", "common"), wq.NumericRange("ts", 20240301000000, 20240331235959)])
+        assert len(list(searcher.search(q, limit=None))) == 20
