@@ -311,6 +311,7 @@ class Harvest:
         cls = decide.classify(previous, result.status, result.digest)
         date = warc_date(now)
         link_body: bytes | None = None
+        link_encoding = result.header("Content-Encoding")
         content_type = result.header("Content-Type") or ""
         mime = content_type.split(";")[0].strip().lower() or "unknown"
         url_update: dict = {"last_checked": iso(now), "last_run": self.run_id, "last_class": cls}
@@ -321,10 +322,12 @@ class Harvest:
                                 previous["orig_warc"])
             main = records.not_modified_revisit(result, date, original, previous["digest"])
             record_type, digest, refers = "revisit", previous["digest"], original
-            figures.bytes_saved += self._original_length(original)
-            mime = self._original_mime(original) or mime
-            if follow and mime in LINK_TYPES:
-                link_body, content_type = self._original_body(original)
+            held = state.capture_by_record_id(original.record_id) or {}
+            figures.bytes_saved += held.get("payload_length") or 0
+            mime = held.get("mime") or mime
+            if follow and mime in LINK_TYPES and held:
+                # a 304 has no body: the links are in the stored original
+                link_body, content_type, link_encoding = self._stored_body(held)
         else:
             if mime in HTML_TYPES and decide.is_success(result.status) and result.digest:
                 fp = fingerprint(self._decoded_body(result), _charset(content_type), self.noise)
@@ -403,7 +406,7 @@ class Harvest:
             if target:
                 self._follow(item, target, "redirect", item.depth)
         if link_body is not None:
-            self._queue_links(item, link_body, content_type, result.header("Content-Encoding"))
+            self._queue_links(item, link_body, content_type, link_encoding)
 
     def _queue_links(self, item: Item, raw: bytes, content_type: str, encoding: str | None) -> None:
         try:
@@ -490,27 +493,15 @@ class Harvest:
             return b""
 
     # -- originals ---------------------------------------------------------------------------------
-    def _original_capture(self, original: Original) -> dict | None:
-        return self.state.capture_by_record_id(original.record_id)
-
-    def _original_length(self, original: Original) -> int:
-        cap = self._original_capture(original)
-        return cap["payload_length"] if cap else 0
-
-    def _original_mime(self, original: Original) -> str | None:
-        cap = self._original_capture(original)
-        return cap["mime"] if cap else None
-
-    def _original_body(self, original: Original) -> tuple[bytes | None, str]:
-        cap = self._original_capture(original)
-        if not cap:
-            return None, ""
+    def _stored_body(self, capture: dict) -> tuple[bytes | None, str, str | None]:
+        """(payload as stored, Content-Type, Content-Encoding) of a capture, read back from its WARC."""
         try:
-            _, http_headers, body = read_record(self._archive_dir / cap["warc"], cap["offset"])
+            _, http_headers, body = read_record(self._archive_dir / capture["warc"], capture["offset"])
         except (OSError, ValueError):
-            return None, ""
-        content_type = http_headers.get_header("Content-Type") if http_headers else ""
-        return body, content_type or ""
+            return None, "", None
+        if http_headers is None:
+            return body, "", None
+        return body, http_headers.get_header("Content-Type") or "", http_headers.get_header("Content-Encoding")
 
     # -- sealing ------------------------------------------------------------------------------------
     def _on_sealed(self, filename: str, size: int) -> None:
