@@ -136,6 +136,7 @@ def test_a_file_edited_by_hand_meanwhile_is_not_overwritten(staff, staff_root):
 
 def test_pause_resume_delete_and_harvest_now(staff, staff_root):
     _post_new(staff, frequency="daily")
+    assert "Pause schedule" in staff.get("/jobs/c/news").text
     assert staff.post("/jobs/c/news/pause", data={"csrf_token": staff.csrf}).status_code == 302
     queue = open_queue(staff_root)
     assert queue.schedule("c", "news").paused
