@@ -330,10 +330,14 @@ class SQLiteQueue(RunQueue):
         now = now or utc_now()
         limit = now - timedelta(seconds=stale_after)
         out = []
+        # A live process on this host may be busy (a long index merge holds its loop); trust it
+        # far longer than a silent worker elsewhere, but not forever (a pid reused after a reboot).
+        patient = now - timedelta(seconds=max(stale_after * 10, 600))
         for row in self.conn.execute("SELECT * FROM queue WHERE status='running' ORDER BY id"):
             entry = self._row(row)
             alive = worker_alive(entry.worker)
-            if alive is False or (entry.heartbeat or entry.queued_at) < limit:
+            beat = entry.heartbeat or entry.queued_at
+            if alive is False or beat < (patient if alive else limit):
                 out.append(entry)
         return out
 

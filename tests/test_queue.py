@@ -109,6 +109,13 @@ def test_stale_heartbeats_from_another_host_and_attempt_limit(queue):
     assert queue.entries(statuses=("queued", "running")) == []
 
 
+def test_a_live_local_worker_is_trusted_longer_than_a_silent_remote_one(queue):
+    entry, _ = queue.enqueue("c", "a", now=T0)
+    queue.claim(worker_id(), now=T0)            # this very process: alive
+    assert queue.stale(now=T0 + timedelta(seconds=120), stale_after=60) == []
+    assert [e.id for e in queue.stale(now=T0 + timedelta(seconds=601), stale_after=60)] == [entry.id]
+
+
 def test_cancel_requested_runs_are_not_retried(queue):
     entry, _ = queue.enqueue("c", "a", now=T0)
     queue.claim("w", now=T0)

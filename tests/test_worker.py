@@ -56,6 +56,14 @@ def entry(root, entry_id):
         queue.close()
 
 
+def entries(root):
+    queue = open_queue(root)
+    try:
+        return queue.entries()
+    finally:
+        queue.close()
+
+
 def enqueue(root, collection="c", job="sample", mode="auto"):
     queue = open_queue(root)
     try:
@@ -240,3 +248,17 @@ def test_proxies_are_rotated_per_request_and_checked():
         for server in servers:
             server.shutdown()
             server.server_close()
+
+
+def test_single_machine_services_run_worker_and_scheduler(root, site):
+    """What `strata serve` starts beside the web server: a worker process with the scheduler in it."""
+    from replay.hosts import start_services
+
+    add_job(root, site, frequency="daily")
+    proc = start_services(root, ["127.0.0.1/32"], parallel=1)
+    try:
+        done = wait_for(lambda: [e for e in entries(root) if e.status == "finished"], timeout=60)
+    finally:
+        proc.terminate()
+        assert proc.wait(30) == 0
+    assert done[0].reason == "schedule" and done[0].job == "sample"
