@@ -17,8 +17,11 @@ that date, so it still comes first.
 from __future__ import annotations
 
 import calendar
+import os
 from collections.abc import Iterable, Iterator
 
+from pywb.utils.format import res_template
+from pywb.utils.wbexception import NotFoundException
 from pywb.warcserver.index.aggregator import DirectoryIndexSource
 from pywb.warcserver.index.cdxops import (
     cdx_clamp,
@@ -72,6 +75,26 @@ class AsOfIndexSource(DirectoryIndexSource):
     Everything but the ordering is pywb's own ``BaseAggregator.__call__`` / ``process_cdx``
     (filters, from/to clamps, collapsing, limits), so the CDX server API keeps its meaning.
     """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._listings: dict[str, tuple[tuple[int, int], list]] = {}
+
+    def _iter_sources(self, params: dict):
+        """The index files of the collection, listed again only when its directory changes (a
+        file added, removed or atomically replaced). pywb's own cache does this too, but prints a
+        line on every lookup; collection names are checked before they get here, so no glob."""
+        the_dir = os.path.join(self.base_prefix, res_template(self.base_dir, params))
+        try:
+            st = os.stat(the_dir)
+        except OSError:
+            raise NotFoundException(the_dir) from None
+        stamp = (st.st_mtime_ns, st.st_ino)
+        cached = self._listings.get(the_dir)
+        if cached is None or cached[0] != stamp:
+            cached = (stamp, list(self._load_files_single_dir(the_dir)))
+            self._listings[the_dir] = cached
+        return iter(cached[1])
 
     def __call__(self, params: dict):
         if params.get("closest") == "now":
