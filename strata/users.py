@@ -2,8 +2,8 @@
 
 Kept in ``<root>/.strata/staff.sqlite`` (file mode 0600). Passwords are hashed with scrypt from the
 standard library (``hashlib.scrypt``, N=2**15, r=8, p=1, a 16-byte salt; stored as
-``scrypt$N$r$p$salt$hash``), so verifying one costs ~50 ms and 32 MiB: cheap for a login, dear for
-a guesser. Repeated failures lock an account for a while.
+``scrypt$N$r$p$salt$hash``), so verifying one costs ~0.3 s and 32 MiB (measured here): fine for a
+login, dear for a guesser. Repeated failures lock an account for a while.
 
 A session is a random 256-bit token in a cookie; the database keeps only its SHA-256, with the
 user, a per-session CSRF token, and expiry times. Logging out deletes the row, so a copied cookie
