@@ -130,7 +130,8 @@ def create_staff_app(root: Path, config: dict | None = None) -> Flask:
     app.extensions[EXTENSION] = {
         "root": Path(root),
         "settings": settings,
-        "policy": NetworkPolicy.from_strings(settings["allow_networks"]),
+        # the same allowance as the worker's: the setting plus STRATA_ALLOW_NETWORKS
+        "policy": NetworkPolicy.from_env(settings["allow_networks"]),
     }
 
     from replay.staff import auth, filters, jobs, runs, security
