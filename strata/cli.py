@@ -253,9 +253,11 @@ def settings() -> None:
 @cli.command()
 @click.option("--collection", default="sample", show_default=True)
 @click.option("--json", "as_json", is_flag=True)
+@click.option("--serve", "serve_after", is_flag=True, help="Then serve the archive and print where to browse it.")
+@click.option("--port", default=8080, show_default=True, type=click.IntRange(0, 65535), help="Port for --serve.")
 @root_option
-def demo(collection, as_json, root) -> None:
-    """Harvest Strata's built-in sample site twice (v1, then v2) into a collection."""
+def demo(collection, as_json, serve_after, port, root) -> None:
+    """Harvest Strata's built-in sample site twice (v1, then v2) into a collection; --serve to browse it."""
     from index.collection import Collection
     from strata.sample_site import serve_sample_site
     from strata.settings import validate_job
@@ -277,6 +279,9 @@ def demo(collection, as_json, root) -> None:
     else:
         click.echo(f"\nRun reports: strata runs {collection} --root {root}")
         click.echo(f"Index: {coll.cdxj_path}")
+    if serve_after:
+        seed = job.seeds[0]
+        serve_archive(root, "127.0.0.1", port, [f"/{collection}/{s['snapshot']}/{seed}" for s in summaries])
 
 
 # -- search and the full-text index (index.fulltext, index.query) ----------------------------------
@@ -389,8 +394,8 @@ def serve(host, port, root) -> None:
     serve_archive(root, host, port)
 
 
-def serve_archive(root: Path, host: str = "127.0.0.1", port: int = 8080) -> None:
-    """Run the replay application until interrupted; prints the address to open. Also for `demo`."""
+def serve_archive(root: Path, host: str = "127.0.0.1", port: int = 8080, paths: tuple | list = ()) -> None:
+    """Run the replay application until interrupted; prints the address to open (and ``paths`` on it)."""
     from replay import create_app
     from replay import serve as run_server
 
@@ -401,7 +406,10 @@ def serve_archive(root: Path, host: str = "127.0.0.1", port: int = 8080) -> None
     shown = "127.0.0.1" if host in ("0.0.0.0", "", "::") else host
 
     def ready(server) -> None:
-        click.echo(f"Serving {root} at http://{shown}:{server.address[1]}/ (Ctrl-C to stop)", err=True)
+        base = f"http://{shown}:{server.address[1]}"
+        click.echo(f"Serving {root} at {base}/ (Ctrl-C to stop)", err=True)
+        for path in paths:
+            click.echo(f"  {base}{path}", err=True)
 
     run_server(app, host, port, ready=ready)
 
