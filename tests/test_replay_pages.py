@@ -186,3 +186,18 @@ def test_serve_refuses_a_missing_root(tmp_path):
     result = CliRunner().invoke(cli, ["serve", "--root", str(tmp_path / "nowhere"), "--port", "0"])
     assert result.exit_code != 0
     assert "no collections root" in str(result.exception or result.output)
+
+
+def test_requests_that_escaped_rewriting_go_back_into_the_snapshot(client, archives):
+    three = archives["three"]
+    snapshot = three.snapshots[1]
+    page = f"http://localhost/three/{snapshot}/{three.url('/news/')}"
+    for escaped, target in [("/static/site.css", "/static/site.css"), ("/img/logo.png?x=1", "/img/logo.png?x=1"),
+                            ("/about.html", "/about.html")]:
+        r = client.get(escaped, headers={"Referer": page})
+        assert r.status_code == 307, escaped
+        assert r.headers["Location"] == f"/three/{snapshot}/{three.url(target)}"
+    # not from a replayed page, or from elsewhere: the plain 404
+    assert client.get("/static/site.css").status_code == 404
+    assert client.get("/static/site.css", headers={"Referer": "http://elsewhere/three/2024/http://x/"}).status_code == 404
+    assert client.get("/three", headers={"Referer": page}).status_code == 308

@@ -12,10 +12,12 @@ from replay.views import ext
 bp = Blueprint("collection", __name__)
 
 
-@bp.get("/<coll>/")
+@bp.get("/<coll>/", strict_slashes=False)
 def index(coll: str):
     collections = ext()["collections"]
-    collections.require(coll)
+    collections.require(coll)  # before any redirect: an unknown name may be a request that escaped rewriting
+    if not request.path.endswith("/"):
+        return redirect(request.script_root + f"/{coll}/", code=308)
     wanted = request.args.get("url", "").strip()
     if wanted:
         url = check_url(coll, wanted)

@@ -1,17 +1,20 @@
 """The one error handler: every failure becomes a page with the right status, never a traceback.
 
 Strata's errors carry their template and context (``replay.errors``); pywb's ``WbException`` and
-werkzeug's HTTP errors keep their status; anything else is logged and shown as a plain 500.
+werkzeug's HTTP errors keep their status; anything else is logged and shown as a plain 500. A 404
+for a request that escaped rewriting in a replayed page is redirected into that page's snapshot
+(``views/escaped.py``).
 """
 
 from __future__ import annotations
 
 import logging
 
-from flask import Flask, render_template
-from werkzeug.exceptions import HTTPException
+from flask import Flask, redirect, render_template
+from werkzeug.exceptions import HTTPException, NotFound
 
-from replay.errors import ReplayError
+from replay.errors import ReplayError, UnknownCollection
+from replay.views import escaped
 from strata.errors import StrataError
 
 log = logging.getLogger(__name__)
@@ -24,6 +27,8 @@ def register(app: Flask) -> None:
 def _handle(exc: Exception):
     from pywb.utils.wbexception import WbException
 
+    if isinstance(exc, (UnknownCollection, NotFound)) and (target := escaped.redirect_target()):
+        return redirect(target, code=307)
     if isinstance(exc, ReplayError):
         return _page(exc.template, exc.http_status, message=exc.message, **exc.context())
     if isinstance(exc, StrataError):
