@@ -52,6 +52,7 @@ def create_app(root: Path, config: dict | None = None) -> Flask:
         app.register_blueprint(search_bp)
     app.register_blueprint(collection.bp)
     app.register_blueprint(replay.bp)
+    app.jinja_env.globals["has_search"] = "search.page" in app.view_functions
     return app
 
 

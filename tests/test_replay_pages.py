@@ -201,3 +201,15 @@ def test_requests_that_escaped_rewriting_go_back_into_the_snapshot(client, archi
     assert client.get("/static/site.css").status_code == 404
     assert client.get("/static/site.css", headers={"Referer": "http://elsewhere/three/2024/http://x/"}).status_code == 404
     assert client.get("/three", headers={"Referer": page}).status_code == 308
+
+
+def test_a_broken_error_template_still_gives_a_plain_page(client, monkeypatch):
+    from replay.views import errors
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("template exploded")
+
+    monkeypatch.setattr(errors, "render_template", broken)
+    r = client.get("/nosuch/")
+    assert r.status_code == 404 and b"<h1>Error 404</h1>" in r.get_data()
+    assert b"exploded" not in r.get_data()

@@ -44,7 +44,16 @@ def _handle(exc: Exception):
 
 
 def _page(template: str, status: int, **context):
-    return render_template(template, status=status, **context), status
+    try:
+        return render_template(template, status=status, **context), status
+    except Exception:  # a broken template must not turn an error page into a traceback
+        log.exception("error page %s failed to render", template)
+        return FALLBACK.format(status=status), status, {"Content-Type": "text/html; charset=utf-8"}
+
+
+FALLBACK = ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Error {status}</title></head>"
+            "<body><h1>Error {status}</h1><p>This page could not be shown. <a href=\"/\">All collections</a></p>"
+            "</body></html>")
 
 
 def _wb_message(exc) -> str:
