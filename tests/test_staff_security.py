@@ -186,6 +186,9 @@ def test_the_host_dispatcher_keeps_the_two_apps_apart(staff_root, staff_app):
     assert "csrf_token" not in archive_page.text
     assert client.get("/", headers={"Host": "archive.localhost:8080"}).status_code == 200
     assert "strata_staff" not in str(client.get("/", headers={"Host": "archive.localhost"}).headers)
+    for path in ("/.strata/staff.sqlite", "/.strata/", "/%2Estrata/queue.sqlite", "/.strata/2024/http://x/"):
+        leak = client.get(path, headers={"Host": "archive.localhost"})
+        assert leak.status_code == 404 and b"SQLite" not in leak.data, path
     with pytest.raises(ConfigError, match="must differ"):
         build_site(staff_root, "staff.localhost", archive_url="http://staff.localhost:8080")
     with pytest.raises(ConfigError, match="host name of its own"):
