@@ -44,10 +44,13 @@ class WriteDecision:
 
 
 def dedup_decision(digest: str | None, truncated: str | None, body_length: int,
-                   original: Original | None) -> WriteDecision:
-    """Write a revisit only when an indexed original with the same payload exists. A truncated body
-    or an empty payload is always written in full (the safe, bigger write)."""
+                   original: Original | None, status: int | None = 200) -> WriteDecision:
+    """Write a revisit only when an indexed original with the same payload exists. A truncated body,
+    an empty payload or a redirect is always written in full (the safe, bigger write: an unmodified
+    pywb replays a redirect revisit with an empty body)."""
     if original is None or not digest or truncated or body_length == 0 or digest == EMPTY_SHA1:
+        return WriteDecision("response")
+    if status is not None and 300 <= status < 400:
         return WriteDecision("response")
     return WriteDecision("revisit", original)
 

@@ -8,6 +8,9 @@ plain one will do):
   ``same-domain``): a session cookie must not travel to third-party embeds. They are added below
   the harvester's request recording, so they never reach a WARC ``request`` record, an index or a
   log: the archive does not keep the secret.
+- **Login form** (``login_form_url`` and ``login_form_fields``): posted before the run, through the
+  same (guarded) transport, following up to 5 redirects; the cookies it sets join the login cookies,
+  with the same rule: seeds' hosts only, never recorded.
 - **Proxies** (``proxies = ["http://proxy1:3128", ...]``) are rotated per request.
 - **SSRF guard**: with a ``NetworkPolicy`` (runs started from the console), every request and
   every proxy passes ``harvester.guard``. Without one (an operator's own ``strata harvest``), the
@@ -81,3 +84,34 @@ def harvest_transport(job: JobSettings, policy: NetworkPolicy | None = None,
         hosts, subdomains = cookie_hosts(job)
         transport = CookieTransport(transport, cookies, hosts, subdomains)
     return transport
+
+
+MAX_LOGIN_REDIRECTS = 5
+
+
+async def form_login(job: JobSettings, transport: httpx.AsyncBaseTransport | None) -> list[tuple[str, str]]:
+    """POST the job's login form; the cookies the site set. ``HarvestError`` when it is refused."""
+    from urllib.parse import parse_qsl
+
+    from strata.errors import HarvestError
+
+    fields = []
+    for entry in job.login_form_fields:
+        fields.extend(parse_qsl(entry, keep_blank_values=True) or [(entry.split("=", 1)[0], "")])
+    async with httpx.AsyncClient(transport=transport, trust_env=False, follow_redirects=True,
+                                 max_redirects=MAX_LOGIN_REDIRECTS, timeout=job.timeout,
+                                 headers={"User-Agent": job.user_agent}) as client:
+        try:
+            response = await client.post(job.login_form_url, data=dict(fields))
+        except httpx.HTTPError as exc:
+            raise HarvestError(f"login form {job.login_form_url} could not be posted: {exc}") from None
+        if response.status_code >= 400:
+            raise HarvestError(f"login form {job.login_form_url} answered {response.status_code}: "
+                               "check the job's login_form_fields")
+        return [(cookie.name, cookie.value) for cookie in client.cookies.jar if cookie.value is not None]
+
+
+def with_cookies(job: JobSettings, transport: httpx.AsyncBaseTransport | None,
+                 cookies: list[tuple[str, str]]) -> httpx.AsyncBaseTransport:
+    hosts, subdomains = cookie_hosts(job)
+    return CookieTransport(transport or httpx.AsyncHTTPTransport(), cookies, hosts, subdomains)

@@ -81,6 +81,10 @@ class Harvest:
         self.job = job
         self.requested_mode = mode
         self.progress = progress
+        if transport is None:
+            from harvester.login import harvest_transport
+
+            transport = harvest_transport(job)  # login cookies and proxies; None when the job has neither
         self.transport = transport
         self.figures = RunFigures()
         self.run_id: str | None = None
@@ -131,6 +135,10 @@ class Harvest:
     async def _run_locked(self) -> dict:
         state, job = self.state, self.job
         await self._after_last_snapshot()
+        if job.login_form_url:
+            from harvester.login import form_login, with_cookies
+
+            self.transport = with_cookies(job, self.transport, await form_login(job, self.transport))
         started = utc_now()
         self.run_id = new_run_id(started)
         self.mode = self.requested_mode or ("incremental" if state.has_completed_run() else "full")
@@ -342,7 +350,8 @@ class Harvest:
             original = None
             if self.mode == "incremental":
                 original = state.lookup_digest(result.digest)
-            decision = decide.dedup_decision(result.digest, result.truncated, result.body_length, original)
+            decision = decide.dedup_decision(result.digest, result.truncated, result.body_length, original,
+                                             result.status)
             digest, refers = result.digest, decision.original
             if decision.kind == "revisit":
                 main = records.identical_revisit(result, date, decision.original)

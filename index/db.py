@@ -40,6 +40,7 @@ CREATE TABLE IF NOT EXISTS captures (
 CREATE INDEX IF NOT EXISTS captures_url ON captures (url, timestamp);
 CREATE INDEX IF NOT EXISTS captures_run ON captures (run_id);
 CREATE INDEX IF NOT EXISTS captures_warc ON captures (warc);
+CREATE INDEX IF NOT EXISTS captures_record ON captures (record_id);
 CREATE TABLE IF NOT EXISTS urls (
     url TEXT PRIMARY KEY,
     host TEXT,

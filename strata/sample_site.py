@@ -634,7 +634,36 @@ class SampleSite:
         cls, version: int, path: str, request_headers: Mapping[str, str] | None = None
     ) -> Resource | None:
         """What the server sends for ``path`` (query included) in ``version``; None means 404."""
+        if path.startswith("/members/"):
+            return cls._members(path, request_headers)
         return _resource(version, path)
+
+    # A members' area behind a login form (not linked from the site): POST /login with
+    # user=archivist&password=letmein sets a session cookie; /members/ answers 403 without it.
+    LOGIN_FIELDS = ("user=archivist", "password=letmein")
+    SESSION_COOKIE = "session=members-0123456789"
+
+    @classmethod
+    def resolve_post(cls, version: int, path: str, request_headers, body: bytes) -> Resource | None:
+        if path != "/login":
+            return None
+        if sorted(body.decode("utf-8", "replace").split("&")) == sorted(cls.LOGIN_FIELDS):
+            return Resource(303, (("Location", "/members/"), ("Set-Cookie", cls.SESSION_COOKIE + "; Path=/; HttpOnly"),
+                                  ("Content-Type", "text/plain")), b"welcome\n")
+        return Resource(403, (("Content-Type", "text/plain"),), b"wrong user or password\n")
+
+    @classmethod
+    def _members(cls, path: str, request_headers) -> Resource | None:
+        cookie = (request_headers or {}).get("Cookie") or ""
+        if cls.SESSION_COOKIE not in cookie:
+            return Resource(403, (("Content-Type", "text/html; charset=utf-8"),), b"<p>members only</p>")
+        if path == "/members/":
+            return Resource(200, (("Content-Type", "text/html; charset=utf-8"),),
+                            b'<h1>Members</h1><p>Minutes of the board, marker mkmembers.</p>'
+                            b'<a href="/members/minutes.html">minutes</a>')
+        if path == "/members/minutes.html":
+            return Resource(200, (("Content-Type", "text/html; charset=utf-8"),), b"<p>Board minutes.</p>")
+        return None
 
     @classmethod
     def resource(cls, version: int, path: str) -> Resource | None:

@@ -138,8 +138,33 @@ def _frequency(value: Any) -> str:
         return value
     fields = value.split()
     if len(fields) == 5 and all(re.fullmatch(r"[\d*/,\-]+", f) for f in fields):
+        from harvester.scheduler import check_frequency
+
+        try:
+            check_frequency(value)   # one with no next time at all (`61 * * * *`) is refused here too
+        except ConfigError as exc:
+            raise ValueError(exc.message.split(": ", 1)[-1]) from None
         return value
     raise ValueError(f"must be manual, {', '.join(FREQUENCIES)} or a 5-field cron expression, not {value!r}")
+
+
+def _optional_url(value: Any) -> str:
+    if value == "":
+        return ""
+    from harvester.urls import normalize_url
+
+    url = normalize_url(_str(value))
+    if url is None:
+        raise ValueError(f"{value!r} is not an http(s) URL")
+    return url
+
+
+def _form_fields(value: Any) -> tuple[str, ...]:
+    fields = _str_list(value)
+    for field in fields:
+        if "=" not in field or not field.split("=", 1)[0].strip():
+            raise ValueError("each entry must look like name=value")
+    return fields
 
 
 def _duration(value: Any) -> float:
@@ -189,11 +214,13 @@ JOB_SETTINGS: tuple[Setting, ...] = (
     Setting("min_interval", 86400.0, _duration, "Shortest recheck interval for a content page."),
     Setting("max_interval", 90 * 86400.0, _duration, "Longest recheck interval for a content page."),
     Setting("login_cookies", (), _str_list, "Cookies sent with every request, as 'name=value' strings (secret)."),
+    Setting("login_form_url", "", _optional_url, "A login form to POST before the run; the cookies it sets go to the seeds' hosts."),
+    Setting("login_form_fields", (), _form_fields, "The login form's fields, as 'name=value' strings (secret)."),
     Setting("proxies", (), _str_list, "Proxy URLs rotated per request (secret)."),
 )
 
 SETTINGS_BY_NAME = {s.name: s for s in JOB_SETTINGS}
-SECRET_SETTINGS = frozenset({"login_cookies", "proxies"})
+SECRET_SETTINGS = frozenset({"login_cookies", "login_form_fields", "proxies"})
 
 
 @dataclasses.dataclass(frozen=True)

@@ -298,6 +298,20 @@ class _Handler(BaseHTTPRequestHandler):
     def do_HEAD(self) -> None:
         self._serve(head_only=True)
 
+    def do_POST(self) -> None:
+        """Forms (the sample site's login): the model answers through ``resolve_post`` if it has one."""
+        owner = self.server.owner
+        length = min(int(self.headers.get("Content-Length") or 0), 64 * 1024)
+        body = self.rfile.read(length) if length > 0 else b""
+        resolve_post = getattr(owner.model, "resolve_post", None)
+        resource = resolve_post(owner.version, self.path, self.headers, body) if resolve_post else None
+        if resource is None:
+            resource = Resource(405, (("Content-Type", "text/plain"),), b"method not allowed\n")
+        try:
+            self._send(resource, owner.version, head_only=False)
+        except OSError:
+            self.close_connection = True
+
     def _write(self, data: bytes) -> None:
         self.wfile.write(data)
         self.server.owner._sent(len(data))

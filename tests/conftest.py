@@ -61,9 +61,11 @@ class Wayback:
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
         env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+        # wayback logs every request to stderr: a file, not a pipe nobody drains (which blocks it)
+        self.log = open(root.parent / "wayback.log", "w+b")  # noqa: SIM115 (closed in stop)
         self.proc = subprocess.Popen(
             [str(VENV_BIN / "wayback"), "-p", str(self.port), "-b", "127.0.0.1", "-d", str(root.parent)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=str(root.parent),
+            stdout=subprocess.DEVNULL, stderr=self.log, env=env, cwd=str(root.parent),
         )
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
@@ -72,7 +74,8 @@ class Wayback:
                 return
             except httpx.HTTPError as exc:
                 if self.proc.poll() is not None:
-                    raise RuntimeError("wayback exited: " + self.proc.stderr.read().decode()[-2000:]) from exc
+                    self.log.seek(0)
+                    raise RuntimeError("wayback exited: " + self.log.read().decode()[-2000:]) from exc
                 time.sleep(0.2)
         self.stop()
         raise RuntimeError("wayback did not start within 30 s")
@@ -84,6 +87,7 @@ class Wayback:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+        self.log.close()
 
 
 @pytest.fixture

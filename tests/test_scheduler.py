@@ -158,7 +158,9 @@ def test_monthly_and_quarterly_follow_the_calendar():
 def test_bad_jobs_are_reported_not_fatal(env):
     root, queue, clock, scheduler = env
     write_job(root, "c", "good", frequency="daily")
-    write_job(root, "c", "impossible", frequency="61 * * * *")   # passes the job table, no next time
+    # a cron expression with no next time, written by hand: the job table refuses it, with the field
+    Collection(root, "c").job_path("impossible").write_text(
+        'seeds = ["http://example.org/"]\nfrequency = "61 * * * *"\n')
     (Collection(root, "c").jobs_dir / "broken.toml").write_text("seeds = [")
     result = scheduler.tick()
     assert [q.job for q in result.queued] == ["good"]

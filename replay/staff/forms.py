@@ -128,8 +128,9 @@ def validate_form(name: str, form, existing: JobSettings | None, policy: Network
     job = validate_job(name, raw_from_form(form, existing))
     check_frequency(job.frequency)
     parse_cookies(job.login_cookies)
-    for field in ("seeds", "proxies"):
-        for url in job.values[field]:
+    for field in ("seeds", "proxies", "login_form_url"):
+        values = job.values[field]
+        for url in filter(None, [values] if isinstance(values, str) else values):
             try:
                 check_url_sync(url, policy)
             except GuardError as exc:
