@@ -190,12 +190,12 @@ def check_strata(site: GeneratedSite, out: Path, base: str, warc_files: list[str
     cdxj = out / "strata" / COLLECTION / "indexes" / "index.cdxj"
     wanted = set(warc_files)
     seen: dict[str, list[dict]] = {}
-    with open(cdxj if cdxj.exists() else "/dev/null", encoding="utf-8") as fh:
-        for line in fh:
-            _, _, blob = line.rstrip("\n").split(" ", 2)
-            entry = json.loads(blob)
-            if entry.get("filename") in wanted and entry["url"].startswith(base):
-                seen.setdefault(entry["url"][len(base):], []).append(entry)
+    lines = cdxj.read_text(encoding="utf-8").splitlines() if cdxj.exists() else []
+    for line in lines:
+        _, _, blob = line.split(" ", 2)
+        entry = json.loads(blob)
+        if entry.get("filename") in wanted and entry["url"].startswith(base):
+            seen.setdefault(entry["url"][len(base):], []).append(entry)
     problems = {"missing": [], "deleted_not_seen": [], "stored_again": [], "changed_as_revisit": [],
                 "wrong_digest": [], "unexpected": sorted(set(seen) - set(truth))}
     for path, t in truth.items():
