@@ -1,0 +1,32 @@
+"""The ``strata`` command. Every user-facing error is a ``StrataError`` rendered here, once: a
+message on stderr and the error's exit code, never a traceback."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+# Each module adds its commands to the group.
+from strata.cli import harvesting, searching, serving, staffing  # noqa: E402,F401,I001
+from strata.cli._base import cli, root_option
+from strata.errors import StrataError
+
+__all__ = ["cli", "main", "root_option"]
+
+
+def main() -> None:
+    try:
+        cli.main(standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("Aborted.", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except StrataError as exc:
+        click.echo(f"Error: {exc.message}", err=True)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        click.echo("Interrupted.", err=True)
+        sys.exit(130)

@@ -1,0 +1,60 @@
+"""The pieces every ``strata`` command shares: the command group, the ``--root`` option, progress."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import click
+
+root_option = click.option(
+    "--root", type=click.Path(file_okay=False, path_type=Path), envvar="STRATA_ROOT", default="collections",
+    show_default=True, help="Collections root (pywb layout). Also STRATA_ROOT.",
+)
+
+allow_network_option = click.option(
+    "--allow-network", "allow_networks", multiple=True, metavar="CIDR",
+    help="A non-public range harvests may reach (SSRF guard; repeatable). Also STRATA_ALLOW_NETWORKS.",
+)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="strata-archive")
+def cli() -> None:
+    """Strata: incremental web archiving (harvest, replay, search)."""
+
+
+class ProgressLine:
+    """One status line on stderr: rewritten in place on a terminal, every few seconds in a log."""
+
+    def __init__(self) -> None:
+        self.tty = sys.stderr.isatty()
+        self.last_line = 0.0
+
+    def __call__(self, p: dict) -> None:
+        now = time.monotonic()
+        if not self.tty and not p.get("final") and now - self.last_line < 3:
+            return
+        self.last_line = now
+        text = (f"fetched {p['urls_fetched']} | queued {p['queued']} | new {p['new']} changed {p['changed']} "
+                f"unchanged {p['unchanged']} 304 {p['not_modified']} deleted {p['deleted']} errors {p['errors']} "
+                f"| {human_size(p['bytes_downloaded'])} down, {human_size(p['bytes_stored'])} stored")
+        if self.tty:
+            click.echo("\r\033[K" + text, err=True, nl=False)
+        else:
+            click.echo(text, err=True)
+
+    def finish(self) -> None:
+        if self.tty:
+            click.echo("", err=True)
+
+
+def human_size(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1000 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return str(n)
+
+

@@ -1,0 +1,225 @@
+"""``strata harvest``, ``runs``, ``recover``, ``report``, ``settings`` and ``demo``."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import sys
+
+import click
+
+from strata.cli._base import ProgressLine, cli, human_size, root_option
+from strata.cli.serving import serve_archive
+from strata.errors import ConfigError
+
+
+# -- harvest ---------------------------------------------------------------------------------------
+def _run_harvest(coll, job, mode: str | None, as_json: bool) -> dict:
+    from harvester.run import Harvest
+
+    progress = None if as_json else ProgressLine()
+    harvest = Harvest(coll, job, mode=mode, progress=progress)
+
+    async def go() -> dict:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, harvest.request_stop)
+        return await harvest.run()
+
+    summary = asyncio.run(go())
+    if progress:
+        progress.finish()
+    return summary
+
+
+def print_summary(s: dict, coll) -> None:
+    click.echo(f"Run {s['run_id']} of collection {s['collection']} ({s['mode']}, {s['status']})")
+    click.echo(f"  {s['started']} -> {s['finished']}   snapshot {s['snapshot']}")
+    click.echo(f"  fetched {s['urls_fetched']} URLs ({s['requests']} requests, {s['errors']} errors, "
+               f"{s['skipped']} skipped)")
+    click.echo(f"  new {s['new']}  changed {s['changed']}  unchanged {s['unchanged']}  "
+               f"not modified {s['not_modified']}  deleted {s['deleted']}" + (f"  soft {s['soft']}" if s.get("soft") else ""))
+    click.echo(f"  downloaded {human_size(s['bytes_downloaded'])}, stored {human_size(s['bytes_stored'])} of WARC, "
+               f"saved {human_size(s['bytes_saved'])} by {s['revisits']} revisits")
+    if s["warc_files"]:
+        click.echo(f"  WARC files in {coll.archive_dir}:")
+    for name in s["warc_files"]:
+        click.echo(f"    {name}")
+    if s.get("recent_errors"):
+        click.echo("  latest errors:")
+        for err in s["recent_errors"][-5:]:
+            click.echo(f"    {err['url']}: {err['error']}")
+
+
+@cli.command()
+@click.argument("collection")
+@click.option("--seed", "seeds", multiple=True, help="Start URL (repeatable).")
+@click.option("--job", "job_name", help="Run collections/COLLECTION/jobs/JOB.toml.")
+@click.option("--depth", type=int, help="Link hops from a seed (default 3).")
+@click.option("--delay", type=float, help="Seconds between requests to one host (default 1.0).")
+@click.option("--concurrency", type=int, help="Connections at once (default 4).")
+@click.option("--mode", type=click.Choice(["full", "incremental"]), help="Default: incremental once the collection holds a run.")
+@click.option("--json", "as_json", is_flag=True, help="Print the run report as one JSON object.")
+@root_option
+def harvest(collection, seeds, job_name, depth, delay, concurrency, mode, as_json, root) -> None:
+    """Harvest into COLLECTION: from --seed URLs, or from a job file with --job."""
+    from index.collection import Collection
+    from strata.settings import load_job_file, validate_job
+
+    if bool(seeds) == bool(job_name):
+        raise ConfigError("give either --seed URL (one or more) or --job NAME, not both and not neither")
+    coll = Collection.open(root, collection, create=True)
+    overrides = {k: v for k, v in (("depth", depth), ("delay", delay), ("concurrency", concurrency)) if v is not None}
+    if job_name:
+        job = load_job_file(coll.job_path(job_name))
+        if overrides:
+            job = job.replace(**overrides)
+    else:
+        job = validate_job("cli", {"seeds": list(seeds), **overrides})
+    summary = _run_harvest(coll, job, mode, as_json)
+    if as_json:
+        click.echo(json.dumps(summary, ensure_ascii=False))
+    else:
+        print_summary(summary, coll)
+    if summary["status"] == "cancelled":
+        sys.exit(130)
+    if summary["urls_fetched"] == 0 and summary["errors"]:
+        click.echo("Error: no URL could be fetched; see the errors above.", err=True)
+        sys.exit(1)
+
+
+@cli.command()
+@click.argument("collection")
+@click.option("--json", "as_json", is_flag=True)
+@root_option
+def runs(collection, as_json, root) -> None:
+    """List the harvest runs of COLLECTION with their figures."""
+    from index.collection import Collection
+    from index.state import HarvestState
+
+    coll = Collection.open(root, collection)
+    with HarvestState(coll.db_path) as state:
+        rows = state.runs()
+    out = []
+    for run in rows:
+        out.append({"run_id": run["run_id"], "collection": collection, "job": run["job"], "mode": run["mode"],
+                    "status": run["status"], "started": run["started"], "finished": run["finished"],
+                    "snapshot": run["snapshot"], **run["figures"]})
+    if as_json:
+        click.echo(json.dumps(out, ensure_ascii=False))
+        return
+    if not out:
+        click.echo(f"No runs in {collection} yet.")
+        return
+    click.echo(f"{'run':<20} {'mode':<11} {'status':<11} {'fetched':>7} {'new':>5} {'chg':>5} {'same':>5} "
+               f"{'304':>5} {'del':>4} {'err':>4} {'stored':>9} {'saved':>9}")
+    for r in out:
+        click.echo(f"{r['run_id']:<20} {r['mode']:<11} {r['status']:<11} {r.get('urls_fetched', 0):>7} "
+                   f"{r.get('new', 0):>5} {r.get('changed', 0):>5} {r.get('unchanged', 0):>5} "
+                   f"{r.get('not_modified', 0):>5} {r.get('deleted', 0):>4} {r.get('errors', 0):>4} "
+                   f"{human_size(r.get('bytes_stored', 0)):>9} {human_size(r.get('bytes_saved', 0)):>9}")
+
+
+@cli.command()
+@click.argument("collection")
+@root_option
+def recover(collection, root) -> None:
+    """Repair COLLECTION after a crash: seal torn WARCs, re-index, mark interrupted runs."""
+    from harvester.recovery import recover as do_recover
+    from index.collection import Collection
+    from index.state import HarvestState
+
+    coll = Collection.open(root, collection)
+    with coll.harvest_lock(), HarvestState(coll.db_path) as state:
+        report = do_recover(coll, state)
+    if not report:
+        click.echo(f"{collection}: nothing to recover.")
+    for name, old, new in report.repaired:
+        click.echo(f"repaired {name}: {old} -> {new} bytes")
+    for name in report.indexed:
+        click.echo(f"indexed {name}")
+    for run_id in report.interrupted_runs:
+        click.echo(f"run {run_id} marked interrupted")
+
+
+@cli.command()
+@click.argument("collection")
+@click.option("--run", "run_id", help="Also list what this run looked at without writing (skipped, not due, soft).")
+@click.option("--json", "as_json", is_flag=True)
+@root_option
+def report(collection, run_id, as_json, root) -> None:
+    """Per site: pages, change rate, pages due; per run: what it stored and saved against the last full run."""
+    from index.collection import Collection
+    from index.report import build_report
+    from index.state import HarvestState
+
+    coll = Collection.open(root, collection)
+    with HarvestState(coll.db_path) as state:
+        data = build_report(state)
+        if run_id:
+            if state.run(run_id) is None:
+                raise ConfigError(f"no run {run_id!r} in {collection}; see: strata runs {collection}")
+            data["checks"] = state.checks(run_id)
+    if as_json:
+        click.echo(json.dumps(data, ensure_ascii=False))
+        return
+    click.echo(f"{'site':<28} {'urls':>6} {'pages':>6} {'index':>6} {'content':>7} {'due':>5} {'deleted':>7} "
+               f"{'changes/day':>11}")
+    for s in data["sites"]:
+        click.echo(f"{s['site']:<28} {s['urls']:>6} {s['pages']:>6} {s['index_pages']:>6} {s['content_pages']:>7} "
+                   f"{s['due']:>5} {s['deleted']:>7} {s['change_rate_per_day']:>11}")
+    click.echo("")
+    click.echo(f"{'run':<20} {'mode':<11} {'secs':>6} {'reqs':>6} {'stored':>9} {'saved':>9}  vs last full run")
+    for r in data["runs"]:
+        vs = r.get("vs_full")
+        cmp = (f"storage x{vs['storage']}, bandwidth x{vs['bandwidth']}, time x{vs['time']}" if vs else "")
+        secs = f"{r['seconds']:.1f}" if r["seconds"] is not None else "-"
+        click.echo(f"{r['run_id']:<20} {r['mode']:<11} {secs:>6} {r['requests']:>6} {human_size(r['bytes_stored']):>9} "
+                   f"{human_size(r['bytes_saved']):>9}  {cmp}")
+    for c in data.get("checks", []):
+        click.echo(f"{c['outcome']:<13} {c['url']}  {c['reason']}")
+
+
+@cli.command()
+def settings() -> None:
+    """Every job-file field with its default and meaning."""
+    from strata.settings import settings_help
+
+    click.echo(settings_help())
+
+
+@cli.command()
+@click.option("--collection", default="sample", show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+@click.option("--serve", "serve_after", is_flag=True, help="Then serve the archive and print where to browse it.")
+@click.option("--port", default=8080, show_default=True, type=click.IntRange(0, 65535), help="Port for --serve.")
+@root_option
+def demo(collection, as_json, serve_after, port, root) -> None:
+    """Harvest Strata's built-in sample site twice (v1, then v2) into a collection; --serve to browse it."""
+    from index.collection import Collection
+    from strata.sample_site import serve_sample_site
+    from strata.settings import validate_job
+
+    coll = Collection.open(root, collection, create=True)
+    summaries = []
+    with serve_sample_site(version=1) as site:
+        job = validate_job("demo", {"seeds": [site.base_url + "/"], "delay": 0.0, "depth": 5})
+        for version in (1, 2):
+            site.version = version
+            if not as_json:
+                click.echo(f"Harvesting the sample site, version {version}, at {site.base_url}/ ...", err=True)
+            summary = _run_harvest(coll, job, None, as_json)
+            summaries.append(summary)
+            if not as_json:
+                print_summary(summary, coll)
+    if as_json:
+        click.echo(json.dumps(summaries, ensure_ascii=False))
+    else:
+        click.echo(f"\nRun reports: strata runs {collection} --root {root}")
+        click.echo(f"Index: {coll.cdxj_path}")
+    if serve_after:
+        seed = job.seeds[0]
+        serve_archive(root, "127.0.0.1", port, [f"/{collection}/{s['snapshot']}/{seed}" for s in summaries])
+
+

@@ -1,0 +1,111 @@
+"""``strata search`` and ``strata index rebuild``."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from strata.cli._base import ProgressLine, cli, root_option
+from strata.errors import ConfigError
+
+
+# -- search and the full-text index (index.fulltext, index.query) ----------------------------------
+@cli.command()
+@click.argument("collection")
+@click.argument("query", default="")
+@click.option("--from", "date_from", metavar="WHEN", help="Captures from: 2024, 2024-03-05, ISO 8601 date-time or 14 digits.")
+@click.option("--to", "date_to", metavar="WHEN", help="Captures up to (inclusive; a date means its whole day).")
+@click.option("--site", help="Host or domain (example.org also matches www.example.org).")
+@click.option("--type", "mime_type", metavar="T", help="html, pdf, text, image, audio, video ... or a MIME type.")
+@click.option("--sort", type=click.Choice(["relevance", "date", "oldest"]), default="relevance", show_default=True)
+@click.option("--limit", type=click.IntRange(1, 100), default=20, show_default=True, help="Hits (URLs) to print.")
+@click.option("--json", "as_json", is_flag=True, help="Print every hit up to --limit as JSON.")
+@root_option
+def search(collection, query, date_from, date_to, site, mime_type, sort, limit, as_json, root) -> None:
+    """Full-text search of COLLECTION: words, "phrases", AND, OR, NOT, -word, parentheses."""
+    from index.collection import Collection
+    from index.query import SearchParams
+    from index.query import search as run_search
+
+    Collection.open(root, collection)
+    result = run_search(root, SearchParams(q=query, date_from=date_from, date_to=date_to, site=site,
+                                           type=mime_type, collections=[collection], sort=sort, per_page=limit))
+    if result["unindexed"]:
+        raise ConfigError(f"collection {collection!r} has no full-text index yet; build it with: "
+                          f"strata index rebuild {collection} --root {root}")
+    if as_json:
+        keys = ("url", "title", "captures", "count", "first", "last", "replay_ts", "snippet", "mime", "host", "collection")
+        click.echo(json.dumps([{k: h[k] for k in keys} for h in result["hits"]], ensure_ascii=False, indent=1))
+        return
+    click.echo(f"{result['total_urls']} URLs ({result['total_documents']} versions) in {result['elapsed_ms']:.0f} ms"
+               + ("" if result["exhaustive"] else "; only the best matches were grouped"))
+    for hit in result["hits"]:
+        click.echo(f"\n{hit['title'] or '(no title)'}\n  {hit['url']}")
+        click.echo(f"  {hit['count']} capture(s) {_ts_text(hit['first'])} .. {_ts_text(hit['last'])}"
+                   f"  replay: /{collection}/{hit['replay_ts']}/{hit['url']}")
+        if hit["snippet"]:
+            click.echo(f"  {hit['snippet']}")
+
+
+def _ts_text(ts: str) -> str:
+    return f"{ts[:4]}-{ts[4:6]}-{ts[6:8]} {ts[8:10]}:{ts[10:12]}:{ts[12:14]}"
+
+
+@cli.group("index")
+def index_group() -> None:
+    """Derived indexes of a collection (all rebuildable from its WARC files)."""
+
+
+@index_group.command("rebuild")
+@click.argument("collection")
+@click.option("--json", "as_json", is_flag=True, help="Print the figures as one JSON object.")
+@root_option
+@click.option("--only", type=click.Choice(["all", "state", "fulltext"]), default="all", show_default=True,
+              help="state: the CDXJ index, harvest state and digest index; fulltext: the Whoosh index.")
+def index_rebuild(collection, as_json, root, only) -> None:
+    """Rebuild COLLECTION's indexes (CDXJ, harvest state, digests, full text) from its WARC files."""
+    from index.collection import Collection
+    from index.fulltext import rebuild
+    from index.rebuild import rebuild_state
+
+    coll = Collection.open(root, collection)
+    line = ProgressLine()
+    if only in ("all", "state"):
+        def state_progress(p: dict) -> None:
+            if not as_json:
+                text = f"reading WARCs: file {p['files_done']} of {p['files']}, {p['records']} captures"
+                click.echo(("\r\033[K" + text) if line.tty else text, err=True, nl=not line.tty)
+
+        state_figures = rebuild_state(coll, progress=state_progress)
+        line.finish()
+        if not as_json:
+            click.echo(f"CDXJ index and harvest state of {collection} rebuilt: {state_figures['records']} captures "
+                       f"in {state_figures['runs']} runs from {state_figures['files']} WARC files")
+        if only == "state":
+            if as_json:
+                click.echo(json.dumps(state_figures, ensure_ascii=False))
+            return
+
+    def progress(p: dict) -> None:
+        if as_json:
+            return
+        if "warning" in p:
+            click.echo(f"warning: {p['warning']}", err=True)
+        elif p["phase"] == "scan":
+            text = f"reading WARC headers: file {p['files_done']} of {p['files']}, {p['documents']} documents"
+            click.echo(("\r\033[K" + text) if line.tty else text, err=True, nl=not line.tty)
+        elif p["phase"] == "index":
+            text = f"indexing: {p['done']} of {p['total']} documents"
+            click.echo(("\r\033[K" + text) if line.tty else text, err=True, nl=not line.tty)
+
+    figures = rebuild(coll, progress=progress)
+    line.finish()
+    if as_json:
+        click.echo(json.dumps(figures, ensure_ascii=False))
+    else:
+        click.echo(f"Full-text index of {collection} rebuilt: {figures['documents']} documents from "
+                   f"{len(figures['runs'])} runs ({figures['parsed']} payloads parsed, {figures['orphans']} "
+                   f"revisits without their original) in {figures['seconds']:.1f} s")
+
+
