@@ -235,6 +235,7 @@ def latency_queries(site) -> list[dict]:
     qs += [{"q": f"{a} OR {b}"} for a, b in zip(words[10:14], words[14:18], strict=True)]
     qs += [{"q": f'"{words[0]}{words[1]}"'}, {"q": "archive"}, {"q": "national digital"}, {"q": "report NOT budget"}]
     qs += [{"q": w, "date_from": "2023-01-01", "date_to": "2023-06-30"} for w in words[:4]]
+    qs += [{"q": w} for w in two[1000:1010]]                                 # pad to 50 with rarer words
     return qs[:50]
 
 
