@@ -15,17 +15,16 @@ import dataclasses
 import hashlib
 import re
 import struct
+import zlib
 
 from lxml import etree, html
 
 from harvester.charset import decode, html_charset
 
 BOILERPLATE_TAGS = ("script", "style", "noscript", "template", "nav")
-SIGNATURE_SIZE = 64
+SIGNATURE_SIZE = 64          # a power of two: bins are picked by the hash's low bits
+EMPTY_BIN = 1 << 40
 _TOKEN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]|[^\W_]+", re.UNICODE)
-_MASK = (1 << 64) - 1
-# Fixed seeds: signatures must compare across runs and machines.
-_SEEDS = [int.from_bytes(hashlib.sha1(b"strata-minhash-%d" % i).digest()[:8], "big") for i in range(SIGNATURE_SIZE)]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,10 +46,16 @@ class Fingerprint:
             return None
 
     def similarity(self, other: Fingerprint) -> float:
+        """Estimated Jaccard similarity of the two texts' shingle sets (1.0 for the same text)."""
         if self.digest == other.digest:
             return 1.0
-        same = sum(1 for a, b in zip(self.signature, other.signature, strict=True) if a == b)
-        return same / SIGNATURE_SIZE
+        used = same = 0
+        for a, b in zip(self.signature, other.signature, strict=True):
+            if a == EMPTY_BIN and b == EMPTY_BIN:
+                continue
+            used += 1
+            same += a == b
+        return same / used if used else 0.0
 
 
 class NoiseRules:
@@ -87,19 +92,21 @@ def main_text(body: bytes, charset: str | None, rules: NoiseRules) -> str:
     return " ".join(out.split())
 
 
-def _shingles(text: str) -> set[int]:
+def _shingle_hashes(text: str) -> list[int]:
     tokens = _TOKEN.findall(text.lower())
     if len(tokens) < 3:
-        return {hash_token(" ".join(tokens))}
-    return {hash_token(" ".join(tokens[i:i + 3])) for i in range(len(tokens) - 2)}
-
-
-def hash_token(value: str) -> int:
-    return int.from_bytes(hashlib.blake2b(value.encode("utf-8"), digest_size=8).digest(), "big")
+        return [zlib.crc32(" ".join(tokens).encode("utf-8"))]
+    return [zlib.crc32(f"{a} {b} {c}".encode()) for a, b, c in zip(tokens, tokens[1:], tokens[2:], strict=False)]
 
 
 def fingerprint(body: bytes, charset: str | None, rules: NoiseRules) -> Fingerprint:
+    """One-permutation MinHash: each shingle's hash picks one of ``SIGNATURE_SIZE`` bins by its low
+    bits and competes there with its remaining bits; an empty bin holds ``EMPTY_BIN``."""
     text = main_text(body, charset, rules)
-    shingles = _shingles(text)
-    signature = tuple(min(((s ^ seed) * 0x9E3779B97F4A7C15) & _MASK for s in shingles) for seed in _SEEDS)
-    return Fingerprint(hashlib.sha1(text.encode("utf-8")).hexdigest(), signature)
+    bins = [EMPTY_BIN] * SIGNATURE_SIZE
+    for h in _shingle_hashes(text):
+        h = (h * 0x9E3779B1) & 0xFFFFFFFF   # spread crc32's bits before splitting them
+        slot, value = h & (SIGNATURE_SIZE - 1), h >> 6
+        if value < bins[slot]:
+            bins[slot] = value
+    return Fingerprint(hashlib.sha1(text.encode("utf-8")).hexdigest(), tuple(bins))

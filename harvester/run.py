@@ -21,7 +21,7 @@ from harvester import decide, records
 from harvester.change import Fingerprint, NoiseRules, fingerprint
 from harvester.fetch import FetchResult, fetch, make_client
 from harvester.frontier import Frontier, Item
-from harvester.links import extract_links
+from harvester.links import Link, extract_links
 from harvester.report import RunFigures
 from harvester.robots import RobotsCache
 from harvester.schedule import (
@@ -318,8 +318,7 @@ class Harvest:
         figures.urls_fetched += 1
         cls = decide.classify(previous, result.status, result.digest)
         date = warc_date(now)
-        link_body: bytes | None = None
-        link_encoding = result.header("Content-Encoding")
+        link_source = None   # () -> (raw body, Content-Type, Content-Encoding), called on a cache miss
         content_type = result.header("Content-Type") or ""
         mime = content_type.split(";")[0].strip().lower() or "unknown"
         url_update: dict = {"last_checked": iso(now), "last_run": self.run_id, "last_class": cls}
@@ -334,19 +333,22 @@ class Harvest:
             figures.bytes_saved += held.get("payload_length") or 0
             mime = held.get("mime") or mime
             if follow and mime in LINK_TYPES and held:
-                # a 304 has no body: the links are in the stored original
-                link_body, content_type, link_encoding = self._stored_body(held)
+                # a 304 has no body: the links are those of the stored original
+                link_source = lambda: self._stored_body(held)  # noqa: E731
         else:
-            if mime in HTML_TYPES and decide.is_success(result.status) and result.digest:
-                fp = fingerprint(self._decoded_body(result), _charset(content_type), self.noise)
-                url_update["fingerprint"] = fp.encode()
+            if mime in HTML_TYPES and decide.is_success(result.status):
                 url_update["page_kind"] = self.kinds.kind(item.url)
-                previous_fp = Fingerprint.decode((previous or {}).get("fingerprint"))
-                if cls == "changed" and previous_fp and fp.similarity(previous_fp) >= self.job.change_threshold:
-                    cls = url_update["last_class"] = "soft"
-                    if not self.job.store_soft_changes:
-                        self._skip_soft(item, result, previous, fp.similarity(previous_fp), now, follow)
-                        return
+                if cls == "changed" and decide.is_success(previous.get("last_status")):
+                    # Only a changed payload needs the (costly) main-content comparison.
+                    fp = fingerprint(self._decoded_body(result), _charset(content_type), self.noise)
+                    url_update["fingerprint"] = fp.encode()
+                    stored = self._stored_fingerprint(previous)
+                    similarity = fp.similarity(stored) if stored else 0.0
+                    if similarity >= self.job.change_threshold:
+                        cls = url_update["last_class"] = "soft"
+                        if not self.job.store_soft_changes:
+                            self._skip_soft(item, result, previous, similarity, now, follow)
+                            return
             original = None
             if self.mode == "incremental":
                 original = state.lookup_digest(result.digest)
@@ -361,7 +363,7 @@ class Harvest:
                 main = records.response_record(result, date)
                 record_type = "response"
             if follow and mime in LINK_TYPES and result.status and result.status < 300:
-                link_body = result.read_body()
+                link_source = lambda: (result.read_body(), content_type, result.header("Content-Encoding"))  # noqa: E731
         request = records.request_record(result, date, records.record_id(main))
         main_loc, _ = self.roller.write([main, request])
         main_id = records.record_id(main)
@@ -392,8 +394,8 @@ class Harvest:
         url_update["checks"] = (previous or {}).get("checks", 0) + 1 if previous else 1
         if cls in ("changed", "deleted"):
             url_update["changes"] = (previous or {}).get("changes", 0) + 1
-        if cls == "not_modified" or (cls == "unchanged" and "fingerprint" in url_update):
-            url_update.pop("fingerprint", None)
+        if digest != (previous or {}).get("digest") and "fingerprint" not in url_update:
+            url_update["fingerprint"] = None   # it described the payload held before
 
         with state.transaction():
             state.add_capture(Capture(
@@ -414,18 +416,31 @@ class Harvest:
             target = normalize_url(result.header("Location") or "", item.url)
             if target:
                 self._follow(item, target, "redirect", item.depth)
-        if link_body is not None:
-            self._queue_links(item, link_body, content_type, link_encoding)
+        if link_source is not None:
+            self._queue_links(item, digest, mime, link_source)
 
-    def _queue_links(self, item: Item, raw: bytes, content_type: str, encoding: str | None) -> None:
+    def _links(self, item: Item, digest: str | None, source) -> list[Link]:
+        """The page's links: from the outlink cache when its payload was parsed before (unchanged
+        pages and 304s cost no parse), else extracted and cached."""
+        cached = self.state.outlinks(item.url, digest) if digest else None
+        if cached is not None:
+            return [Link(url, kind, "cache") for url, kind in cached]
+        raw, content_type, encoding = source()
+        if raw is None:
+            return []
         try:
             body = decode_content(raw, encoding)
         except DecodeError as exc:
             self.recent_errors = (self.recent_errors + [(item.url, f"links not extracted: {exc}")])[-20:]
-            return
-        charset = _charset(content_type)
+            return []
         mime = content_type.split(";")[0].strip().lower() or "text/html"
-        links = extract_links(body, item.url, mime, charset)
+        links = extract_links(body, item.url, mime, _charset(content_type))
+        if digest:
+            self.state.set_outlinks(item.url, digest, [(link.url, link.kind) for link in links])
+        return links
+
+    def _queue_links(self, item: Item, digest: str | None, mime: str, source) -> None:
+        links = self._links(item, digest, source)
         paging: bool | None = None     # None: not an ordered listing; True: read on; False: stop
         if self.strategy and mime in HTML_TYPES and self.kinds.kind(item.url) == "index":
             self.index_pages_done.add(item.url)
@@ -480,7 +495,9 @@ class Harvest:
                               checks=((previous or {}).get("checks") or 0) + 1)
         if follow:
             content_type = result.header("Content-Type") or ""
-            self._queue_links(item, result.read_body(), content_type, result.header("Content-Encoding"))
+            mime = content_type.split(";")[0].strip().lower()
+            self._queue_links(item, result.digest, mime,
+                              lambda: (result.read_body(), content_type, result.header("Content-Encoding")))
 
     def _record_vanished(self) -> None:
         """Content pages that were listed on an index page read this run, and are on none now."""
@@ -494,6 +511,22 @@ class Harvest:
                                  f"no longer linked from any index page (was on {row['found_on']})", now)
             self.state.update_url(row["url"], deleted_at=now, last_class="deleted")
             self.figures.deleted += 1
+
+    def _stored_fingerprint(self, previous: dict) -> Fingerprint | None:
+        """The fingerprint of the payload the collection holds for a URL: stored with it when it was
+        computed, else made now from the stored original."""
+        known = Fingerprint.decode(previous.get("fingerprint"))
+        if known or not previous.get("orig_record_id"):
+            return known
+        held = self.state.capture_by_record_id(previous["orig_record_id"])
+        if not held:
+            return None
+        body, content_type, encoding = self._stored_body(held)
+        try:
+            decoded = decode_content(body or b"", encoding)
+        except DecodeError:
+            return None
+        return fingerprint(decoded, _charset(content_type), self.noise)
 
     def _decoded_body(self, result: FetchResult) -> bytes:
         try:

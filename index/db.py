@@ -58,6 +58,9 @@ CREATE TABLE IF NOT EXISTS digests (
     digest TEXT PRIMARY KEY,                    -- sha1:BASE32, as in WARC-Payload-Digest
     url TEXT, warc_date TEXT, record_id TEXT, warc TEXT
 );
+CREATE TABLE IF NOT EXISTS outlinks (          -- a cache: the links of the payload a URL last had
+    url TEXT PRIMARY KEY, digest TEXT, links TEXT
+);
 CREATE TABLE IF NOT EXISTS checks (             -- URLs looked at but not written as a capture
     run_id TEXT, url TEXT, outcome TEXT, reason TEXT, at TEXT
 );

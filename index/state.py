@@ -191,6 +191,14 @@ class HarvestState:
             return None
         return Original(row["url"], row["warc_date"], row["record_id"], row["warc"])
 
+    # -- outlink cache -------------------------------------------------------------------------
+    def outlinks(self, url: str, digest: str) -> list[tuple[str, str]] | None:
+        row = self.conn.execute("SELECT links FROM outlinks WHERE url=? AND digest=?", (url, digest)).fetchone()
+        return [tuple(pair) for pair in json.loads(row[0])] if row else None
+
+    def set_outlinks(self, url: str, digest: str, links: list[tuple[str, str]]) -> None:
+        self.conn.execute("INSERT OR REPLACE INTO outlinks VALUES (?,?,?)", (url, digest, json.dumps(links)))
+
     # -- checks (looked at, nothing written) ---------------------------------------------------
     def add_check(self, run_id: str, url: str, outcome: str, reason: str, at: str) -> None:
         self.conn.execute("INSERT INTO checks VALUES (?,?,?,?,?)", (run_id, url, outcome, reason, at))
