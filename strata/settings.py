@@ -52,7 +52,7 @@ def parse_size(value: Any) -> int:
     return int(float(match.group(1)) * _SIZE_UNITS[unit])
 
 
-def _int(lo: int, hi: int) -> Callable[[Any], int]:
+def check_int(lo: int, hi: int) -> Callable[[Any], int]:
     def check(value: Any) -> int:
         if isinstance(value, bool) or not isinstance(value, int):
             raise ValueError(f"expected a whole number from {lo} to {hi}")
@@ -74,7 +74,7 @@ def _float(lo: float, hi: float) -> Callable[[Any], float]:
     return check
 
 
-def _bool(value: Any) -> bool:
+def check_bool(value: Any) -> bool:
     if not isinstance(value, bool):
         raise ValueError("expected true or false")
     return value
@@ -100,6 +100,8 @@ def _choice(*choices: str) -> Callable[[Any], str]:
 def _str_list(value: Any) -> tuple[str, ...]:
     if isinstance(value, str):
         value = [value]
+    if isinstance(value, tuple):
+        value = list(value)
     if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
         raise ValueError("expected a list of non-empty strings")
     if len(value) > 10000:
@@ -177,40 +179,58 @@ def _size(value: Any) -> int:
 
 @dataclasses.dataclass(frozen=True)
 class Setting:
+    """One row of a settings table: its name, default, checker (raises ValueError) and help text.
+    The job table below, the replay app's and the staff console's tables are all made of these."""
+
     name: str
     default: Any
     check: Callable[[Any], Any]
     help: str
 
 
+def apply_settings(table: tuple[Setting, ...], values: dict | None, what: str) -> dict[str, Any]:
+    """Defaults overridden by ``values``, each checked; ``ConfigError`` names the setting and why."""
+    by_name = {s.name: s for s in table}
+    config = {s.name: s.default for s in table}
+    for name, value in (values or {}).items():
+        setting = by_name.get(name)
+        if setting is None:
+            raise ConfigError(f"unknown {what} setting {name!r}; known: {', '.join(sorted(by_name))}")
+        try:
+            config[name] = setting.check(value)
+        except ValueError as exc:
+            raise ConfigError(f"{what} setting {name!r}: {exc}") from None
+    return config
+
+
 JOB_SETTINGS: tuple[Setting, ...] = (
     Setting("seeds", (), _seeds, "Start URLs (http or https). Seeds are index pages."),
-    Setting("depth", 3, _int(0, 100), "Link hops followed from a seed; embedded resources are fetched whatever the depth."),
+    Setting("depth", 3, check_int(0, 100), "Link hops followed from a seed; embedded resources are fetched whatever the depth."),
     Setting("scope", "same-host", _choice("same-host", "same-domain", "any"), "Which hosts navigation links may lead to."),
     Setting("include", (), _regex_list, "Regexes; when given, navigation URLs must match one of them."),
     Setting("exclude", (), _regex_list, "Regexes; URLs matching any of them are never fetched."),
-    Setting("embeds_offsite", True, _bool, "Fetch embedded resources (images, CSS, scripts, frames) of in-scope pages on any host."),
+    Setting("embeds_offsite", True, check_bool, "Fetch embedded resources (images, CSS, scripts, frames) of in-scope pages on any host."),
     Setting("delay", 1.0, _float(0.0, 3600.0), "Politeness: seconds between request starts to one host."),
-    Setting("concurrency", 4, _int(1, 64), "Connections open at once, across hosts (at most this many to one host)."),
+    Setting("concurrency", 4, check_int(1, 64), "Connections open at once, across hosts (at most this many to one host)."),
     Setting("robots", "obey", _choice("obey", "ignore"), "Obey robots.txt (RFC 9309) or ignore it."),
     Setting("user_agent", "Strata/0.1 (+https://example.org/strata; web archive)", _str, "User-Agent header sent with every request."),
     Setting("timeout", 60.0, _float(0.5, 3600.0), "Overall deadline for one fetch, headers and body, in seconds."),
     Setting("connect_timeout", 10.0, _float(0.1, 600.0), "Deadline for connecting to a host, in seconds."),
     Setting("max_resource_size", 100 * 10**6, _size, "Largest body stored; a larger one is cut and recorded as truncated."),
-    Setting("max_urls", 100_000, _int(1, 100_000_000), "Most URLs fetched in one run."),
+    Setting("max_urls", 100_000, check_int(1, 100_000_000), "Most URLs fetched in one run."),
     Setting("warc_max_size", 10**9, _size, "Roll over to a new WARC file past this size."),
-    Setting("fulltext", True, _bool, "Add each run's new payloads to the collection's full-text (Whoosh) index."),
+    Setting("fulltext", True, check_bool, "Add each run's new payloads to the collection's full-text (Whoosh) index."),
     Setting("frequency", "manual", _frequency, "How often the scheduler runs the job: manual, hourly, daily, weekly, monthly, quarterly or cron."),
     # Incremental strategies (index pages, content pages, noise-tolerant change detection).
     Setting("index_patterns", (), _regex_list, "Regexes for index pages (re-read every incremental run). Seeds are always index pages."),
     Setting("content_patterns", (), _regex_list, "Regexes for content pages (re-fetched only when due)."),
     Setting("default_page_kind", "index", _choice("index", "content"), "Kind of an HTML page that matches neither pattern list."),
-    Setting("recheck_all", False, _bool, "In incremental runs, recheck every known URL, due or not."),
-    Setting("check_deleted_links", False, _bool, "Record a content page as deleted when it vanished from every index page."),
+    Setting("recheck_all", False, check_bool, "In incremental runs, recheck every known URL, due or not."),
+    Setting("check_deleted_links", False, check_bool, "Record a content page as deleted when it vanished from every index page."),
     Setting("noise_selectors", (), _str_list, "CSS selectors of page parts ignored by change detection (counters, timestamps)."),
     Setting("noise_patterns", (), _regex_list, "Regexes of text ignored by change detection."),
     Setting("change_threshold", 0.98, _float(0.0, 1.0), "Main-content similarity at or above which a changed payload counts as soft-changed."),
-    Setting("store_soft_changes", True, _bool, "Store soft-changed pages in full (lossless); false writes nothing for them."),
+    Setting("store_soft_changes", True, check_bool, "Store soft-changed pages in full (lossless); false writes nothing for them."),
     Setting("min_interval", 86400.0, _duration, "Shortest recheck interval for a content page."),
     Setting("max_interval", 90 * 86400.0, _duration, "Longest recheck interval for a content page."),
     Setting("login_cookies", (), _str_list, "Cookies sent with every request, as 'name=value' strings (secret)."),

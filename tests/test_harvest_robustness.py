@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import time
@@ -64,6 +65,10 @@ def test_a_good_job_file_runs(root, site):
     out = run_cli("harvest", "c", "--job", "site", "--json", root=root)
     assert out.returncode == 0, out.stderr
     assert '"job": "site"' in out.stdout
+    # command-line options override the file's values
+    out = run_cli("harvest", "c", "--job", "site", "--depth", "1", "--concurrency", "2", "--json", root=root)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["connections_per_host"] == 2 and json.loads(out.stdout)["urls_fetched"] > 3
 
 
 def test_unreachable_host_is_an_error_not_a_traceback(root):

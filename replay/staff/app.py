@@ -12,8 +12,6 @@ check on every request that is not GET/HEAD/OPTIONS. No GET handler changes stat
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +20,7 @@ from flask.sessions import SessionInterface
 
 from harvester.guard import NetworkPolicy
 from strata.errors import ConfigError
+from strata.settings import Setting, apply_settings, check_bool, check_int
 
 EXTENSION = "strata_staff"
 
@@ -57,33 +56,10 @@ def _networks(value: Any) -> tuple[str, ...]:
     return items
 
 
-def _count(lo: int, hi: int) -> Callable[[Any], int]:
-    def check(value: Any) -> int:
-        if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
-            raise ValueError(f"expected a whole number from {lo} to {hi}")
-        return value
-
-    return check
-
-
 def _name(value: Any) -> str:
     if not isinstance(value, str) or not value.isidentifier():
         raise ValueError("expected a backend name such as 'sqlite'")
     return value
-
-
-def _bool(value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise ValueError("expected true or false")
-    return value
-
-
-@dataclasses.dataclass(frozen=True)
-class Setting:
-    name: str
-    default: Any
-    check: Callable[[Any], Any]
-    help: str
 
 
 STAFF_SETTINGS: tuple[Setting, ...] = (
@@ -95,26 +71,16 @@ STAFF_SETTINGS: tuple[Setting, ...] = (
             "Mark cookies Secure: 'auto' when the request came over HTTPS, or always (true) / never (false)."),
     Setting("allow_networks", (), _networks,
             "Non-public address ranges that URLs entered in the console may reach (SSRF guard), e.g. 10.0.0.0/8."),
-    Setting("max_request_size", 64 * 1024, _count(1024, 16 * 1024 * 1024), "Largest request body accepted, in bytes."),
-    Setting("session_hours", 12, _count(1, 24 * 30), "A login lasts at most this long."),
-    Setting("idle_minutes", 120, _count(1, 24 * 60), "A login ends after this long without a request."),
+    Setting("max_request_size", 64 * 1024, check_int(1024, 16 * 1024 * 1024), "Largest request body accepted, in bytes."),
+    Setting("session_hours", 12, check_int(1, 24 * 30), "A login lasts at most this long."),
+    Setting("idle_minutes", 120, check_int(1, 24 * 60), "A login ends after this long without a request."),
     Setting("queue_backend", "sqlite", _name, "Run queue backend (index.queue.open_queue)."),
-    Setting("debug", False, _bool, "Let Flask show tracebacks (development only)."),
+    Setting("debug", False, check_bool, "Let Flask show tracebacks (development only)."),
 )
-_BY_NAME = {s.name: s for s in STAFF_SETTINGS}
 
 
 def build_config(values: dict | None) -> dict:
-    config = {s.name: s.default for s in STAFF_SETTINGS}
-    for name, value in (values or {}).items():
-        setting = _BY_NAME.get(name)
-        if setting is None:
-            raise ConfigError(f"unknown staff setting {name!r}; known: {', '.join(sorted(_BY_NAME))}")
-        try:
-            config[name] = setting.check(value)
-        except ValueError as exc:
-            raise ConfigError(f"staff setting {name!r}: {exc}") from None
-    return config
+    return apply_settings(STAFF_SETTINGS, values, "staff")
 
 
 def create_staff_app(root: Path, config: dict | None = None) -> Flask:
