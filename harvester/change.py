@@ -1,20 +1,18 @@
 """Noise-tolerant change detection, kept apart from storage dedup.
 
-The WARC payload digest stays the exact SHA-1 of what was received. Beside it, each HTML capture gets
-a *content fingerprint*: the page's main text with boilerplate removed (script, style, noscript,
-template, nav, and the job's noise selectors) and the job's noise regexes blanked, hashed; plus a
-MinHash signature of its word (or CJK character) 3-shingles, so the similarity of two captures can
-be estimated from the stored signatures alone.
-
-A payload that differs while the main content is the same within ``change_threshold`` is *soft-changed*.
+The WARC payload digest stays the exact SHA-1 of what was received. Beside it, a changed HTML page
+is compared by its *main text*: boilerplate removed (script, style, noscript, template, nav, and the
+job's noise selectors) and the job's noise regexes blanked. Equal main texts mean a soft (noise-only)
+change; otherwise the similarity is the exact Jaccard index of the two texts' word (or CJK
+character) 3-shingle sets, compared with the job's ``change_threshold``. The main text's SHA-1 is
+kept per URL (``content_digest``), so an unchanged main text costs no second parse. Only pages whose
+payload changed are compared: the harvest's hot path stays free of this work.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import re
-import struct
 import zlib
 
 from lxml import etree, html
@@ -22,40 +20,7 @@ from lxml import etree, html
 from harvester.charset import decode, html_charset
 
 BOILERPLATE_TAGS = ("script", "style", "noscript", "template", "nav")
-SIGNATURE_SIZE = 64          # a power of two: bins are picked by the hash's low bits
-EMPTY_BIN = 1 << 40
 _TOKEN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]|[^\W_]+", re.UNICODE)
-
-
-@dataclasses.dataclass(frozen=True)
-class Fingerprint:
-    digest: str                 # sha1 hex of the normalised main text
-    signature: tuple[int, ...]  # MinHash of its shingles
-
-    def encode(self) -> str:
-        return self.digest + ":" + struct.pack(f">{SIGNATURE_SIZE}Q", *self.signature).hex()
-
-    @classmethod
-    def decode(cls, value: str | None) -> Fingerprint | None:
-        if not value or ":" not in value:
-            return None
-        digest, sig = value.split(":", 1)
-        try:
-            return cls(digest, struct.unpack(f">{SIGNATURE_SIZE}Q", bytes.fromhex(sig)))
-        except (ValueError, struct.error):
-            return None
-
-    def similarity(self, other: Fingerprint) -> float:
-        """Estimated Jaccard similarity of the two texts' shingle sets (1.0 for the same text)."""
-        if self.digest == other.digest:
-            return 1.0
-        used = same = 0
-        for a, b in zip(self.signature, other.signature, strict=True):
-            if a == EMPTY_BIN and b == EMPTY_BIN:
-                continue
-            used += 1
-            same += a == b
-        return same / used if used else 0.0
 
 
 class NoiseRules:
@@ -92,21 +57,22 @@ def main_text(body: bytes, charset: str | None, rules: NoiseRules) -> str:
     return " ".join(out.split())
 
 
-def _shingle_hashes(text: str) -> list[int]:
+def content_digest(text: str) -> str:
+    return hashlib.sha1(text.encode("utf-8")).hexdigest()
+
+
+def _shingles(text: str) -> set[int]:
     tokens = _TOKEN.findall(text.lower())
     if len(tokens) < 3:
-        return [zlib.crc32(" ".join(tokens).encode("utf-8"))]
-    return [zlib.crc32(f"{a} {b} {c}".encode()) for a, b, c in zip(tokens, tokens[1:], tokens[2:], strict=False)]
+        return {zlib.crc32(" ".join(tokens).encode("utf-8"))}
+    return {zlib.crc32(f"{a} {b} {c}".encode()) for a, b, c in zip(tokens, tokens[1:], tokens[2:], strict=False)}
 
 
-def fingerprint(body: bytes, charset: str | None, rules: NoiseRules) -> Fingerprint:
-    """One-permutation MinHash: each shingle's hash picks one of ``SIGNATURE_SIZE`` bins by its low
-    bits and competes there with its remaining bits; an empty bin holds ``EMPTY_BIN``."""
-    text = main_text(body, charset, rules)
-    bins = [EMPTY_BIN] * SIGNATURE_SIZE
-    for h in _shingle_hashes(text):
-        h = (h * 0x9E3779B1) & 0xFFFFFFFF   # spread crc32's bits before splitting them
-        slot, value = h & (SIGNATURE_SIZE - 1), h >> 6
-        if value < bins[slot]:
-            bins[slot] = value
-    return Fingerprint(hashlib.sha1(text.encode("utf-8")).hexdigest(), tuple(bins))
+def similarity(a: str, b: str) -> float:
+    """Exact Jaccard index of the two texts' 3-shingle sets; 1.0 only for equal texts."""
+    if a == b:
+        return 1.0
+    sa, sb = _shingles(a), _shingles(b)
+    union = len(sa | sb)
+    score = len(sa & sb) / union if union else 0.0
+    return min(score, 0.999999)   # different texts are never "the same"

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 import httpx
 
 from harvester import decide, records
-from harvester.change import Fingerprint, NoiseRules, fingerprint
+from harvester.change import NoiseRules, content_digest, main_text, similarity
 from harvester.fetch import FetchResult, fetch, make_client
 from harvester.frontier import Frontier, Item
 from harvester.links import Link, extract_links
@@ -31,6 +31,7 @@ from harvester.schedule import (
     is_ordered_listing,
     is_pagination_link,
     page_number,
+    url_order_key,
 )
 from harvester.scope import Scope
 from harvester.urls import normalize_url, url_host
@@ -45,6 +46,11 @@ from strata.settings import JobSettings
 LINK_TYPES = ("text/html", "application/xhtml+xml", "text/css")
 ACCEPT_ENCODING = "gzip, deflate"   # no br: only capped decoders touch stored bodies
 MAX_REDIRECT_HOPS = 10
+
+
+def _section(url: str) -> str:
+    """A listing's or an article's section: the first segment of its path (``/news/...``)."""
+    return url.split("://", 1)[-1].partition("/")[2].split("/", 1)[0]
 
 
 def _charset(content_type: str) -> str | None:
@@ -94,6 +100,7 @@ class Harvest:
         self._workers: list[asyncio.Task] = []
         self._last_progress = 0.0
         self.recent_errors: list[tuple[str, str]] = []
+        self.notes: list[str] = []
 
     # -- public ------------------------------------------------------------------------------------
     def request_stop(self) -> None:
@@ -153,6 +160,8 @@ class Harvest:
         self.index_links: set[str] = set()
         self.index_pages_done: set[str] = set()
         self.fetched: set[str] = set()
+        self.stopped_sections: set[str] = set()        # listings whose paging stopped early
+        self.oldest_read: dict[str, tuple[int, ...]] = {}  # per listing section, the oldest link read
         self.roller = WarcRoller(
             coll_archive := self.collection.archive_dir, self.collection.name,
             warcinfo={
@@ -201,6 +210,7 @@ class Harvest:
             "snapshot": ts14(finished), **self.figures.as_dict(),
             "connections_per_host": self.job.concurrency,
             "recent_errors": [{"url": u, "error": e} for u, e in self.recent_errors[-10:]],
+            "notes": list(self.notes),
         }
 
     async def _after_last_snapshot(self) -> None:
@@ -340,14 +350,17 @@ class Harvest:
                 url_update["page_kind"] = self.kinds.kind(item.url)
                 if cls == "changed" and decide.is_success(previous.get("last_status")):
                     # Only a changed payload needs the (costly) main-content comparison.
-                    fp = fingerprint(self._decoded_body(result), _charset(content_type), self.noise)
-                    url_update["fingerprint"] = fp.encode()
-                    stored = self._stored_fingerprint(previous)
-                    similarity = fp.similarity(stored) if stored else 0.0
-                    if similarity >= self.job.change_threshold:
+                    text = main_text(self._decoded_body(result), _charset(content_type), self.noise)
+                    url_update["fingerprint"] = content_digest(text)
+                    if previous.get("fingerprint") == url_update["fingerprint"]:
+                        score = 1.0     # the same main text: only noise moved
+                    else:
+                        stored = self._stored_main_text(previous)
+                        score = similarity(text, stored) if stored is not None else 0.0
+                    if score >= self.job.change_threshold:
                         cls = url_update["last_class"] = "soft"
                         if not self.job.store_soft_changes:
-                            self._skip_soft(item, result, previous, similarity, now, follow)
+                            self._skip_soft(item, result, previous, score, now, follow)
                             return
             original = None
             if self.mode == "incremental":
@@ -450,6 +463,11 @@ class Harvest:
                 # Newest first: read on to the next page only while this one holds links new since the
                 # last run; past that, older pages hold only old links.
                 paging = any(not (self.state.url(u) or {}).get("last_checked") for u in content)
+                section = _section(item.url)
+                oldest = min(url_order_key(u) for u in content if url_order_key(u))
+                self.oldest_read[section] = min(self.oldest_read.get(section, oldest), oldest)
+                if not paging:
+                    self.stopped_sections.add(section)
         next_page = None
         if paging:
             later = [link.url for link in links if link.kind != "embed" and is_pagination_link(item.url, link.url)
@@ -459,8 +477,9 @@ class Harvest:
             depth = item.depth if link.kind == "embed" else item.depth + 1
             if paging is not None and link.kind != "embed" and is_pagination_link(item.url, link.url) \
                     and self.kinds.kind(link.url) == "index" and not self.frontier.seen(link.url):
-                if paging and link.url == next_page:
-                    self._follow(item, link.url, link.kind, depth)
+                never_seen = not (self.state.url(link.url) or {}).get("last_checked")
+                if (paging and link.url == next_page) or never_seen:
+                    self._follow(item, link.url, link.kind, depth)   # the next page, or a new one
                 elif not paging:
                     self.frontier.add_seen(link.url)
                     self.state.add_check(self.run_id, link.url, "not_followed",
@@ -500,25 +519,31 @@ class Harvest:
                               lambda: (result.read_body(), content_type, result.header("Content-Encoding")))
 
     def _record_vanished(self) -> None:
-        """Content pages that were listed on an index page read this run, and are on none now."""
+        """Content pages that were listed on an index page read this run, and are on none now. Only
+        when every listing was read to its end: where paging stopped early, an article may just
+        have moved to a page not read, and its due recheck (a 404) is the evidence to wait for."""
+        unsure = 0
         for row in self.state.known_urls():
             if row["page_kind"] != "content" or row["deleted_at"] or row["url"] in self.index_links:
                 continue
             if row["found_on"] not in self.index_pages_done or row["url"] in self.fetched:
+                continue
+            section = _section(row["url"])
+            if section in self.stopped_sections and url_order_key(row["url"]) <= self.oldest_read[section]:
+                unsure += 1     # as old as links on pages not read: it may just have moved there
                 continue
             now = iso(utc_now())
             self.state.add_check(self.run_id, row["url"], "deleted",
                                  f"no longer linked from any index page (was on {row['found_on']})", now)
             self.state.update_url(row["url"], deleted_at=now, last_class="deleted")
             self.figures.deleted += 1
+        if unsure:
+            self.notes.append(f"{unsure} content page(s) not on the listing pages read were left to their due "
+                              "recheck: paging stopped before links as old as theirs")
 
-    def _stored_fingerprint(self, previous: dict) -> Fingerprint | None:
-        """The fingerprint of the payload the collection holds for a URL: stored with it when it was
-        computed, else made now from the stored original."""
-        known = Fingerprint.decode(previous.get("fingerprint"))
-        if known or not previous.get("orig_record_id"):
-            return known
-        held = self.state.capture_by_record_id(previous["orig_record_id"])
+    def _stored_main_text(self, previous: dict) -> str | None:
+        """The main text of the payload the collection holds for a URL, read back from its WARC."""
+        held = self.state.capture_by_record_id(previous["orig_record_id"]) if previous.get("orig_record_id") else None
         if not held:
             return None
         body, content_type, encoding = self._stored_body(held)
@@ -526,7 +551,7 @@ class Harvest:
             decoded = decode_content(body or b"", encoding)
         except DecodeError:
             return None
-        return fingerprint(decoded, _charset(content_type), self.noise)
+        return main_text(decoded, _charset(content_type), self.noise)
 
     def _decoded_body(self, result: FetchResult) -> bytes:
         try:

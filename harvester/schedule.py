@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import math
 import re
-from datetime import datetime, timedelta
+import zlib
+from datetime import UTC, datetime, timedelta
+from email.utils import parsedate_to_datetime
 
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 
@@ -67,16 +69,50 @@ def mean_interval(first_seen: str | None, last_checked: str | None, checks: int)
 
 
 def due_at(row: dict, min_interval: float, max_interval: float) -> tuple[datetime | None, float]:
-    """(when the URL is next due, its estimated rate per day); None means due now (never checked)."""
+    """(when the URL is next due, its estimated changes per day); None means due now (never checked).
+
+    With fewer than two checks there is no history to estimate from; the page's age stands in for
+    it (its Last-Modified, else a date in its URL): a page unchanged for a long time is likely to
+    stay so, so it is due after half its age, within the bounds. A per-URL spread of 10-20% keeps a
+    whole site's pages from coming due in one burst."""
     if not row.get("last_checked"):
         return None, 0.0
     checks, changes = row.get("checks") or 0, row.get("changes") or 0
+    last = parse_iso(row["last_checked"])
     rate = change_rate(checks, changes, mean_interval(row.get("first_seen"), row.get("last_checked"), checks))
     if checks < 2:
-        interval = min_interval  # too little history: look again soon
+        born = _born(row)
+        age = (last - born).total_seconds() if born else 0.0
+        interval = max(min_interval, min(max_interval, age / 2))
     else:
         interval = next_interval(rate, min_interval, max_interval)
-    return parse_iso(row["last_checked"]) + timedelta(seconds=interval), rate * 86400
+    u = zlib.crc32((row.get("url") or "").encode("utf-8")) / 0xFFFFFFFF
+    if interval <= min_interval:
+        interval = min_interval * (1 + 0.2 * u)      # never sooner than the job allows
+    else:
+        interval = max(min_interval, interval * (0.9 + 0.1 * u))   # never later than it allows
+    return last + timedelta(seconds=interval), rate * 86400
+
+
+_URL_DATE = re.compile(r"(?<!\d)((?:19|20)\d{2})[-/_]?(0[1-9]|1[0-2])(?:[-/_]?(0[1-9]|[12]\d|3[01]))?(?!\d)")
+
+
+def _born(row: dict) -> datetime | None:
+    """When the page's content dates from: its Last-Modified header, else a date in its URL."""
+    if row.get("last_modified"):
+        try:
+            when = parsedate_to_datetime(row["last_modified"])
+            return when if when.tzinfo else when.replace(tzinfo=UTC)
+        except (TypeError, ValueError):
+            pass
+    match = _URL_DATE.search(row.get("url") or "")
+    if match:
+        year, month, day = int(match.group(1)), int(match.group(2)), int(match.group(3) or 1)
+        try:
+            return datetime(year, month, day, tzinfo=UTC)
+        except ValueError:
+            return None
+    return None
 
 
 def parse_iso(value: str) -> datetime:
@@ -113,7 +149,10 @@ def is_pagination_link(page_url: str, link_url: str) -> bool:
 
 
 def page_number(url: str) -> int:
-    """The page of a paginated listing: the last number in its path, 1 when there is none."""
-    path = url.split("://", 1)[-1].partition("/")[2].split("?")[0]
-    numbers = _NUMBERS.findall(path)
-    return int(numbers[-1]) if numbers else 1
+    """The page of a paginated listing: the last number in its last path segment or its query, 0 when
+    there is none. Listings number their pages from 1 (``/news/``, ``/news/page/2.html``) or from 0
+    (``index.htm``, ``index_1.htm``): either way the unnumbered first page comes before the rest."""
+    rest = url.split("://", 1)[-1].partition("/")[2]
+    path, _, query = rest.partition("?")
+    numbers = _NUMBERS.findall(path.rsplit("/", 1)[-1] + "?" + query)
+    return int(numbers[-1]) if numbers else 0

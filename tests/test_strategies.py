@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from harvester.change import Fingerprint, NoiseRules, fingerprint
+from harvester.change import NoiseRules, content_digest, main_text, similarity
 from harvester.schedule import change_rate, due_at, is_ordered_listing, is_pagination_link, next_interval
 from index.collection import Collection
 from index.state import HarvestState
@@ -33,22 +33,29 @@ def by_path(rows):
     return out
 
 
-def test_fingerprint_ignores_noise_but_not_edits():
+def test_main_text_ignores_noise_but_not_edits():
     rules = NoiseRules(SampleSite.NOISE_SELECTORS)
     soft_path = "/about.html"
     assert SampleSite.change_kind(1, 2, soft_path) == "soft"
-    a = fingerprint(SampleSite.resource(1, soft_path).body, "utf-8", rules)
-    b = fingerprint(SampleSite.resource(2, soft_path).body, "utf-8", rules)
-    assert a.digest == b.digest and a.similarity(b) == 1.0
+    a = main_text(SampleSite.resource(1, soft_path).body, "utf-8", rules)
+    b = main_text(SampleSite.resource(2, soft_path).body, "utf-8", rules)
+    assert a == b and similarity(a, b) == 1.0
     bare = NoiseRules()
-    assert fingerprint(SampleSite.resource(1, soft_path).body, "utf-8", bare).digest != \
-        fingerprint(SampleSite.resource(2, soft_path).body, "utf-8", bare).digest
+    assert main_text(SampleSite.resource(1, soft_path).body, "utf-8", bare) != \
+        main_text(SampleSite.resource(2, soft_path).body, "utf-8", bare)
     edited = "/news/article-0003.html"
     assert SampleSite.change_kind(1, 2, edited) == "changed"
-    c = fingerprint(SampleSite.resource(1, edited).body, "utf-8", rules)
-    d = fingerprint(SampleSite.resource(2, edited).body, "utf-8", rules)
-    assert c.digest != d.digest and c.similarity(d) < 0.98
-    assert Fingerprint.decode(c.encode()) == c
+    c = main_text(SampleSite.resource(1, edited).body, "utf-8", rules)
+    d = main_text(SampleSite.resource(2, edited).body, "utf-8", rules)
+    assert c != d and similarity(c, d) < 0.98
+
+
+def test_a_small_real_edit_is_never_similarity_one():
+    body = "国务院办公厅关于加强数据安全管理的通知。" * 60
+    edited = body + "（2024年04月14日更新）"
+    assert similarity(body, edited) < 1.0
+    assert similarity(body, edited) < 0.98       # a dated correction is a real change at the default threshold
+    assert content_digest(body) != content_digest(edited)
 
 
 def test_poisson_estimator_and_intervals():
@@ -64,7 +71,8 @@ def test_poisson_estimator_and_intervals():
     base = {"first_seen": "2026-01-01T00:00:00Z", "last_checked": now.strftime("%Y-%m-%dT%H:%M:%SZ"), "checks": 31}
     often, _ = due_at({**base, "changes": 30}, 3600, 90 * day)
     never, _ = due_at({**base, "changes": 0}, 3600, 90 * day)
-    assert often < never == now + timedelta(days=90)
+    assert often < never
+    assert now + timedelta(days=81) <= never <= now + timedelta(days=90)   # the longest interval, spread by 10%
 
 
 def test_listing_order_and_pagination_links():
@@ -209,3 +217,23 @@ def test_intervals_adapt_to_each_pages_history(root):
         with state_of(root, "two") as state:
             skipped = {urlsplit(c["url"]).path: c["reason"] for c in state.checks(run3["run_id"])}
     assert "/never.html" in skipped and skipped["/never.html"].startswith("not due until")
+
+
+def test_a_single_check_uses_the_pages_age_and_spreads_due_times():
+    day = 86400.0
+    checked = "2026-01-01T00:00:00Z"
+    old = {"url": "http://h/zhengce/2020-03/15/content_1.htm", "last_checked": checked, "checks": 1, "changes": 0,
+           "first_seen": checked}
+    fresh = {**old, "url": "http://h/zhengce/2025-12-28/content_2.htm"}
+    undated = {**old, "url": "http://h/about.html"}
+    with_header = {**undated, "last_modified": "Mon, 01 Jan 2024 00:00:00 GMT"}
+    due = {name: due_at(row, 7 * day, 90 * day)[0] for name, row in
+           (("old", old), ("fresh", fresh), ("undated", undated), ("header", with_header))}
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    assert due["old"] - start >= timedelta(days=80)            # years old: near the longest interval
+    assert due["header"] - start >= timedelta(days=80)
+    assert timedelta(days=7) <= due["fresh"] - start <= timedelta(days=8.5)
+    assert timedelta(days=7) <= due["undated"] - start <= timedelta(days=8.5)
+    spread = {due_at({**old, "url": f"http://h/a/2020-01/01/content_{n}.htm"}, 7 * day, 90 * day)[0]
+              for n in range(50)}
+    assert len(spread) > 40 and max(spread) - min(spread) > timedelta(days=5)

@@ -11,7 +11,7 @@ import click
 
 from strata.cli._base import ProgressLine, cli, human_size, root_option
 from strata.cli.serving import serve_archive
-from strata.errors import ConfigError
+from strata.errors import ConfigError, StrataError
 
 
 # -- harvest ---------------------------------------------------------------------------------------
@@ -156,7 +156,7 @@ def report(collection, run_id, as_json, root) -> None:
 
     coll = Collection.open(root, collection)
     with HarvestState(coll.db_path) as state:
-        data = build_report(state)
+        data = build_report(state, **_intervals_of_last_job(coll, state))
         if run_id:
             if state.run(run_id) is None:
                 raise ConfigError(f"no run {run_id!r} in {collection}; see: strata runs {collection}")
@@ -179,6 +179,22 @@ def report(collection, run_id, as_json, root) -> None:
                    f"{human_size(r['bytes_saved']):>9}  {cmp}")
     for c in data.get("checks", []):
         click.echo(f"{c['outcome']:<13} {c['url']}  {c['reason']}")
+
+
+def _intervals_of_last_job(coll, state) -> dict:
+    """Pages due are counted with the intervals of the job that ran last, when its file is there."""
+    from strata.settings import load_job_file
+
+    runs = state.runs()
+    if runs and runs[-1]["job"]:
+        try:
+            path = coll.job_path(runs[-1]["job"])
+            if path.exists():
+                job = load_job_file(path)
+                return {"min_interval": job.min_interval, "max_interval": job.max_interval}
+        except StrataError:
+            pass
+    return {}
 
 
 @cli.command()
