@@ -160,8 +160,8 @@ class Harvest:
         self.index_links: set[str] = set()
         self.index_pages_done: set[str] = set()
         self.fetched: set[str] = set()
-        self.stopped_sections: set[str] = set()        # listings whose paging stopped early
-        self.oldest_read: dict[str, tuple[int, ...]] = {}  # per listing section, the oldest link read
+        self.stopped_at: dict[str, int] = {}                         # listing section -> page where paging stopped
+        self.oldest_on_page: dict[tuple[str, int], tuple] = {}      # (section, page) -> oldest link on it
         self.roller = WarcRoller(
             coll_archive := self.collection.archive_dir, self.collection.name,
             warcinfo={
@@ -463,11 +463,11 @@ class Harvest:
                 # Newest first: read on to the next page only while this one holds links new since the
                 # last run; past that, older pages hold only old links.
                 paging = any(not (self.state.url(u) or {}).get("last_checked") for u in content)
-                section = _section(item.url)
+                section, page = _section(item.url), page_number(item.url)
                 oldest = min(url_order_key(u) for u in content if url_order_key(u))
-                self.oldest_read[section] = min(self.oldest_read.get(section, oldest), oldest)
+                self.oldest_on_page[(section, page)] = oldest
                 if not paging:
-                    self.stopped_sections.add(section)
+                    self.stopped_at[section] = min(page, self.stopped_at.get(section, page))
         next_page = None
         if paging:
             later = [link.url for link in links if link.kind != "embed" and is_pagination_link(item.url, link.url)
@@ -518,6 +518,17 @@ class Harvest:
             self._queue_links(item, result.digest, mime,
                               lambda: (result.read_body(), content_type, result.header("Content-Encoding")))
 
+    def _maybe_on_unread_page(self, url: str) -> bool:
+        """Where paging stopped at page N of a listing, pages 0..N were read in order: a link older than
+        the oldest of them may sit on a page after N (pages read out of order, such as a listing's
+        new tail pages, say nothing about that)."""
+        section = _section(url)
+        if section not in self.stopped_at:
+            return False
+        read = [key for (sec, page), key in self.oldest_on_page.items() if sec == section
+                and page <= self.stopped_at[section]]
+        return not read or url_order_key(url) <= min(read)
+
     def _record_vanished(self) -> None:
         """Content pages that were listed on an index page read this run, and are on none now. Only
         when every listing was read to its end: where paging stopped early, an article may just
@@ -528,8 +539,7 @@ class Harvest:
                 continue
             if row["found_on"] not in self.index_pages_done or row["url"] in self.fetched:
                 continue
-            section = _section(row["url"])
-            if section in self.stopped_sections and url_order_key(row["url"]) <= self.oldest_read[section]:
+            if self._maybe_on_unread_page(row["url"]):
                 unsure += 1     # as old as links on pages not read: it may just have moved there
                 continue
             now = iso(utc_now())

@@ -229,7 +229,7 @@ JOB_SETTINGS: tuple[Setting, ...] = (
     Setting("check_deleted_links", False, check_bool, "Record a content page as deleted when it vanished from every index page."),
     Setting("noise_selectors", (), _str_list, "CSS selectors of page parts ignored by change detection (counters, timestamps)."),
     Setting("noise_patterns", (), _regex_list, "Regexes of text ignored by change detection."),
-    Setting("change_threshold", 0.98, _float(0.0, 1.0), "Main-content similarity at or above which a changed payload counts as soft-changed."),
+    Setting("change_threshold", 1.0, _float(0.0, 1.0), "Main-text similarity (Jaccard of 3-shingles) at or above which a changed payload is soft-changed; 1.0: only when the main text, noise removed, is the same."),
     Setting("store_soft_changes", True, check_bool, "Store soft-changed pages in full (lossless); false writes nothing for them."),
     Setting("min_interval", 86400.0, _duration, "Shortest recheck interval for a content page."),
     Setting("max_interval", 90 * 86400.0, _duration, "Longest recheck interval for a content page."),
