@@ -35,11 +35,19 @@ def make_server(app, host: str = "127.0.0.1", port: int = 8080, log_requests: bo
 
 def serve(app, host: str = "127.0.0.1", port: int = 8080, ready=None) -> None:
     """Serve until interrupted. ``ready(server)`` is called once the socket listens."""
+    import signal
+
+    import gevent
+
     server = make_server(app, host, port)
     server.init_socket()
+    # Ctrl-C and SIGTERM stop the server quietly (gevent's hub would print the KeyboardInterrupt).
+    handlers = [gevent.signal_handler(sig, server.stop) for sig in (signal.SIGINT, signal.SIGTERM)]
     if ready:
         ready(server)
     try:
         server.serve_forever()
     finally:
+        for handler in handlers:
+            handler.cancel()
         server.stop(timeout=2)
