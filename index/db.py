@@ -68,6 +68,21 @@ CREATE INDEX IF NOT EXISTS checks_run ON checks (run_id);
 """
 
 
+class immediate_transaction:
+    """``with immediate_transaction(conn):`` BEGIN IMMEDIATE, then COMMIT, or ROLLBACK on error
+    (connections are opened in autocommit mode: transactions are always explicit)."""
+
+    def __init__(self, conn: sqlite3.Connection):
+        self.conn = conn
+
+    def __enter__(self) -> sqlite3.Connection:
+        self.conn.execute("BEGIN IMMEDIATE")
+        return self.conn
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self.conn.execute("COMMIT" if exc_type is None else "ROLLBACK")
+
+
 def connect(path: Path) -> sqlite3.Connection:
     path.parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(str(path), timeout=30.0, isolation_level=None, check_same_thread=False)

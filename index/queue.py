@@ -28,6 +28,7 @@ import sqlite3
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from index.db import immediate_transaction
 from strata.errors import ConfigError, HarvestError
 
 MAX_ATTEMPTS = 3
@@ -220,7 +221,7 @@ class SQLiteQueue(RunQueue):
         self.conn.close()
 
     def _tx(self):
-        return _Immediate(self.conn)
+        return immediate_transaction(self.conn)
 
     @staticmethod
     def _row(row: sqlite3.Row | None) -> QueuedRun | None:
@@ -382,18 +383,6 @@ class SQLiteQueue(RunQueue):
                               "WHERE collection=? AND job=? AND status='queued'", (iso(now), collection, job))
             self.conn.execute("UPDATE queue SET cancel_requested=1 WHERE collection=? AND job=? AND status='running'",
                               (collection, job))
-
-
-class _Immediate:
-    def __init__(self, conn: sqlite3.Connection):
-        self.conn = conn
-
-    def __enter__(self):
-        self.conn.execute("BEGIN IMMEDIATE")
-        return self.conn
-
-    def __exit__(self, exc_type, exc, tb):
-        self.conn.execute("COMMIT" if exc_type is None else "ROLLBACK")
 
 
 BACKENDS = {"sqlite": SQLiteQueue.for_root}

@@ -13,7 +13,7 @@ import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
-from index.db import connect
+from index.db import connect, immediate_transaction
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,7 +62,7 @@ class HarvestState:
         self.close()
 
     def transaction(self):
-        return _Transaction(self.conn)
+        return immediate_transaction(self.conn)
 
     # -- runs ----------------------------------------------------------------------------------
     def begin_run(self, run_id: str, job: str, mode: str, started: str, pid: int) -> None:
@@ -205,18 +205,3 @@ class HarvestState:
 
     def checks(self, run_id: str) -> list[dict]:
         return [dict(r) for r in self.conn.execute("SELECT * FROM checks WHERE run_id=? ORDER BY at", (run_id,))]
-
-
-class _Transaction:
-    def __init__(self, conn: sqlite3.Connection):
-        self.conn = conn
-
-    def __enter__(self):
-        self.conn.execute("BEGIN IMMEDIATE")
-        return self.conn
-
-    def __exit__(self, exc_type, exc, tb):
-        if exc_type is None:
-            self.conn.execute("COMMIT")
-        else:
-            self.conn.execute("ROLLBACK")
