@@ -1,27 +1,34 @@
 """The collection's full-text index: Whoosh, one document per distinct payload of a URL.
 
-A document is keyed ``(url, payload digest)`` and holds the payload's text and metadata and
-**every** timestamp at which that payload was captured: the response that stored it, and each
-later revisit (identical payload or ``304 Not Modified``). A date-range query therefore finds an
-unchanged page at every harvest in the range, not only on the day it was first stored.
+A document is keyed ``(url, payload digest)`` and holds the payload's text and metadata; the
+timestamps at which that payload was captured (the response that stored it and every later
+revisit, identical payload or ``304 Not Modified``) are rows of ``index.captures`` beside it,
+keyed by the document's number. A date-range query therefore finds an unchanged page at every
+harvest in the range, and a harvest that finds a page unchanged adds a row, not a document.
+
+The text is indexed by ``index.postings`` (Whoosh segments whose posting lists are written and
+read as arrays) in one field, ``content``: the words and CJK bigrams of the title (weight 3),
+meta description and keywords (1.5) and body (1), no positions. The four texts are kept in one
+compressed column, ``parts``, for snippets and for checking phrases.
 
 Two ways in, one writer at a time (``fulltext.lock`` beside the index, then Whoosh's own lock):
 
 - ``index_run(collection, run_id)``, at the end of each harvest run: reads the run's captures from
-  the harvest state, parses only payloads the index does not hold yet (a revisit of a payload
-  already indexed under another URL copies its fields), and adds the run's timestamps to the
-  documents that exist. It also catches up earlier runs the index has not seen (a crash before
-  indexing) and is idempotent: indexing a run twice changes nothing. Each indexed run leaves a
-  marker document, committed with its documents.
+  the harvest state, parses only payloads the index does not hold under that URL (a payload
+  already indexed under another URL is copied from its document), appends their documents, and
+  adds every capture's row. Its cost follows the new payloads, not the unchanged ones. It also
+  catches up runs the index has not seen (a crash before indexing) and is idempotent: a run
+  whose captures are in is recorded in ``captures.runs``, committed with them.
 - ``rebuild(collection, progress)``, from the WARC files alone: a first pass reads record headers
   (which keys exist, all their timestamps, where each payload is stored), a second reads and parses
   each payload once, into a new directory that replaces the old one by rename. A crash leaves the
   old index in place.
 
 Whoosh commits by renaming a new table of contents over the old one, so a killed process leaves
-the previous commit readable; after a power loss segment files may be torn. ``open_index`` checks
-what it opens, and ``index_run`` rebuilds from the WARCs when the index is missing, of an older
-format, or fails to open or to update.
+the previous commit readable; the captures are committed after it (``index.captures`` says how
+a crash between the two is caught up). After a power loss segment files may be torn:
+``open_index`` checks what it opens, and ``index_run`` rebuilds from the WARCs when the index is
+missing, of an older format, or fails to open or to update.
 """
 
 from __future__ import annotations
@@ -32,30 +39,32 @@ import json
 import os
 import secrets
 import shutil
+import sqlite3
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from warcio.archiveiterator import ArchiveIterator
-from whoosh import fields, index
-from whoosh.columns import VarBytesColumn
+from whoosh import columns, fields, index
 
 from harvester.urls import url_host
-from index.cjk import CJKBigramAnalyzer
+from index.captures import CaptureStore
 from index.collection import Collection
 from index.payload import read_record
+from index.postings import BulkWriter, CharTerms, Content, read_postings
 from index.state import HarvestState
 from index.text import extract, mime_group
 from strata.errors import ArchiveError, CollectionBusy
 
-__all__ = ["FORMAT", "IndexUnusable", "index_run", "open_index", "rebuild", "schema"]
+__all__ = ["FORMAT", "IndexUnusable", "create", "documents", "index_run", "open_index", "rebuild", "schema"]
 
-FORMAT = 2                      # bump when the schema or the analysis changes: older indexes are rebuilt
+FORMAT = 3                      # bump when the schema or the analysis changes: older indexes are rebuilt
 FORMAT_FILE = "strata-fulltext.json"
-TEXT_FIELDS = ("title", "description", "keywords", "text")
-WRITER_LIMIT_MB = 128
+CAPTURES_FILE = "captures.sqlite"
+PART_BOOSTS = (("title", 3.0), ("description", 1.5), ("keywords", 1.5), ("text", 1.0))
+POOL_BYTES = 120 * 2**20        # postings held in memory before a segment is written (BulkWriter.pooled_bytes)
 LOCK_WAIT = 600.0               # seconds index_run waits for another writer (a rebuild) to finish
 
 ProgressFn = Callable[[dict], None]
@@ -65,41 +74,21 @@ class IndexUnusable(ArchiveError):
     """The index is missing, of an older format, or fails to open."""
 
 
-class NumericList(fields.NUMERIC):
-    """A NUMERIC field with several values per document (every capture timestamp).
-
-    Whoosh's NUMERIC yields its tiered terms once per value, so two values that share a tier (two
-    captures in the same month) put the document twice in one posting list; an intersection with
-    it then fails (``assert a_id != b_id`` in ``IntersectionMatcher``). Each term once per document.
-    """
-
-    def index(self, num, **kwargs):
-        unique = {}
-        for term, freq, weight, value in super().index(num, **kwargs):
-            unique.setdefault(term, (term, freq, weight, value))
-        return list(unique.values())
-
-
 def schema() -> fields.Schema:
-    analyzer = CJKBigramAnalyzer()
     return fields.Schema(
-        key=fields.ID(unique=True, stored=True),          # "<url> <digest>", or "run:<run id>" for markers
-        kind=fields.ID(),                                  # "doc" | "run"
+        key=fields.ID(unique=True, stored=True),          # "<url> <digest>"
         url=fields.ID(stored=True, sortable=True),
         digest=fields.ID(stored=True),
         host=fields.ID(stored=True, sortable=True),
         domains=fields.KEYWORD(lowercase=True),            # the host and each parent domain
-        mime=fields.ID(stored=True),
+        mime=fields.ID(stored=True, sortable=True),
         mtype=fields.ID(stored=True, sortable=True),       # index.text.mime_group
-        lang=fields.ID(stored=True),
-        status=fields.NUMERIC(stored=True),
-        size=fields.NUMERIC(bits=64, stored=True),
-        ts=NumericList(bits=64),                           # every capture timestamp, for range filters
-        captures=fields.COLUMN(VarBytesColumn()),          # the same, b"ts ts ts", read per hit
-        title=fields.TEXT(analyzer=analyzer, stored=True, field_boost=4.0),
-        description=fields.TEXT(analyzer=analyzer, stored=True, field_boost=2.0),
-        keywords=fields.TEXT(analyzer=analyzer, stored=True, field_boost=2.0),
-        text=fields.TEXT(analyzer=analyzer, stored=True),
+        lang=fields.STORED(),
+        status=fields.STORED(),
+        size=fields.STORED(),
+        parts=fields.COLUMN(columns.PickleColumn(columns.CompressedBytesColumn())),  # (title, description, keywords, text)
+        content=Content(chars="chars"),
+        chars=CharTerms(),                                 # every CJK character, from content
     )
 
 
@@ -138,20 +127,23 @@ class Payload:
                    keywords=out.keywords, text=out.text, lang=out.language)
 
     @classmethod
-    def from_stored(cls, doc: dict) -> Payload:
-        return cls(**{k: doc.get(k) or cls.__dataclass_fields__[k].default for k in cls.__dataclass_fields__})
+    def from_stored(cls, stored: dict, parts: tuple | None) -> Payload:
+        title, description, keywords, text = parts or ("", "", "", "")
+        return cls(mime=stored.get("mime") or "", status=stored.get("status") or 0, size=stored.get("size") or 0,
+                   title=title, description=description, keywords=keywords, text=text,
+                   lang=stored.get("lang") or "")
 
 
-def _document(url: str, digest: str, payload: Payload, captures: set[str]) -> dict:
+def _document(url: str, digest: str, payload: Payload) -> dict:
     host = url_host(url) or (urlsplit(url).hostname or "")
-    stamps = sorted(captures)
+    texts = {"title": payload.title, "description": payload.description, "keywords": payload.keywords,
+             "text": payload.text}
     return {
-        "key": f"{url} {digest}", "kind": "doc", "url": url, "digest": digest, "host": host,
+        "key": f"{url} {digest}", "url": url, "digest": digest, "host": host,
         "domains": " ".join(domains(host)), "mime": payload.mime, "mtype": mime_group(payload.mime),
         "lang": payload.lang, "status": payload.status, "size": payload.size,
-        "ts": [int(t) for t in stamps], "captures": " ".join(stamps).encode(),
-        "title": payload.title, "description": payload.description, "keywords": payload.keywords,
-        "text": payload.text,
+        "parts": tuple(texts[name] or "" for name, _ in PART_BOOSTS),
+        "content": tuple((texts[name] or "", boost) for name, boost in PART_BOOSTS),
     }
 
 
@@ -176,6 +168,8 @@ def open_index(collection: Collection, check: bool = False):
         meta = {}
     if meta.get("format") != FORMAT:
         raise IndexUnusable(_unusable(collection, f"format {meta.get('format')!r}, expected {FORMAT}"))
+    if not (path / CAPTURES_FILE).is_file():
+        raise IndexUnusable(_unusable(collection, f"{CAPTURES_FILE} is missing"))
     try:
         ix = index.open_dir(str(path))
         ix.build_id = meta.get("build", "")
@@ -201,18 +195,23 @@ def _unusable(collection: Collection, why: str) -> str:
 
 
 def _check(ix) -> None:
-    """Read a little from every segment: the last stored document, a column, one posting list."""
+    """Read a little from every segment (the last stored document, its texts, the first and last
+    posting list of the text) and check the capture store."""
     with ix.searcher() as searcher:
         for reader, _ in searcher.reader().leaf_readers():
             count = reader.doc_count_all()
             if not count:
                 continue
             reader.stored_fields(count - 1)
-            reader.column_reader("captures")[count - 1]
-            for fieldname in ("key", "text"):
-                for term in reader.lexicon(fieldname):
-                    list(reader.postings(fieldname, term).all_ids())
-                    break
+            reader.column_reader("parts")[count - 1]
+            for fieldname in ("key", "content"):
+                terms = list(reader.iter_field(fieldname))
+                for btext, info in terms[:1] + terms[-1:]:
+                    postings = read_postings(reader, fieldname, btext, info)
+                    if not len(postings) or postings.packed[-1] >> 32 >= count:
+                        raise ValueError(f"damaged posting list for {fieldname}:{btext!r}")
+    with CaptureStore(ix.storage.folder) as store:
+        store.check()
 
 
 @contextlib.contextmanager
@@ -261,8 +260,27 @@ def _fsync_tree(path: Path) -> None:
 
 
 def indexed_runs(ix) -> set[str]:
+    """Harvest runs whose captures the index holds."""
+    with CaptureStore(ix.storage.folder) as store:
+        return store.runs()
+
+
+def documents(collection: Collection) -> dict[str, dict]:
+    """Every document of the index: key -> captures, texts and metadata (tests, comparisons)."""
+    ix = open_index(collection, check=True)
+    if ix is None:
+        return {}
+    with CaptureStore(collection.fulltext_dir) as store:
+        captures = store.all_captures()
+    out = {}
     with ix.searcher() as searcher:
-        return {doc["key"][4:] for doc in searcher.documents(kind="run")}
+        parts = searcher.reader().column_reader("parts")
+        for docnum, stored in searcher.iter_docs():
+            title, description, keywords, text = parts[docnum]
+            out[stored["key"]] = {"captures": captures.get(stored["key"], []), "title": title,
+                                  "description": description, "keywords": keywords, "text": text,
+                                  "mime": stored.get("mime"), "size": stored.get("size"), "lang": stored.get("lang")}
+    return out
 
 
 # -- after a harvest run ---------------------------------------------------------------------------
@@ -272,8 +290,10 @@ class Figures:
     runs: list[str] = field(default_factory=list)
     parsed: int = 0          # payloads read from WARCs and parsed
     copied: int = 0          # documents whose payload was already indexed under another URL
+    added: int = 0           # documents added
     updated: int = 0         # documents that got new capture timestamps
     unchanged: int = 0
+    captures: int = 0        # capture rows added
     orphans: int = 0         # revisits whose original payload could not be found
     rebuilt: bool = False
     reason: str = ""
@@ -288,7 +308,7 @@ def index_run(collection: Collection, run_id: str | None = None, progress: Progr
     """Add a harvest run (and any earlier run not indexed yet) to the full-text index.
 
     Call it after the run's WARC files are sealed. Rebuilds from the WARCs when the index is missing
-    or unusable. Returns figures (``parsed``, ``updated``, ``rebuilt`` ...)."""
+    or unusable. Returns figures (``parsed``, ``added``, ``updated``, ``rebuilt`` ...)."""
     started = time.monotonic()
     with write_lock(collection):
         try:
@@ -302,7 +322,7 @@ def index_run(collection: Collection, run_id: str | None = None, progress: Progr
                 figures = _index_runs(collection, ix, run_id)
                 figures.seconds = round(time.monotonic() - started, 3)
                 return figures.as_dict()
-            except (OSError, EOFError, ValueError, KeyError, IndexError) as exc:
+            except (OSError, EOFError, ValueError, KeyError, IndexError, sqlite3.DatabaseError, IndexUnusable) as exc:
                 reason = f"update failed ({type(exc).__name__}: {exc})"
         figures = _rebuild_locked(collection, progress)
         figures.reason = reason
@@ -310,8 +330,8 @@ def index_run(collection: Collection, run_id: str | None = None, progress: Progr
         return figures.as_dict()
 
 
-def _pending_runs(collection: Collection, ix, run_id: str | None) -> list[str]:
-    done = indexed_runs(ix)
+def _pending_runs(collection: Collection, store: CaptureStore, run_id: str | None) -> list[str]:
+    done = store.runs()
     with HarvestState(collection.db_path) as state:
         runs = [r["run_id"] for r in state.runs() if r["status"] != "running" or r["run_id"] == run_id]
     if run_id and run_id not in runs:
@@ -319,91 +339,126 @@ def _pending_runs(collection: Collection, ix, run_id: str | None) -> list[str]:
     return [r for r in runs if r not in done]
 
 
+def _catch_up_rows(ix, store: CaptureStore) -> None:
+    """Documents committed to Whoosh whose rows were not (a crash between the two commits)."""
+    have, total = store.doc_count(), ix.doc_count_all()
+    if have > total:
+        raise IndexUnusable(f"the capture store knows {have} documents, the index {total}")
+    if have < total:
+        with ix.searcher() as searcher:
+            store.add([(n, searcher.stored_fields(n)["key"]) for n in range(have, total)], [], [])
+
+
 def _index_runs(collection: Collection, ix, run_id: str | None) -> Figures:
     figures = Figures()
-    pending = _pending_runs(collection, ix, run_id)
-    if not pending:
-        return figures
-    # (url, digest) -> capture timestamps and one response holding the payload, for every run
-    groups: dict[tuple[str, str], dict] = {}
-    with HarvestState(collection.db_path) as state:
-        for rid in pending:
-            for cap in state.captures(run_id=rid):
-                if not cap["digest"]:
-                    continue
-                status = cap["status"] if cap["record_type"] == "response" or cap["status"] not in (None, 304) else None
-                if not indexable(cap["url"], status):
-                    continue
-                group = groups.setdefault((cap["url"], cap["digest"]), {"ts": set(), "response": None, "refers": None})
-                group["ts"].add(cap["timestamp"])
-                if cap["record_type"] == "response" and group["response"] is None:
-                    group["response"] = (cap["warc"], cap["offset"])
-                elif cap["refers_to_uri"] and group["refers"] is None:
-                    group["refers"] = (cap["refers_to_uri"], cap["refers_to_date"])
+    with CaptureStore(collection.fulltext_dir) as store:
+        _catch_up_rows(ix, store)
+        pending = _pending_runs(collection, store, run_id)
+        if not pending:
+            return figures
         figures.runs = pending
-        cache: dict[str, Payload | None] = {}
-        docs: list[dict] = []
-        with ix.searcher() as searcher:
-            # responses first, so that a revisit of another URL's new payload finds it in the cache
-            for (url, digest), group in sorted(groups.items(), key=lambda kv: kv[1]["response"] is None):
-                existing = searcher.document(key=f"{url} {digest}")
-                if existing is not None:
-                    old = set(_captures_of(searcher, url, digest))
-                    if group["ts"] <= old:
-                        figures.unchanged += 1
-                        continue
-                    payload = Payload.from_stored(existing)
-                    docs.append(_document(url, digest, payload, old | group["ts"]))
+        with HarvestState(collection.db_path) as state:
+            groups = _run_groups(state, pending)
+            known = store.docnums(f"{url} {digest}" for url, digest in groups)
+            new = [(key, group) for key, group in groups.items() if f"{key[0]} {key[1]}" not in known]
+            rows, captures = _write_new(collection, ix, state, new, figures)
+        for (url, digest), group in groups.items():
+            docnum = known.get(f"{url} {digest}")
+            if docnum is not None:
+                captures.extend((docnum, ts) for ts in group["ts"])
+        old = {docnum: set(store.captures_of(docnum)) for docnum in known.values()}
+        for (url, digest), group in groups.items():
+            docnum = known.get(f"{url} {digest}")
+            if docnum is not None:
+                if group["ts"] <= old[docnum]:
+                    figures.unchanged += 1
+                else:
                     figures.updated += 1
-                    continue
+        figures.captures = store.add(rows, captures, pending)
+        figures.documents = store.doc_count()
+    return figures
+
+
+def _run_groups(state: HarvestState, runs: list[str]) -> dict[tuple[str, str], dict]:
+    """(url, digest) -> capture timestamps and one response holding the payload, over ``runs``."""
+    groups: dict[tuple[str, str], dict] = {}
+    for rid in runs:
+        for cap in state.captures(run_id=rid):
+            if not cap["digest"]:
+                continue
+            status = cap["status"] if cap["record_type"] == "response" or cap["status"] not in (None, 304) else None
+            if not indexable(cap["url"], status):
+                continue
+            group = groups.setdefault((cap["url"], cap["digest"]), {"ts": set(), "response": None, "refers": None})
+            group["ts"].add(cap["timestamp"])
+            if cap["record_type"] == "response" and group["response"] is None:
+                group["response"] = (cap["warc"], cap["offset"])
+            elif cap["refers_to_uri"] and group["refers"] is None:
+                group["refers"] = (cap["refers_to_uri"], cap["refers_to_date"])
+    return groups
+
+
+def _write_new(collection: Collection, ix, state: HarvestState, new: list, figures: Figures) -> tuple[list, list]:
+    """Parse and append the documents of ``new`` ((url, digest), group) pairs. Returns their rows
+    and captures for the store. Segments are written as the pool fills, so memory stays bounded."""
+    rows: list[tuple[int, str]] = []
+    captures: list[tuple[int, str]] = []
+    if not new:
+        return rows, captures
+    base = ix.doc_count_all()
+    cache = _PayloadCache()
+    # responses first, so that a revisit of another URL's new payload finds it in the cache
+    new.sort(key=lambda kv: kv[1]["response"] is None)
+    writer = BulkWriter(ix, expected=len(new))
+    try:
+        with ix.searcher() as searcher:
+            for (url, digest), group in new:
                 payload = _payload_for(collection, state, searcher, digest, group, cache, figures)
                 if payload is None:
                     figures.orphans += 1
                     continue
                 if not indexable(url, payload.status):
                     continue
-                docs.append(_document(url, digest, payload, group["ts"]))
-    writer = ix.writer(limitmb=WRITER_LIMIT_MB)
-    try:
-        for doc in docs:
-            writer.update_document(**doc)
-        for rid in pending:
-            writer.update_document(key=f"run:{rid}", kind="run")
+                docnum = base + len(rows)
+                writer.add_document(**_document(url, digest, payload))
+                rows.append((docnum, f"{url} {digest}"))
+                captures.extend((docnum, ts) for ts in group["ts"])
+                if writer.pooled_bytes() > POOL_BYTES:
+                    writer.commit()
+                    writer = BulkWriter(ix, expected=len(new) - len(rows))
         writer.commit()
     except BaseException:
-        writer.cancel()
+        if not writer.is_closed:
+            writer.cancel()
         raise
     _fsync_tree(collection.fulltext_dir)
-    with ix.searcher() as searcher:
-        figures.documents = searcher.doc_count() - len(indexed_runs(ix))
-    return figures
-
-
-def _captures_of(searcher, url: str, digest: str) -> list[str]:
-    docnum = searcher.document_number(key=f"{url} {digest}")
-    raw = searcher.reader().column_reader("captures")[docnum]
-    return raw.decode().split() if raw else []
+    if ix.doc_count_all() != base + len(rows):      # BulkWriter keeps numbers: this would be a bug
+        raise IndexUnusable(f"expected {base + len(rows)} documents after the update, found {ix.doc_count_all()}")
+    figures.added = len(rows)
+    return rows, captures
 
 
 def _payload_for(collection: Collection, state: HarvestState, searcher, digest: str, group: dict,
-                 cache: dict, figures: Figures) -> Payload | None:
-    if digest in cache:
+                 cache: _PayloadCache, figures: Figures) -> Payload | None:
+    payload = cache.get(digest)
+    if payload is not _MISSING:
         figures.copied += 1
-        return cache[digest]
+        return payload
     location = group["response"]
     if location is None:
-        same = searcher.document(digest=digest)
-        if same is not None:
+        docnum = searcher.document_number(digest=digest)
+        if docnum is not None:
             figures.copied += 1
-            cache[digest] = Payload.from_stored(same)
-            return cache[digest]
+            payload = Payload.from_stored(searcher.stored_fields(docnum), searcher.reader().column_reader("parts")[docnum])
+            cache.put(digest, payload)
+            return payload
         location = _original_location(state, digest, group["refers"])
     if location is None:
         return None
     payload = _read_payload(collection, *location)
     if payload is not None:
         figures.parsed += 1
-    cache[digest] = payload
+    cache.put(digest, payload)
     return payload
 
 
@@ -501,52 +556,106 @@ def _ts14(warc_date: str) -> str:
 def _rebuild_locked(collection: Collection, progress: ProgressFn | None) -> Figures:
     figures = Figures(rebuilt=True)
     groups, originals, runs = _scan(collection, progress)
+    _build(collection, _warc_documents(collection, groups, originals, figures, progress), runs, figures, progress)
+    return figures
+
+
+def _warc_documents(collection: Collection, groups: dict, originals: dict, figures: Figures,
+                    progress: ProgressFn | None) -> Iterator[tuple[str, str, Payload, set[str]]]:
+    """(url, digest, payload, capture timestamps) for every indexable key, payloads read in WARC order."""
+    cache = _PayloadCache()
+    ordered = sorted(groups.items(), key=lambda kv: kv[1]["response"] or originals.get(kv[0][1]) or ("", 0))
+    total, last = len(ordered), 0.0
+    for done, ((url, digest), group) in enumerate(ordered, 1):
+        if progress and (done == total or time.monotonic() - last > 0.5):
+            last = time.monotonic()
+            progress({"phase": "index", "done": done, "total": total})
+        location = group["response"] or originals.get(digest)
+        if location is None:
+            figures.orphans += 1
+            continue
+        payload = cache.get(digest)
+        if payload is not _MISSING:
+            figures.copied += 1
+        else:
+            payload = _read_payload(collection, *location)
+            figures.parsed += 1
+            cache.put(digest, payload)
+        if payload is not None and indexable(url, payload.status):
+            yield url, digest, payload, group["ts"]
+
+
+def create(collection: Collection, documents: Iterable[tuple[str, str, Payload, Iterable[str]]],
+           runs: Iterable[str] = ()) -> dict:
+    """Replace the collection's index by one holding ``documents`` ((url, digest, payload,
+    capture timestamps); benchmarks and tests). Returns figures."""
+    figures = Figures(rebuilt=True)
+    with write_lock(collection, wait=10.0):
+        _build(collection, documents, list(runs), figures, None)
+    return figures.as_dict()
+
+
+def _build(collection: Collection, documents, runs: list[str], figures: Figures, progress: ProgressFn | None) -> None:
+    """Write ``documents`` into a new index directory, then put it in place of the old one."""
     build = secrets.token_hex(8)
     tmp = collection.state_dir / f"fulltext.tmp-{build}"
     tmp.mkdir(parents=True)
-    ix = index.create_in(str(tmp), schema())
-    writer = ix.writer(limitmb=WRITER_LIMIT_MB)
-    cache: dict[str, Payload | None] = {}
-    cache_order: list[str] = []
     try:
-        ordered = sorted(groups.items(), key=lambda kv: kv[1]["response"] or originals.get(kv[0][1]) or ("", 0))
-        total, last = len(ordered), 0.0
-        for done, ((url, digest), group) in enumerate(ordered, 1):
-            location = group["response"] or originals.get(digest)
-            if location is None:
-                figures.orphans += 1
-                continue
-            if digest in cache:
-                payload = cache[digest]
-                figures.copied += 1
-            else:
-                payload = _read_payload(collection, *location)
-                figures.parsed += 1
-                cache[digest] = payload
-                cache_order.append(digest)
-                if len(cache_order) > 256:
-                    cache.pop(cache_order.pop(0), None)
-            if payload is None or not indexable(url, payload.status):
-                continue
-            writer.add_document(**_document(url, digest, payload, group["ts"]))
-            figures.documents += 1
-            if progress and (done == total or time.monotonic() - last > 0.5):
-                last = time.monotonic()
-                progress({"phase": "index", "done": done, "total": total})
-        for run in runs:
-            writer.add_document(key=f"run:{run}", kind="run")
-        if progress:
-            progress({"phase": "commit", "documents": figures.documents})
-        writer.commit()
+        ix = index.create_in(str(tmp), schema())
+        rows: list[tuple[int, str]] = []
+        captures: list[tuple[int, str]] = []
+        writer = BulkWriter(ix, merge=None)
+        try:
+            for url, digest, payload, stamps in documents:
+                docnum = len(rows)
+                writer.add_document(**_document(url, digest, payload))
+                rows.append((docnum, f"{url} {digest}"))
+                captures.extend((docnum, ts) for ts in stamps)
+                if writer.pooled_bytes() > POOL_BYTES:
+                    writer.commit()
+                    writer = BulkWriter(ix, merge=None)
+            if progress:
+                progress({"phase": "commit", "documents": len(rows)})
+            writer.commit()
+            writer = BulkWriter(ix, merge="all")      # one segment: each document copied once more
+            writer.commit()
+        except BaseException:
+            if not writer.is_closed:
+                writer.cancel()
+            raise
+        if ix.doc_count_all() != len(rows):
+            raise IndexUnusable(f"wrote {len(rows)} documents, the index holds {ix.doc_count_all()}")
+        with CaptureStore(tmp) as store:
+            store.add(rows, captures, runs)
+        (tmp / FORMAT_FILE).write_text(json.dumps({"format": FORMAT, "build": build}))
+        _fsync_tree(tmp)
     except BaseException:
-        writer.cancel()
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    (tmp / FORMAT_FILE).write_text(json.dumps({"format": FORMAT, "build": build}))
-    _fsync_tree(tmp)
+    figures.documents = figures.added = len(rows)
+    figures.captures = len(captures)
     figures.runs = runs
     _swap(collection, tmp)
-    return figures
+
+
+_MISSING = object()
+
+
+class _PayloadCache:
+    """The last 256 payloads parsed, by digest: copies of one payload under several URLs are
+    usually written together (the rebuild goes through the WARCs in order)."""
+
+    def __init__(self, size: int = 256):
+        self.size = size
+        self.items: dict[str, Payload | None] = {}
+
+    def get(self, digest: str):
+        return self.items.get(digest, _MISSING)
+
+    def put(self, digest: str, payload: Payload | None) -> None:
+        self.items[digest] = payload
+        if len(self.items) > self.size:
+            del self.items[next(iter(self.items))]
 
 
 def _swap(collection: Collection, new: Path) -> None:

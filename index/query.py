@@ -6,12 +6,15 @@ meaning, so ``field:value``, ``?*?*``, ``[a TO z]``, ``word~``, ``^boost`` are p
 punctuation is dropped by the analyzer): a user cannot reach the filter fields (collection, site,
 type, date) or Whoosh's wildcard, range and fuzzy expansions. Filters come only from parameters.
 Limits: ``MAX_QUERY_CHARS`` characters, ``MAX_TERMS`` words and phrases, ``MAX_DEPTH`` nested
-parentheses; every search runs under a ``TimeLimitCollector`` and considers at most ``MAX_DOCS``
-matching documents for grouping and facets (``exhaustive`` says whether it saw them all).
+parentheses; every search has a time bound (``TIME_LIMIT`` per collection) and groups at most
+``MAX_DOCS`` best matching documents for hits, facets and the histogram (``exhaustive`` says
+whether it saw them all; ``total_documents`` is estimated when a phrase was checked on part of its
+candidates only).
 
-A word is searched in the title, meta description and keywords, and the text (BM25F, title
-boosted). A Chinese or Japanese word of several characters becomes a phrase of bigrams
-(``index.cjk``); a single CJK character matches it as a unigram or as the start of a bigram.
+A word is searched in the title, meta description and keywords, and the text (one field, the
+title's words weighing 3, meta 1.5; ``index.fulltext``). A Chinese or Japanese word of several
+characters is the phrase of its bigrams, checked against the stored text (``index.cjk``); a single
+CJK character matches wherever it is. Evaluation: ``index.matching``; snippets: ``index.snippets``.
 
 ``search(root, params)`` returns a JSON-ready dict: hits grouped by (collection, URL), each with
 its capture timestamps in the date range, count, first and last, the capture to replay (the
@@ -22,7 +25,6 @@ captures over time; paging.
 from __future__ import annotations
 
 import dataclasses
-import html
 import re
 import threading
 import time
@@ -30,12 +32,10 @@ from collections import Counter, defaultdict
 from datetime import UTC, datetime
 from pathlib import Path
 
-from whoosh import query as wq
-from whoosh.collectors import TimeLimit, TimeLimitCollector
-
 from index.cjk import CJKBigramAnalyzer, is_cjk, normalize
 from index.collection import Collection, list_collections
-from index.fulltext import build_id, open_index
+from index.matching import IndexView, TimeUp, evaluate, rank
+from index.snippets import snippet
 from index.text import MIME_GROUPS
 from strata.errors import QueryError
 
@@ -45,11 +45,9 @@ MAX_QUERY_CHARS = 500
 MAX_TERMS = 32
 MAX_DEPTH = 12
 MAX_PHRASE_TOKENS = 48
-MAX_PREFIX_TERMS = 64      # bigrams one CJK character may expand to, per field
 MAX_DOCS = 500             # best matching documents grouped and counted in facets and the histogram
 TIME_LIMIT = 2.0           # seconds per collection searched
 MAX_PER_PAGE = 100
-FIELD_BOOSTS = (("title", 3.0), ("description", 1.5), ("keywords", 1.5), ("text", 1.0))
 SORTS = ("relevance", "date", "oldest")
 
 _ANALYZER = CJKBigramAnalyzer()
@@ -251,43 +249,6 @@ def _analyse(node, terms: set[str], prefixes: set[str], positive: bool):
     return items[0] if len(items) == 1 else (kind, items)
 
 
-def _whoosh(node, reader):
-    """Parse tree -> Whoosh query, for one index (CJK prefixes expand against its lexicon)."""
-    kind = node[0]
-    if kind == "tokens":
-        _, tokens, is_word = node
-        per_field = []
-        for fieldname, boost in FIELD_BOOSTS:
-            if len(tokens) > 1:
-                per_field.append(wq.Phrase(fieldname, tokens, boost=boost))
-            elif is_word and len(tokens[0]) == 1 and is_cjk(tokens[0]):
-                expanded = [tokens[0]]
-                for term in reader.expand_prefix(fieldname, tokens[0]):
-                    term = term.decode() if isinstance(term, bytes) else term
-                    if term != tokens[0]:
-                        expanded.append(term)
-                    if len(expanded) > MAX_PREFIX_TERMS:
-                        break
-                per_field.append(wq.Or([wq.Term(fieldname, t) for t in expanded], boost=boost))
-            else:
-                per_field.append(wq.Term(fieldname, tokens[0], boost=boost))
-        return wq.Or(per_field)
-    if kind == "or":
-        return wq.Or([_whoosh(child, reader) for child in node[1]])
-    if kind == "not":
-        return wq.AndNot(_ALL_DOCS, _whoosh(node[1], reader))
-    # and: positives intersected, negatives subtracted
-    positives = [_whoosh(c, reader) for c in node[1] if c[0] != "not"]
-    negatives = [_whoosh(c[1], reader) for c in node[1] if c[0] == "not"]
-    base = wq.And(positives) if len(positives) > 1 else (positives[0] if positives else _ALL_DOCS)
-    if not negatives:
-        return base
-    return wq.AndNot(base, negatives[0] if len(negatives) == 1 else wq.Or(negatives))
-
-
-_ALL_DOCS = wq.Term("kind", "doc")
-
-
 # -- searching -----------------------------------------------------------------------------------
 
 @dataclasses.dataclass
@@ -328,42 +289,41 @@ class SearchParams:
                                    date_from=lo, date_to=hi)
 
 
-def _filters(p: SearchParams) -> list:
-    out = []
+def _allowed(view: IndexView, p: SearchParams) -> set[int] | None:
+    """Documents the filters allow (None: no filter): captured in the date range, on the site,
+    of the type."""
+    sets = []
     if p.date_from or p.date_to:
-        out.append(wq.NumericRange("ts", int(p.date_from) if p.date_from else None,
-                                   int(p.date_to) if p.date_to else None))
+        sets.append(view.captures.docs_between(p.date_from, p.date_to))
     if p.site:
-        out.append(wq.Term("domains", p.site))
+        sets.append(view.filter_docs("domains", p.site))
     if p.type:
-        out.append(wq.Term("mtype" if "/" not in p.type else "mime", p.type))
-    return out
+        sets.append(view.filter_docs("mtype" if "/" not in p.type else "mime", p.type))
+    if not sets:
+        return None
+    sets.sort(key=len)
+    return sets[0].intersection(*sets[1:])
 
 
 _local = threading.local()
 
 
-def _searcher(coll: Collection):
-    """A cached searcher per thread and collection, refreshed when the index changes."""
-    cache = _local.__dict__.setdefault("searchers", {})
+def _view(coll: Collection) -> IndexView | None:
+    """The collection's index opened for searching, cached per thread until it changes."""
+    cache = _local.__dict__.setdefault("views", {})
     key = str(coll.path.resolve())
-    build = build_id(coll)
-    entry = cache.get(key)
-    if entry and entry[0] == build:
-        searcher = entry[1]
-        if not searcher.up_to_date():
-            searcher = searcher.refresh()
-            cache[key] = (build, searcher)
-        return searcher
-    if entry:
-        entry[1].close()
+    view = cache.get(key)
+    if view is not None:
+        if view.is_current():
+            return view
+        view.close()
         del cache[key]
-    ix = open_index(coll)
-    if ix is None:
+    try:
+        view = IndexView(coll)
+    except FileNotFoundError:
         return None
-    searcher = ix.searcher()
-    cache[key] = (build, searcher)
-    return searcher
+    cache[key] = view
+    return view
 
 
 def search(root: Path, params: SearchParams, time_limit: float = TIME_LIMIT) -> dict:
@@ -375,50 +335,45 @@ def search(root: Path, params: SearchParams, time_limit: float = TIME_LIMIT) -> 
     total_docs = 0
     timed_out = False
     exhaustive = True
-    stored: dict[tuple[str, str], tuple] = {}
+    best: dict[tuple[str, str], tuple] = {}
     unindexed: list[str] = []
     for name in names:
         coll = Collection.open(Path(root), name)
-        searcher = _searcher(coll)
-        if searcher is None:
+        view = _view(coll)
+        if view is None:
             if coll.warc_files():
                 unindexed.append(name)
             continue
-        reader = searcher.reader()
-        base = _whoosh(parsed.tree, reader) if parsed.tree is not None else _ALL_DOCS
-        q = wq.And([base, *_filters(p)]) if _filters(p) else base
-        collector = TimeLimitCollector(searcher.collector(limit=MAX_DOCS), timelimit=time_limit, use_alarm=False)
+        deadline = time.monotonic() + time_limit
         try:
-            searcher.search_with_collector(q, collector)
-        except TimeLimit:
-            timed_out = True
-        results = collector.results()
-        # an exact count can cost a second pass over every match: take it only when it is known
-        exact = not timed_out and results.has_exact_length()
-        total_docs += len(results) if exact else results.scored_length()
-        if not exact or len(results) > results.scored_length():
+            matches = evaluate(view, parsed.tree, deadline)
+            allowed = _allowed(view, p)
+            if time.monotonic() > deadline:
+                raise TimeUp
+            ranked = rank(matches, allowed, MAX_DOCS, deadline)
+        except TimeUp:
+            timed_out, exhaustive = True, False
+            continue
+        timed_out = timed_out or ranked.timed_out
+        total_docs += ranked.total
+        if not ranked.exact or ranked.total > len(ranked.hits):
             exhaustive = False
-        url_col = reader.column_reader("url")
-        cap_col = reader.column_reader("captures")
-        host_col = reader.column_reader("host")
-        type_col = reader.column_reader("mtype")
-        for rank, hit in enumerate(results.items()):
-            docnum, score = hit
-            url = url_col[docnum]
-            stamps = [s for s in (cap_col[docnum] or b"").decode().split()
-                      if (not p.date_from or s >= p.date_from) and (not p.date_to or s <= p.date_to)]
+        url_col, host_col, type_col = (view.columns[c] for c in ("url", "host", "mtype"))
+        for position, (score, docnum) in enumerate(ranked.hits):
+            stamps = view.captures.of(docnum, p.date_from, p.date_to)
             if not stamps:
                 continue
+            url = url_col[docnum]
             key = (name, url)
             group = groups.get(key)
             if group is None:
                 group = groups[key] = {"collection": name, "url": url, "host": host_col[docnum],
-                                       "type": type_col[docnum], "score": score, "stamps": set(), "rank": rank}
-                stored[key] = (searcher, docnum)
+                                       "type": type_col[docnum], "score": score, "stamps": set(), "rank": position}
+                best[key] = (view, docnum)
             group["stamps"].update(stamps)
             if score > group["score"]:
                 group["score"] = score
-                stored[key] = (searcher, docnum)
+                best[key] = (view, docnum)
     hits = list(groups.values())
     for group in hits:
         stamps = sorted(group.pop("stamps"))
@@ -433,13 +388,13 @@ def search(root: Path, params: SearchParams, time_limit: float = TIME_LIMIT) -> 
         hits.sort(key=lambda g: (-g["score"], g["url"]))
     page_hits = hits[(p.page - 1) * p.per_page:p.page * p.per_page]
     for group in page_hits:
-        searcher, docnum = stored[(group["collection"], group["url"])]
-        doc = searcher.stored_fields(docnum)
-        group["title"] = doc.get("title") or ""
-        group["mime"] = doc.get("mime") or ""
-        group["lang"] = doc.get("lang") or ""
-        text = doc.get("text") or doc.get("description") or ""
-        group["snippet"], group["snippet_html"] = snippet(text, parsed.terms, parsed.prefixes)
+        view, docnum = best[(group["collection"], group["url"])]
+        stored = view.searcher.stored_fields(docnum)
+        title, description, _, text = view.texts(docnum)
+        group["title"] = title or ""
+        group["mime"] = stored.get("mime") or ""
+        group["lang"] = stored.get("lang") or ""
+        group["snippet"], group["snippet_html"] = snippet(text or description or "", parsed.terms, parsed.prefixes)
         group["score"] = round(float(group["score"]), 4)
         del group["rank"]
     return {
@@ -481,49 +436,3 @@ def _histogram(hits: list[dict]) -> dict:
     return {"unit": unit, "buckets": [{"value": k, "count": counts[k]} for k in sorted(counts)]}
 
 
-# -- snippets ------------------------------------------------------------------------------------
-
-SNIPPET_CHARS = 240
-_SCAN_CHARS = 50_000
-
-
-def snippet(text: str, terms: set[str], prefixes: set[str], width: int = SNIPPET_CHARS) -> tuple[str, str]:
-    """(plain text, HTML with <mark>) of the passage of ``text`` with the most query terms."""
-    text = text or ""
-    spans: list[tuple[int, int, str]] = []
-    if terms:
-        for token in _ANALYZER(text[:_SCAN_CHARS], chars=True, mode="index"):
-            if token.text in terms:
-                spans.append((token.startchar, token.endchar, token.text))
-            elif token.text[:1] in prefixes:
-                spans.append((token.startchar, token.startchar + 1, token.text[:1]))
-            if len(spans) >= 2000:
-                break
-    if not spans:
-        plain = text[:width].replace("\n", " ")
-        plain = plain + ("…" if len(text) > width else "")
-        return plain, html.escape(plain)
-    best_start, best_score = spans[0][0], -1
-    for start, _, _ in spans[:500]:
-        window_start = max(0, start - width // 4)
-        score = len({t for s, e, t in spans if window_start <= s and e <= window_start + width})
-        if score > best_score:
-            best_start, best_score = window_start, score
-    end = min(len(text), best_start + width)
-    inside = sorted((s, e) for s, e, _ in spans if best_start <= s and e <= end)
-    merged: list[list[int]] = []
-    for s, e in inside:
-        if merged and s <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], e)
-        else:
-            merged.append([s, e])
-    parts_html, cursor = [], best_start
-    for s, e in merged:
-        parts_html.append(html.escape(text[cursor:s]))
-        parts_html.append("<mark>" + html.escape(text[s:e]) + "</mark>")
-        cursor = e
-    parts_html.append(html.escape(text[cursor:end]))
-    lead = "…" if best_start > 0 else ""
-    tail = "…" if end < len(text) else ""
-    plain = (lead + text[best_start:end] + tail).replace("\n", " ")
-    return plain, (lead + "".join(parts_html) + tail).replace("\n", " ")

@@ -172,15 +172,8 @@ def test_catches_up_runs_that_were_not_indexed(tmp_path):
 
 
 def _documents(coll: Collection) -> dict:
-    ix = open_index(coll, check=True)
-    with ix.searcher() as searcher:
-        captures = searcher.reader().column_reader("captures")
-        out = {}
-        for docnum, doc in searcher.iter_docs():
-            if doc["key"].startswith("run:"):
-                continue
-            out[doc["key"]] = (captures[docnum], doc.get("title"), doc.get("text"), doc.get("mime"), doc.get("size"))
-        return out
+    """Every document's captures, texts and metadata (after checking the index opens cleanly)."""
+    return fulltext.documents(coll)
 
 
 # -- hostile queries ---------------------------------------------------------------------------
@@ -313,23 +306,142 @@ def test_killed_writer_leaves_an_index_that_opens(searched, tmp_path):  # noqa: 
 def test_several_captures_in_one_month_are_one_posting(tmp_path):
     """Whoosh's NUMERIC put such a document twice in a tier term's posting list, and a text query
     with a date filter then failed (AssertionError in IntersectionMatcher, seen at 10,000 documents).
-    NumericList indexes each term once per document."""
+    Capture dates are now rows of index.captures, one per (document, timestamp): a document
+    captured on several days of a month is one posting of the date filter and one hit."""
+    from index.captures import CaptureStore, CaptureTable
+    from index.fulltext import Payload, create
+
+    coll = Collection.open(tmp_path, "months", create=True)
+    docs = [(f"http://example.org/{n}", f"sha1:{n}", Payload(mime="text/html", text=f"common words {n}"),
+             {f"202403{day:02d}120000" for day in range(1, 2 + n % 5)}) for n in range(20)]
+    create(coll, docs)
+    with CaptureStore(coll.fulltext_dir) as store:
+        ids = sorted(CaptureTable(store).docs_between("20240301000000", "20240331235959"))
+        assert ids == list(range(20))
+        rows = store.conn.execute("SELECT docnum, ts FROM captures").fetchall()
+        assert len(rows) == len(set(rows)) == sum(len(stamps) for *_, stamps in docs)
+    result = search(tmp_path, SearchParams(q="common", date_from="2024-03-01", date_to="2024-03-31",
+                                           collections=["months"], per_page=100))
+    assert result["total_documents"] == 20 and len(result["hits"]) == 20
+    for hit in result["hits"]:
+        assert hit["captures"] == sorted(set(hit["captures"])) and hit["count"] == len(hit["captures"])
+
+
+# -- the index's own structures ----------------------------------------------------------------
+
+def _joined(reader, fieldname: str, term: str):
+    from index.postings import Postings, read_postings
+
+    leaves = reader.leaf_readers() if not reader.is_atomic() else [(reader, 0)]
+    parts = [p.rebased(base) for leaf, base in leaves if (p := read_postings(leaf, fieldname, term.encode()))]
+    return Postings.join(parts).packed.tolist() if parts else []
+
+
+def test_bulk_writer_keeps_document_numbers_when_it_merges(tmp_path):
+    """index.captures keys capture dates by document number: BulkWriter only appends and, when it
+    merges a tail of segments, puts their documents first, so every document keeps its number.
+    The merged posting lists equal a one-shot build's, and Whoosh's own queries read them."""
     from whoosh import index as whoosh_index
     from whoosh import query as wq
 
     from index.fulltext import Payload, _document, schema
+    from index.postings import BulkWriter
 
-    ix = whoosh_index.create_in(str(tmp_path), schema())
-    writer = ix.writer()
-    for n in range(20):
-        stamps = {f"202403{day:02d}120000" for day in range(1, 2 + n % 5)}
-        writer.add_document(**_document(f"http://example.org/{n}", f"sha1:{n}",
-                                        Payload(mime="text/html", text=f"common words {n}"), stamps))
+    def doc(n: int) -> dict:
+        text = f"国立国会図書館 {'数据安全' * (n % 3)} word{n % 5} library {n} ウェブ{n % 4}"
+        return _document(f"http://example.org/{n}", f"sha1:{n}", Payload(mime="text/html", title=f"第{n}页", text=text))
+
+    (tmp_path / "one").mkdir()
+    (tmp_path / "many").mkdir()
+    one = whoosh_index.create_in(str(tmp_path / "one"), schema())
+    writer = BulkWriter(one)
+    for n in range(60):
+        writer.add_document(**doc(n))
     writer.commit()
-    with ix.searcher() as searcher:
-        reader = searcher.reader()
-        for term in reader.lexicon("ts"):
-            ids = list(reader.postings("ts", term).all_ids())
-            assert len(ids) == len(set(ids)), term
-        q = wq.And([wq.Term("text", "common"), wq.NumericRange("ts", 20240301000000, 20240331235959)])
-        assert len(list(searcher.search(q, limit=None))) == 20
+    many = whoosh_index.create_in(str(tmp_path / "many"), schema())
+    n, segments = 0, []
+    for size in (10, 10, 5, 20, 3, 12):
+        writer = BulkWriter(many, expected=size)
+        for _ in range(size):
+            writer.add_document(**doc(n))
+            n += 1
+        writer.commit()
+        segments.append(len(many._segments()))
+    assert segments[-1] < 6 and max(segments) > 1, segments     # merged on the way
+    with one.searcher() as a, many.searcher() as b:
+        assert [a.stored_fields(i)["key"] for i in range(60)] == [b.stored_fields(i)["key"] for i in range(60)]
+        for term in ("国会", "library", "word3", "数据", "館", "ウェ", "页", "17"):
+            assert _joined(a.reader(), "content", term) == _joined(b.reader(), "content", term), term
+            assert _joined(a.reader(), "content", term), term
+            ids = [v >> 32 for v in _joined(a.reader(), "content", term)]
+            assert sorted(hit.docnum for hit in b.search(wq.Term("content", term), limit=None)) == ids
+        assert [h["key"] for h in b.search(wq.Term("domains", "example.org"), limit=None)]
+        for char in ("国", "館", "数", "ウ", "页"):      # every occurrence, from the bigrams and run ends
+            packed = _joined(b.reader(), "chars", char)
+            assert packed == _joined(a.reader(), "chars", char), char
+            counts = {docnum: 3 * doc(docnum)["content"][0][0].count(char) + doc(docnum)["content"][3][0].count(char)
+                      for docnum in range(60)}
+            assert [(v >> 32, v & 0xFFFF) for v in packed] == [(d, c) for d, c in counts.items() if c], char
+
+
+def test_unchanged_pages_add_capture_rows_not_documents(searched):  # noqa: F811
+    """After runs 2 and 3, only keys (URL, payload) new to the index became documents; the others
+    got their new dates as rows. Indexing a run again writes nothing."""
+    from index.state import HarvestState
+
+    for figures, run in zip(searched.index_figures[1:], searched.runs[1:], strict=True):
+        with HarvestState(searched.coll.db_path) as state:
+            keys = {(c["url"], c["digest"]) for c in state.captures(run_id=run["run_id"]) if c["digest"]
+                    and fulltext.indexable(c["url"], c["status"] if c["status"] != 304 else None)}
+        assert figures["added"] + figures["updated"] + figures["unchanged"] == len(keys)
+        assert 0 < figures["added"] < len(keys) and figures["parsed"] <= figures["added"]
+        assert figures["captures"] >= len(keys) - figures["unchanged"]
+    ix = open_index(searched.coll)
+    generation = ix.latest_generation()
+    assert ix.doc_count_all() == len(_documents(searched.coll)) == sum(f["added"] for f in searched.index_figures)
+    assert index_run(searched.coll, searched.runs[-1]["run_id"])["runs"] == []
+    assert open_index(searched.coll).latest_generation() == generation
+
+
+def test_crash_between_the_two_commits_is_caught_up(tmp_path, monkeypatch):
+    """Killed after Whoosh committed a run's documents and before their capture rows: the next
+    index_run adds the rows and the run's captures; the result equals a rebuild's."""
+    from index.captures import CaptureStore
+
+    root = tmp_path / "collections"
+    root.mkdir()
+    s = harvest_and_index(root, versions=(1, 2, 3), index_after=(1, 2))
+    real_add = CaptureStore.add
+
+    def killed(self, *args, **kwargs):
+        raise RuntimeError("killed between the Whoosh commit and the capture rows")
+
+    monkeypatch.setattr(CaptureStore, "add", killed)
+    with pytest.raises(RuntimeError):
+        index_run(s.coll, s.runs[2]["run_id"])
+    monkeypatch.setattr(CaptureStore, "add", real_add)
+    with CaptureStore(s.coll.fulltext_dir) as store:
+        assert store.doc_count() < open_index(s.coll, check=True).doc_count_all()
+        assert s.runs[2]["run_id"] not in store.runs()
+    figures = index_run(s.coll, s.runs[2]["run_id"])
+    assert not figures["rebuilt"] and figures["runs"] == [s.runs[2]["run_id"]]
+    incremental = _documents(s.coll)
+    assert all(doc["captures"] for doc in incremental.values())
+    rebuild(s.coll)
+    assert _documents(s.coll) == incremental
+
+
+def test_search_sees_captures_added_after_it_opened_the_index(tmp_path):
+    """Searches keep the index open per thread; a commit of capture rows alone (a run that found
+    every page unchanged) must show."""
+    from index.captures import CaptureStore
+    from index.fulltext import Payload, create
+
+    coll = Collection.open(tmp_path, "live", create=True)
+    create(coll, [("http://example.org/", "sha1:1", Payload(mime="text/html", text="国会 archive"), {"20240101000000"})])
+    params = {"q": "国会", "date_from": "2025", "collections": ["live"]}
+    assert search(tmp_path, SearchParams(**params))["hits"] == []
+    with CaptureStore(coll.fulltext_dir) as store:
+        store.add([], [(0, "20250101000000")], ["later-run"])
+    (hit,) = search(tmp_path, SearchParams(**params))["hits"]
+    assert hit["captures"] == ["20250101000000"]

@@ -98,3 +98,63 @@ def test_bigrams_and_positions():
     assert [t.text for t in analyzer("国会", mode="query")] == ["国会"]
     assert [t.text for t in analyzer("图书馆", mode="query")] == ["图书", "书馆"]
     assert [t.text for t in analyzer("The library of a", mode="query")] == ["library"]   # stop words, 1 letter
+
+
+def _positions(text: str) -> dict[str, set[int]]:
+    """term -> positions, from the analyzer itself: the reference for the index's semantics."""
+    out: dict[str, set[int]] = {}
+    for token in CJKBigramAnalyzer()(text, positions=True, mode="index"):
+        out.setdefault(token.text, set()).add(token.pos)
+    return out
+
+
+def test_content_weights_are_the_analyzers_terms():
+    from collections import Counter
+
+    from index.cjk import content_weights
+
+    analyzer = CJKBigramAnalyzer()
+    title, body = "国立国会図書館 Web Archive", SampleSite.text(1, "/ja/index.html") + " AI技术 国家图书馆。会议 the x"
+    expected: Counter = Counter()
+    for text, boost in ((title, 3), (body, 1)):
+        for token in analyzer(text, mode="index"):
+            expected[token.text] += 2 * boost
+    weights, length = content_weights([(title, 3.0), ("", 1.5), (body, 1.0)])
+    assert weights == dict(expected)
+    assert length == sum(1 for text in (title, body) for _ in analyzer(text, mode="index"))
+
+
+def test_phrase_in_follows_the_analyzers_positions():
+    """``phrase_in`` on random mixed texts agrees with the analyzer's positions (tokens at
+    consecutive positions), except that a Chinese word must be a substring: its bigrams at
+    consecutive positions across a run boundary (``图书。书馆``) are not ``图书馆``."""
+    import random
+
+    from index.cjk import is_cjk, phrase_in
+
+    analyzer = CJKBigramAnalyzer()
+    rng = random.Random(5)
+    pieces = list("图书馆会议数据") + [" ", "。", "the ", "x ", "Read ", "room ", ".", "A", "read.room "]
+    compared = 0
+    for _ in range(4000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 30)))
+        query = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 6)))
+        tokens = [t.text for t in analyzer(query, mode="query")]
+        if len(tokens) < 2:
+            continue
+        chained = all(len(t) == 2 and is_cjk(t) for t in tokens) and all(
+            a[1] == b[0] for a, b in zip(tokens, tokens[1:], strict=False))
+        if chained:
+            expected = tokens[0] + "".join(t[1] for t in tokens[1:]) in text
+        else:
+            positions = _positions(text)
+            expected = any(all(p + i in positions.get(t, ()) for i, t in enumerate(tokens))
+                           for p in positions.get(tokens[0], ()))
+        assert phrase_in(tokens, text) == expected, (tokens, text)
+        compared += 1
+    assert compared > 1000
+    assert phrase_in(["reading", "room"], "the Reading of the room") is True      # stop words take no position
+    assert phrase_in(["reading", "room"], "x.reading room") is False              # x.reading is one token
+    assert phrase_in(["图书", "书馆"], "图书。书馆") is False
+    assert phrase_in(["图书", "书馆"], "国家图书馆") is True
+    assert phrase_in(["馆", "会议"], "图书馆，会议") is True                           # the run's last character

@@ -1,0 +1,552 @@
+"""Strata's posting lists inside Whoosh segments, written and read a whole list at a time.
+
+Whoosh 3 stores a term's postings in blocks of 128, each a zlib-compressed pickle, and moves every
+posting through Python objects on the way in (a sorting pool) and out (a matcher). A CJK bigram
+analysis gives about 1,100 postings per page, ten times Whoosh's default analyzer, so that path
+indexed 31 pages/s, and a query over a term found in 96,000 documents spent 80 ms decoding it
+before scoring one (``bench/search_bench.py``).
+
+Here a term's posting list is one array of 64-bit integers, written and read by one C call:
+
+    b"SPL2" | n: uint32 | n x uint64 (little-endian): docnum << 32 | impact << 16 | count
+
+- ``docnum``: the segment's document number, ascending;
+- ``impact``: the posting's BM25 term-frequency factor, quantised to 1..255 when the document is
+  indexed (its length normalised against a fixed ``REFERENCE_LENGTH``, so it never changes); a
+  query's score is the sum of ``idf x impact`` over its terms (``index.matching``);
+- ``count``: occurrences in the document, boosts included (Whoosh's weight).
+
+The pool appends each document's postings to its terms' arrays with ``map`` (no Python step per
+posting), a segment writes each array's bytes as they are, and a reader gets the document numbers,
+impacts and counts as strided slices of those bytes.
+
+No positions: phrases are checked against the stored text of the few candidates ranked
+(``index.cjk.phrase_in``). Positions cost more to build than everything else per token.
+
+It stays a Whoosh index: segments, stored fields, columns, term dictionary and table of contents
+are Whoosh 3's own; ``StrataCodec`` (recorded in each segment) gives Whoosh's queries a
+``ListMatcher`` over these arrays, so ``searcher.search(wq.Term(...))`` still works; and
+``BulkWriter`` is a ``SegmentWriter``, with its lock and its commit by renaming a new TOC.
+
+``BulkWriter`` keeps document numbers stable: documents are only ever appended (a document is one
+immutable payload of a URL), and a commit merges only a tail of small segments, their documents
+first. ``index.captures`` keys capture dates by these numbers.
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+import math
+import struct
+import sys
+from array import array
+from collections import defaultdict, deque
+from collections.abc import Iterable, Iterator
+from functools import partial
+from itertools import groupby, repeat
+from operator import add, itemgetter, lshift, or_
+
+from whoosh import fields, formats
+from whoosh.codec.whoosh3 import W3Codec, W3TermInfo
+from whoosh.filedb.filetables import OrderedHashWriter
+from whoosh.filedb.filetables import _lengths as _LENGTHS
+from whoosh.matching import ListMatcher
+from whoosh.reading import SegmentReader, TermNotFound
+from whoosh.system import pack_ushort
+from whoosh.util.numeric import length_to_byte
+from whoosh.writing import SegmentWriter
+
+from index.cjk import CJKBigramAnalyzer, content_weights, is_cjk
+
+__all__ = ["BulkWriter", "CharTerms", "Content", "Postings", "StrataCodec", "read_postings"]
+
+MAGIC = b"SPL2"
+_COUNT = struct.Struct("<I")
+_LITTLE = sys.byteorder == "little"
+
+K1, B = 1.2, 0.75
+REFERENCE_LENGTH = 1000        # tokens: the "average document length" impacts are normalised to
+MAX_COUNT = 65535              # occurrences of a term in a document that are counted
+MAX_MERGE_DOCS = 200_000       # a segment this large is never merged again by BulkWriter's tail policy
+
+# a term's statistics as Whoosh 3 stores them (W3TermInfo.to_bytes), then the list's offset and length
+_TERMINFO = struct.Struct(W3TermInfo._struct.format + "qi")
+assert W3TermInfo._struct.format in ("!BfIBBfII", b"!BfIBBfII"), "Whoosh 3's term info layout changed"
+_MINLEN, _MAXLEN = length_to_byte(1), length_to_byte(0x7FFFFFFF)    # field lengths are not tracked per term
+_consume = deque(maxlen=0).extend
+
+
+# -- the field type --------------------------------------------------------------------------------
+
+class Content(fields.FieldType):
+    """The searchable text of a document, given as ``((text, boost), ...)`` parts (title, meta
+    description, keywords, body): the terms of ``CJKBigramAnalyzer`` with weights
+    (``index.cjk.content_weights``), indexed by ``BulkWriter``. Not stored, no positions.
+
+    ``chars`` names a ``CharTerms`` field that ``BulkWriter`` fills from this one."""
+
+    def __init__(self, chars: str | None = None):
+        super().__init__(formats.Frequency(field_boost=1.0), CJKBigramAnalyzer(), scorable=True)
+        self.chars = chars
+
+    def index(self, value, **kwargs):
+        # Whoosh's own writers come here (Strata's do not): the same terms, counts in whole units
+        weights, _ = content_weights(_parts(value))
+        for term, w2 in weights.items():
+            count = max(1, w2 // 2)
+            yield term.encode("utf-8"), count, float(count), formats.pack_uint(count)
+
+
+class CharTerms(fields.FieldType):
+    """Every CJK character of a ``Content`` field, wherever it is, with its occurrences: a
+    one-character query is one term. ``BulkWriter`` derives it when it writes a segment: the
+    documents of ``X`` are those of the terms ``X`` (the character ending a run) and ``XY`` (the
+    bigrams it starts), and its occurrences theirs added up. Computed per term list, that costs a
+    tenth of counting characters document by document (measured on issue 2's site)."""
+
+    def __init__(self):
+        super().__init__(formats.Frequency(field_boost=1.0), CJKBigramAnalyzer())
+
+    def index(self, value, **kwargs):
+        raise ValueError("a CharTerms field is filled by index.postings.BulkWriter from its Content field")
+
+
+def _parts(value) -> list[tuple[str, float]]:
+    return [(value, 1.0)] if isinstance(value, str) else [(t or "", float(b)) for t, b in value]
+
+
+# -- encoding --------------------------------------------------------------------------------------
+
+def _tobytes(a: array) -> bytes:
+    if not _LITTLE:
+        a = array(a.typecode, a)
+        a.byteswap()
+    return a.tobytes()
+
+
+def _frombytes(typecode: str, data) -> array:
+    a = array(typecode)
+    a.frombytes(data)
+    if not _LITTLE:
+        a.byteswap()
+    return a
+
+
+def encode(packed: array) -> bytes:
+    return b"".join((MAGIC, _COUNT.pack(len(packed)), _tobytes(packed)))
+
+
+def decode(data) -> Postings:
+    if bytes(data[:4]) != MAGIC:
+        raise ValueError("not a Strata posting list")
+    (n,) = _COUNT.unpack_from(data, 4)
+    return Postings(_frombytes("Q", data[8:8 + 8 * n]))
+
+
+def pack(ids: Iterable[int], impacts: Iterable[int], counts: Iterable[int]) -> array:
+    return array("Q", map(or_, map(lshift, ids, repeat(32)), map(or_, map(lshift, impacts, repeat(16)), counts)))
+
+
+class Postings:
+    """One term's decoded postings (in one segment, or several joined): ``packed`` as stored;
+    document numbers, impacts and counts as arrays sliced out of its bytes."""
+
+    __slots__ = ("packed", "_raw")
+
+    def __init__(self, packed: array):
+        self.packed = packed
+        self._raw = None
+
+    def __len__(self) -> int:
+        return len(self.packed)
+
+    def _bytes(self) -> bytes:
+        if self._raw is None:
+            self._raw = _tobytes(self.packed)
+        return self._raw
+
+    @property
+    def ids(self) -> array:
+        return _frombytes("I", self._bytes())[1::2]
+
+    @property
+    def impacts(self) -> bytes:
+        return self._bytes()[2::8]
+
+    @property
+    def counts(self) -> array:
+        return _frombytes("H", self._bytes())[0::4]
+
+    def rebased(self, base: int) -> Postings:
+        if not base:
+            return self
+        return Postings(array("Q", map(add, self.packed, repeat(base << 32))))
+
+    @classmethod
+    def join(cls, parts: list[Postings]) -> Postings:
+        """Lists over consecutive ranges of documents, in order, as one."""
+        if len(parts) == 1:
+            return parts[0]
+        packed = array("Q")
+        for p in parts:
+            packed.extend(p.packed)
+        return cls(packed)
+
+
+def _extent(terminfo) -> tuple[int, int]:
+    offset, length = terminfo.extent()
+    return offset, length[0] if isinstance(length, tuple) else length   # Whoosh reads it back as a tuple
+
+
+def read_postings(leaf_reader, fieldname: str, btext: bytes, terminfo=None) -> Postings | None:
+    """A term's postings in one segment (a ``SegmentReader``), or None when it lacks the term."""
+    terms = leaf_reader._terms
+    if terminfo is None:
+        try:
+            terminfo = terms.term_info(fieldname, btext)
+        except TermNotFound:
+            return None
+    if not terminfo.is_inlined():
+        offset, length = _extent(terminfo)
+        data = terms._postfile.get(offset, length)
+        if bytes(data[:4]) == MAGIC:
+            return decode(data)
+    # a list in Whoosh's own format (not written by BulkWriter): read it posting by posting
+    ids, counts = [], []
+    m = leaf_reader.postings(fieldname, btext)
+    while m.is_active():
+        ids.append(m.id())
+        counts.append(min(MAX_COUNT, max(1, int(m.weight()))))
+        m.next()
+    return Postings(pack(ids, repeat(255), counts))
+
+
+class StrataCodec(W3Codec):
+    """Whoosh 3's codec, reading the posting lists ``BulkWriter`` writes."""
+
+    def postings_reader(self, dbfile, terminfo, format_, term=None, scorer=None):
+        if not terminfo.is_inlined():
+            offset, length = _extent(terminfo)
+            if dbfile.get(offset, 4) == MAGIC:
+                p = decode(dbfile.get(offset, length))
+                counts = p.counts
+                values = [formats.pack_uint(c) for c in counts] if format_.supports("frequency") else None
+                return ListMatcher(p.ids, array("f", counts), values, format_, scorer=scorer, term=term,
+                                   terminfo=terminfo)
+        return super().postings_reader(dbfile, terminfo, format_, term=term, scorer=scorer)
+
+
+# -- impacts ---------------------------------------------------------------------------------------
+
+_LENGTH_STEPS = 8        # length classes per doubling (a 9% step in document length)
+_MAX_W2 = 511            # weights, in half units, above this count as this
+_ROW = _MAX_W2 + 1
+
+
+def length_class(length: int) -> int:
+    return int(math.log2(1 + length) * _LENGTH_STEPS)
+
+
+def impact_row(cls: int) -> list[int]:
+    """Quantised BM25 tf factors, 1..255, for weights 0, 0.5, 1.0 ... in a document of length
+    class ``cls`` (index: the weight in half units)."""
+    length = 2 ** ((cls + 0.5) / _LENGTH_STEPS) - 1
+    norm = K1 * (1 - B + B * length / REFERENCE_LENGTH)
+    return [max(1, min(255, round(255 * (w / 2) / (w / 2 + norm)))) for w in range(_ROW)]
+
+
+class _Impacts:
+    """``impact << 16 | count`` for every weight (in half units), per length class in use: a
+    document's postings get both by one ``map`` over its weights."""
+
+    def __init__(self):
+        self.rows: dict[int, list[int]] = {}
+
+    def row(self, length: int) -> list[int]:
+        cls = length_class(length)
+        row = self.rows.get(cls)
+        if row is None:
+            row = self.rows[cls] = [impact << 16 | min(MAX_COUNT, (w2 + 1) // 2)
+                                    for w2, impact in enumerate(impact_row(cls))]
+        return row
+
+    def of(self, length: int, w2s) -> Iterator[int]:
+        """``impact << 16 | count`` for weights ``w2s`` (a sized collection) in such a document."""
+        row = self.row(length)
+        if w2s and max(w2s) > _MAX_W2:
+            w2s = map(min, w2s, repeat(_MAX_W2))
+        return map(row.__getitem__, w2s)
+
+
+# -- writing ---------------------------------------------------------------------------------------
+
+class _FieldPool:
+    """A field's postings for the new documents: per term an array of packed postings."""
+
+    def __init__(self):
+        self.packed: defaultdict[str, array] = defaultdict(partial(array, "Q"))
+        self.size = 0
+        self._sorted: list[str] | None = None
+
+    def __len__(self) -> int:
+        return self.size
+
+    def add(self, docnum: int, terms: list[str], lows: Iterable[int]) -> None:
+        """``terms`` (distinct) with their ``impact << 16 | count``, in the same order."""
+        _consume(map(array.append, map(self.packed.__getitem__, terms), map(or_, repeat(docnum << 32), lows)))
+        self.size += len(terms)
+
+    def sorted_names(self) -> list[str]:
+        if self._sorted is None or len(self._sorted) != len(self.packed):
+            self._sorted = sorted(self.packed)
+        return self._sorted
+
+    def sorted_postings(self) -> Iterator[tuple[bytes, Postings]]:
+        packed_of = self.packed
+        for term in self.sorted_names():
+            packed = packed_of[term]
+            yield term.encode("utf-8"), Postings(packed)
+
+
+class BulkWriter(SegmentWriter):
+    """A Whoosh ``SegmentWriter`` that analyses ``Content`` fields with ``content_weights``,
+    pools postings per term in arrays of packed postings and writes each array as it is.
+
+    ``merge``: ``"tail"`` merges into the new segment, walking back from the last segment, each
+    segment no larger than the documents gathered so far (``expected``, the documents about to be
+    added, to begin with): a binary counter, so there are O(log n) segments and a document is
+    copied O(log n) times; ``"all"`` merges every segment (after a bulk build); ``None`` none.
+    Merged documents come first in the new segment: every document keeps its number."""
+
+    def __init__(self, ix, expected: int = 0, merge: str | None = "tail", **kwargs):
+        super().__init__(ix, codec=StrataCodec(), **kwargs)
+        self.pool = _Pools()
+        self._sources: list[tuple[SegmentReader, int]] = []
+        self._kept = list(self.segments)
+        if merge == "all":
+            self._merge(self.segments if len(self.segments) > 1 else [])
+        elif merge == "tail":
+            self._merge(self._tail(expected))
+        elif merge is not None:
+            raise ValueError(f"merge must be 'tail', 'all' or None, not {merge!r}")
+
+    def pooled_bytes(self) -> int:
+        """An estimate of the pool's memory: 12 bytes a posting (8, and the arrays' spare room),
+        250 a term (its string, dictionary slot and array). Measured on issue 2's site: 4.3 million
+        postings of 157,000 terms grew the process by 91 MB."""
+        fields = self.pool.fields.values()
+        return 12 * sum(map(len, fields)) + 250 * sum(len(f.packed) for f in fields)
+
+    # documents
+
+    def add_document(self, **values):
+        self._check_state()
+        schema, docnum, pdw, pool = self.schema, self.docnum, self.perdocwriter, self.pool
+        pdw.start_doc(docnum)
+        for name in sorted(values):
+            value = values[name]
+            if value is None or name.startswith("_"):
+                continue
+            field = schema[name]
+            length = 0
+            if isinstance(field, Content):
+                weights, length = content_weights(_parts(value))
+                pool.field(name).add(docnum, list(weights), pool.impacts.of(length, weights.values()))
+                if field.chars:
+                    pool.rows[docnum] = pool.impacts.row(length)
+                value = None
+            elif field.indexed:
+                items = list(field.index(value))
+                counts = [min(MAX_COUNT, freq) for _, freq, _, _ in items]
+                pool.field(name).add(docnum, [b.decode("utf-8") for b, _, _, _ in items],
+                                     map(or_, repeat(255 << 16), counts))
+                if field.scorable:
+                    length = sum(counts)
+            pdw.add_field(name, field, value if field.stored else None, length)
+            if field.column_type and value is not None:
+                pdw.add_column_value(name, field.column_type, field.to_column_value(value))
+        pdw.finish_doc()
+        self._added = True
+        self.docnum += 1
+
+    def add_reader(self, reader):
+        raise NotImplementedError("BulkWriter merges segments itself (see _merge)")
+
+    # merging
+
+    def _tail(self, expected: int) -> list:
+        gathered, tail = max(1, expected), []
+        for segment in reversed(self.segments):
+            size = segment.doc_count_all()
+            if size > gathered or size > MAX_MERGE_DOCS:
+                break
+            tail.append(segment)
+            gathered += size
+        return tail[::-1] if len(tail) > 1 or (tail and expected) else []
+
+    def _merge(self, segments: list) -> None:
+        if not segments:
+            return
+        self._kept = self.segments[:len(self.segments) - len(segments)]
+        names = set(self.schema.names())
+        for segment in segments:
+            if segment.has_deletions():
+                raise ValueError("BulkWriter cannot merge a segment with deleted documents")
+            reader = SegmentReader(self.storage, self.schema, segment)
+            base = self.docnum
+            self.write_per_doc(names, reader)
+            self._sources.append((reader, base))
+        self._added = True
+
+    def commit(self, mergetype=None, optimize=None, merge=None):
+        kept = self._kept
+        super().commit(mergetype=lambda writer, segments: list(kept))
+
+    def _close_segment(self):
+        super()._close_segment()
+        for reader, _ in self._sources:
+            reader.close()
+        self._sources = []
+
+    # writing the segment's postings
+
+    def _flush_segment(self):
+        self.perdocwriter.close()
+        fw = self.fieldwriter
+        for name, field in self.schema.items():
+            if isinstance(field, Content) and field.chars and name in self.pool.fields:
+                self.pool.fields[field.chars] = _CharPool(self.pool.fields[name], self.pool.rows)
+        names = {n for n, pool in self.pool.fields.items() if len(pool)}
+        for reader, _ in self._sources:
+            names.update(n for n in reader.indexed_field_names() if n in self.schema)
+        terms = _TermIndex(fw._tindex)
+        for name in sorted(names):
+            fw.start_field(name, self.schema[name])
+            postfile, add_term, prefix = fw._postfile, terms.add, pack_ushort(fw._fieldid)
+            write, offset = postfile.file.write, postfile.tell()
+            for btext, p in self._merged_terms(name):
+                packed = p.packed
+                data = encode(packed)
+                if len(packed) == 1:      # a third of all bigrams
+                    v = packed[0]
+                    weight = maxweight = v & 0xFFFF
+                else:
+                    counts = p.counts
+                    weight, maxweight = sum(counts), max(counts)
+                info = _TERMINFO.pack(0, weight, len(packed), _MINLEN, _MAXLEN, maxweight, packed[0] >> 32,
+                                      packed[-1] >> 32, offset, len(data))
+                write(data)
+                add_term(prefix + btext, info)
+                offset += len(data)
+            fw.finish_field()
+        terms.finish()
+        fw.close()
+
+    def _merged_terms(self, name: str) -> Iterator[tuple[bytes, Postings]]:
+        """(term, postings): the merged segments' then the new documents', in term order."""
+        pool = self.pool.fields.get(name)
+        new = pool.sorted_postings() if pool is not None else iter(())
+        streams: list[Iterable] = []
+        for order, (reader, base) in enumerate(self._sources):
+            if name in reader.indexed_field_names():
+                streams.append(_source_terms(reader, base, order, name))
+        if not streams:
+            yield from new
+            return
+        streams.append((btext, len(self._sources), p) for btext, p in new)
+        for btext, group in groupby(heapq.merge(*streams, key=itemgetter(0, 1)), key=itemgetter(0)):
+            parts = []
+            for _, _, source in group:
+                if isinstance(source, Postings):
+                    parts.append(source)
+                else:
+                    reader, base, info = source
+                    parts.append(read_postings(reader, name, btext, info).rebased(base))
+            yield btext, Postings.join(parts)
+
+
+def _source_terms(reader, base: int, order: int, name: str) -> Iterator[tuple]:
+    for btext, info in reader.iter_field(name):
+        yield btext, order, (reader, base, info)
+
+
+class _TermIndex:
+    """Whoosh's ``OrderedHashWriter.add`` (the term dictionary) for keys that arrive in order:
+    the same records, hashes and key positions, without a method call and ``tell()`` per step."""
+
+    def __init__(self, tindex):
+        if type(tindex) is not OrderedHashWriter:
+            raise TypeError(f"unexpected term index writer {type(tindex).__name__}")
+        self.tindex = tindex
+        self.write = tindex.dbfile.file.write
+        self.pos = tindex.dbfile.tell()
+        self.positions: list[int] = []
+        self.hashfn, self.buckets = tindex.hashfn, tindex.buckets
+        self.lastkey = tindex.lastkey
+
+    def add(self, key: bytes, value: bytes) -> None:
+        if key <= self.lastkey:
+            raise ValueError(f"terms out of order: {self.lastkey!r} .. {key!r}")
+        pos = self.pos
+        self.positions.append(pos)
+        self.write(_LENGTHS.pack(len(key), len(value)) + key + value)
+        h = self.hashfn(key)
+        self.buckets[h & 255].append((h, pos))
+        self.pos = pos + _LENGTHS.size + len(key) + len(value)
+        self.lastkey = key
+
+    def finish(self) -> None:
+        self.tindex.index.extend(self.positions)
+        self.tindex.lastkey = self.lastkey
+
+
+class _CharPool:
+    """The ``CharTerms`` postings of the new documents, from their ``Content`` postings (see
+    ``CharTerms``): a character's terms are together in term order."""
+
+    def __init__(self, content: _FieldPool, rows: dict[int, list[int]]):
+        self.content = content
+        self.rows = rows
+
+    def __len__(self) -> int:
+        return len(self.content)
+
+    def sorted_postings(self) -> Iterator[tuple[bytes, Postings]]:
+        rows, packed = self.rows, self.content.packed
+        names = self.content.sorted_names()
+        i = 0
+        while i < len(names):
+            char = names[i][0]
+            end = bisect.bisect_left(names, chr(ord(char) + 1), i)   # the terms starting with ``char``
+            if is_cjk(char):
+                joined = array("Q")
+                for name in names[i:end]:
+                    joined.extend(packed[name])
+                p = Postings(joined)
+                ids = p.ids
+                counts: dict[int, int] = {}
+                # update() stores each pair before reading the next: repeated documents add up
+                counts.update(zip(ids, map(add, map(counts.get, ids, repeat(0)), p.counts), strict=True))
+                docs = sorted(counts)
+                w2s = map(min, map(lshift, map(counts.__getitem__, docs), repeat(1)), repeat(_MAX_W2))
+                lows = map(list.__getitem__, map(rows.__getitem__, docs), w2s)
+                yield char.encode("utf-8"), Postings(array("Q", map(or_, map(lshift, docs, repeat(32)), lows)))
+            i = end
+
+
+class _Pools:
+    def __init__(self):
+        self.fields: dict[str, _FieldPool | _CharPool] = {}
+        self.impacts = _Impacts()
+        self.rows: dict[int, list[int]] = {}       # docnum -> impact row, for CharTerms
+
+    def field(self, name: str) -> _FieldPool:
+        pool = self.fields.get(name)
+        if pool is None:
+            pool = self.fields[name] = _FieldPool()
+        return pool
+
+    def cleanup(self) -> None:
+        self.fields.clear()
+        self.rows.clear()
