@@ -39,7 +39,7 @@ from operator import add, mul
 
 from whoosh.analysis import STOP_WORDS, Token, Tokenizer
 
-__all__ = ["CJK_CHARS", "CJKBigramAnalyzer", "content_weights", "is_cjk", "normalize", "phrase_in"]
+__all__ = ["CJK_CHARS", "CJKBigramAnalyzer", "chained_word", "content_weights", "is_cjk", "normalize", "phrase_in"]
 
 # Han (with extensions and compatibility forms), kana, Hangul. Punctuation blocks are left out:
 # they separate runs.
@@ -194,8 +194,9 @@ def phrase_in(tokens: list[str], text: str) -> bool:
     ``ab。bcd`` for ``abcd``)."""
     if not tokens or not text:
         return False
-    if all(_chained_bigrams(tokens)):
-        return tokens[0] + "".join(t[1] for t in tokens[1:]) in text
+    word = chained_word(tokens)
+    if word is not None:
+        return word in text
     first = tokens[0]
     for match in re.finditer(re.escape(first), text, re.IGNORECASE):
         stream = _stream_from(text, match.start(), first)
@@ -207,10 +208,13 @@ def phrase_in(tokens: list[str], text: str) -> bool:
     return False
 
 
-def _chained_bigrams(tokens: list[str]) -> Iterator[bool]:
+def chained_word(tokens: list[str]) -> str | None:
+    """The word whose bigrams ``tokens`` are (``图书 书馆`` -> ``图书馆``), or None."""
     for i, token in enumerate(tokens):
-        yield (len(token) == 2 and _CJK_RE.match(token[0]) is not None and _CJK_RE.match(token[1]) is not None
-               and (i == 0 or tokens[i - 1][1] == token[0]))
+        if not (len(token) == 2 and _CJK_RE.match(token[0]) and _CJK_RE.match(token[1])
+                and (i == 0 or tokens[i - 1][1] == token[0])):
+            return None
+    return tokens[0] + "".join(t[1] for t in tokens[1:]) if tokens else None
 
 
 _WORD_CHAR_RE = re.compile(rf"[^\W{CJK_CHARS}]")

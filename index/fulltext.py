@@ -9,7 +9,8 @@ harvest in the range, and a harvest that finds a page unchanged adds a row, not 
 The text is indexed by ``index.postings`` (Whoosh segments whose posting lists are written and
 read as arrays) in one field, ``content``: the words and CJK bigrams of the title (weight 3),
 meta description and keywords (1.5) and body (1), no positions. The four texts are kept in one
-compressed column, ``parts``, for snippets and for checking phrases.
+column, ``parts`` (UTF-8, uncompressed: phrases are checked on the bytes of the candidates ranked;
+compressing it cost indexing 5% and each check a decompression), for snippets and phrases.
 
 Two ways in, one writer at a time (``fulltext.lock`` beside the index, then Whoosh's own lock):
 
@@ -47,11 +48,12 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from warcio.archiveiterator import ArchiveIterator
-from whoosh import columns, fields, index
+from whoosh import columns, fields
 
 from harvester.urls import url_host
 from index.captures import CaptureStore
 from index.collection import Collection
+from index.mapfile import MappedStorage
 from index.payload import read_record
 from index.postings import BulkWriter, CharTerms, Content, read_postings
 from index.state import HarvestState
@@ -86,7 +88,7 @@ def schema() -> fields.Schema:
         lang=fields.STORED(),
         status=fields.STORED(),
         size=fields.STORED(),
-        parts=fields.COLUMN(columns.PickleColumn(columns.CompressedBytesColumn())),  # (title, description, keywords, text)
+        parts=fields.COLUMN(columns.VarBytesColumn()),     # pack_texts(title, description, keywords, text)
         content=Content(chars="chars"),
         chars=CharTerms(),                                 # every CJK character, from content
     )
@@ -127,8 +129,8 @@ class Payload:
                    keywords=out.keywords, text=out.text, lang=out.language)
 
     @classmethod
-    def from_stored(cls, stored: dict, parts: tuple | None) -> Payload:
-        title, description, keywords, text = parts or ("", "", "", "")
+    def from_stored(cls, stored: dict, parts: bytes | None) -> Payload:
+        title, description, keywords, text = unpack_texts(parts)
         return cls(mime=stored.get("mime") or "", status=stored.get("status") or 0, size=stored.get("size") or 0,
                    title=title, description=description, keywords=keywords, text=text,
                    lang=stored.get("lang") or "")
@@ -142,9 +144,21 @@ def _document(url: str, digest: str, payload: Payload) -> dict:
         "key": f"{url} {digest}", "url": url, "digest": digest, "host": host,
         "domains": " ".join(domains(host)), "mime": payload.mime, "mtype": mime_group(payload.mime),
         "lang": payload.lang, "status": payload.status, "size": payload.size,
-        "parts": tuple(texts[name] or "" for name, _ in PART_BOOSTS),
+        "parts": pack_texts(texts[name] for name, _ in PART_BOOSTS),
         "content": tuple((texts[name] or "", boost) for name, boost in PART_BOOSTS),
     }
+
+
+def pack_texts(texts) -> bytes:
+    """The ``parts`` column: the texts in UTF-8, separated by NUL (dropped from the texts)."""
+    return "\x00".join((t or "").replace("\x00", "") for t in texts).encode("utf-8")
+
+
+def unpack_texts(data: bytes | None) -> tuple[str, str, str, str]:
+    if not data:
+        return "", "", "", ""
+    title, description, keywords, text = data.decode("utf-8").split("\x00")
+    return title, description, keywords, text
 
 
 def indexable(url: str, status: int | None) -> bool:
@@ -156,9 +170,10 @@ def indexable(url: str, status: int | None) -> bool:
 
 # -- opening, locking ------------------------------------------------------------------------------
 
-def open_index(collection: Collection, check: bool = False):
+def open_index(collection: Collection, check: bool = False, populate: bool = False):
     """The collection's Whoosh index, or None when it has none. ``check`` also reads from every
-    segment. Raises ``IndexUnusable`` when it exists but cannot be used."""
+    segment; ``populate`` maps all its pages (for searching: ``index.mapfile``). Raises
+    ``IndexUnusable`` when it exists but cannot be used."""
     path = collection.fulltext_dir
     if not path.is_dir() or not any(path.glob("_MAIN_*.toc")):
         return None
@@ -171,7 +186,7 @@ def open_index(collection: Collection, check: bool = False):
     if not (path / CAPTURES_FILE).is_file():
         raise IndexUnusable(_unusable(collection, f"{CAPTURES_FILE} is missing"))
     try:
-        ix = index.open_dir(str(path))
+        ix = MappedStorage(path, populate=populate).open_index()
         ix.build_id = meta.get("build", "")
         if check:
             _check(ix)
@@ -195,8 +210,9 @@ def _unusable(collection: Collection, why: str) -> str:
 
 
 def _check(ix) -> None:
-    """Read a little from every segment (the last stored document, its texts, the first and last
-    posting list of the text) and check the capture store."""
+    """Read a little from every segment: the last stored document and its texts, the first
+    posting list of two fields. (Not every term: index_run checks before each update, and its
+    cost must not grow with the index. SQLite checks its own pages as it reads them.)"""
     with ix.searcher() as searcher:
         for reader, _ in searcher.reader().leaf_readers():
             count = reader.doc_count_all()
@@ -205,13 +221,13 @@ def _check(ix) -> None:
             reader.stored_fields(count - 1)
             reader.column_reader("parts")[count - 1]
             for fieldname in ("key", "content"):
-                terms = list(reader.iter_field(fieldname))
-                for btext, info in terms[:1] + terms[-1:]:
+                for btext, info in reader.iter_field(fieldname):
                     postings = read_postings(reader, fieldname, btext, info)
                     if not len(postings) or postings.packed[-1] >> 32 >= count:
                         raise ValueError(f"damaged posting list for {fieldname}:{btext!r}")
+                    break
     with CaptureStore(ix.storage.folder) as store:
-        store.check()
+        store.doc_count()
 
 
 @contextlib.contextmanager
@@ -276,7 +292,7 @@ def documents(collection: Collection) -> dict[str, dict]:
     with ix.searcher() as searcher:
         parts = searcher.reader().column_reader("parts")
         for docnum, stored in searcher.iter_docs():
-            title, description, keywords, text = parts[docnum]
+            title, description, keywords, text = unpack_texts(parts[docnum])
             out[stored["key"]] = {"captures": captures.get(stored["key"], []), "title": title,
                                   "description": description, "keywords": keywords, "text": text,
                                   "mime": stored.get("mime"), "size": stored.get("size"), "lang": stored.get("lang")}
@@ -601,7 +617,7 @@ def _build(collection: Collection, documents, runs: list[str], figures: Figures,
     tmp = collection.state_dir / f"fulltext.tmp-{build}"
     tmp.mkdir(parents=True)
     try:
-        ix = index.create_in(str(tmp), schema())
+        ix = MappedStorage(tmp).create_index(schema())
         rows: list[tuple[int, str]] = []
         captures: list[tuple[int, str]] = []
         writer = BulkWriter(ix, merge=None)

@@ -25,6 +25,7 @@ import bisect
 import heapq
 import math
 import os
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
@@ -33,9 +34,9 @@ from itertools import compress, repeat
 from operator import add, mul
 
 from index.captures import FILENAME, CaptureStore, CaptureTable
-from index.cjk import is_cjk, phrase_in
+from index.cjk import chained_word, is_cjk, phrase_in
 from index.collection import Collection
-from index.fulltext import open_index
+from index.fulltext import open_index, unpack_texts
 from index.postings import Postings, read_postings
 
 __all__ = ["IndexView", "Matches", "Ranked", "TimeUp", "evaluate", "matching_docs", "rank"]
@@ -50,10 +51,11 @@ class TimeUp(Exception):
 
 
 class IndexView:
-    """A collection's full-text index at one generation, opened for searching."""
+    """A collection's full-text index at one generation, opened for searching; threads share it
+    (its files are read by slicing maps; its caches are filled under a lock)."""
 
     def __init__(self, coll: Collection):
-        ix = open_index(coll)
+        ix = open_index(coll, populate=True)
         if ix is None:
             raise FileNotFoundError(coll.fulltext_dir)
         self.coll = coll
@@ -70,6 +72,7 @@ class IndexView:
         self._captures: CaptureTable | None = None
         self._postings: OrderedDict[str, Postings | None] = OrderedDict()
         self._cached = 0
+        self._lock = threading.Lock()
         self.columns = {name: reader.column_reader(name) for name in ("url", "host", "mtype", "parts")}
 
     def is_current(self) -> bool:
@@ -89,31 +92,39 @@ class IndexView:
 
     @property
     def captures(self) -> CaptureTable:
-        if self._captures is None:
-            self._captures = CaptureTable(self._store)
-        return self._captures
+        with self._lock:
+            if self._captures is None:
+                self._captures = CaptureTable(self._store, self._lock)
+            return self._captures
 
     def postings(self, term: str, field: str = FIELD) -> Postings | None:
         key = f"{field}\x00{term}"
-        if key in self._postings:
-            self._postings.move_to_end(key)
-            return self._postings[key]
+        with self._lock:
+            if key in self._postings:
+                self._postings.move_to_end(key)
+                return self._postings[key]
         btext = term.encode("utf-8")
         parts = [p.rebased(base) for reader, base in self.leaves
                  if (p := read_postings(reader, field, btext)) is not None]
         found = Postings.join(parts) if parts else None
-        self._postings[key] = found
-        self._cached += len(found) if found else 0
-        while self._cached > CACHE_POSTINGS and len(self._postings) > 1:
-            _, old = self._postings.popitem(last=False)
-            self._cached -= len(old) if old else 0
+        with self._lock:
+            if key not in self._postings:
+                self._postings[key] = found
+                self._cached += len(found) if found else 0
+            while self._cached > CACHE_POSTINGS and len(self._postings) > 1:
+                _, old = self._postings.popitem(last=False)
+                self._cached -= len(old) if old else 0
         return found
 
     def idf(self, df: int) -> float:
         return math.log(1 + (self.count - df + 0.5) / (df + 0.5))
 
     def texts(self, docnum: int) -> tuple[str, str, str, str]:
-        return self.columns["parts"][docnum] or ("", "", "", "")
+        return unpack_texts(self.columns["parts"][docnum])
+
+    def raw_texts(self, docnum: int) -> bytes:
+        """The document's texts in UTF-8, NUL between them (``index.fulltext.pack_texts``)."""
+        return self.columns["parts"][docnum] or b""
 
     def filter_docs(self, field: str, value: str) -> set[int]:
         p = self.postings(value, field)
@@ -260,16 +271,22 @@ def _character(ctx: _Context, char: str) -> Matches:
 def _phrase(ctx: _Context, tokens: list[str]) -> Matches:
     """The documents of the phrase's rarest term, scored by it (the bigrams of a word are all in
     the documents that hold it: the rarest says how specific it is). Each is checked when ranked:
-    the other terms' lists first (a binary search each), then the text."""
+    the other terms' lists first (a binary search each), then the text (a Chinese or Japanese
+    word: a search of its UTF-8 bytes; otherwise ``phrase_in`` on each text)."""
     parts = sorted((_token(ctx, t, is_word=True) for t in dict.fromkeys(tokens)), key=len)  # one character: a word
     rarest, others = parts[0], parts[1:]
     if not len(rarest):
         return Matches({})
     lists = [m.ids if m.ids is not None else sorted(m.keys()) for m in others]
+    word = chained_word(tokens)
+    needle = word.encode("utf-8") if word else None
 
     def check(docnum: int) -> bool:
-        return (all(_holds(ids, docnum) for ids in lists)
-                and any(phrase_in(tokens, text) for text in ctx.texts_of(docnum) if text))
+        if not all(_holds(ids, docnum) for ids in lists):
+            return False
+        if needle is not None:
+            return needle in ctx.view.raw_texts(docnum)
+        return any(phrase_in(tokens, text) for text in ctx.texts_of(docnum) if text)
 
     return Matches(rarest._scores, check, rarest.ids, rarest.impacts, rarest.idf)
 

@@ -38,17 +38,19 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
+import re
 import struct
 import sys
 from array import array
-from collections import defaultdict, deque
+from collections import Counter, defaultdict, deque
 from collections.abc import Iterable, Iterator
 from functools import partial
 from itertools import groupby, repeat
 from operator import add, itemgetter, lshift, or_
 
-from whoosh import fields, formats
+from whoosh import analysis, fields, formats
 from whoosh.codec.whoosh3 import W3Codec, W3TermInfo
+from whoosh.filedb.filestore import FileStorage
 from whoosh.filedb.filetables import OrderedHashWriter
 from whoosh.filedb.filetables import _lengths as _LENGTHS
 from whoosh.matching import ListMatcher
@@ -110,6 +112,23 @@ class CharTerms(fields.FieldType):
 
     def index(self, value, **kwargs):
         raise ValueError("a CharTerms field is filled by index.postings.BulkWriter from its Content field")
+
+
+_ID = analysis.IDAnalyzer()
+_KEYWORDS = analysis.KeywordAnalyzer(lowercase=True)
+_SPACE_SEPARATED = re.compile(r"[^ \t\r\n]+")          # whoosh.analysis.SpaceSeparatedTokenizer
+
+
+def _simple_terms(field: fields.FieldType, value) -> dict[str, int] | None:
+    """The terms of an ``ID`` or lowercase ``KEYWORD`` field with Whoosh's default analyzer,
+    without its ``Token`` objects (15 µs a field); None for any other field."""
+    if not isinstance(value, str):
+        return None
+    if type(field) is fields.ID and field.analyzer == _ID:
+        return {value: 1}
+    if type(field) is fields.KEYWORD and field.analyzer == _KEYWORDS:
+        return Counter(_SPACE_SEPARATED.findall(value.lower()))
+    return None
 
 
 def _parts(value) -> list[tuple[str, float]]:
@@ -357,12 +376,15 @@ class BulkWriter(SegmentWriter):
                     pool.rows[docnum] = pool.impacts.row(length)
                 value = None
             elif field.indexed:
-                items = list(field.index(value))
-                counts = [min(MAX_COUNT, freq) for _, freq, _, _ in items]
-                pool.field(name).add(docnum, [b.decode("utf-8") for b, _, _, _ in items],
-                                     map(or_, repeat(255 << 16), counts))
+                terms = _simple_terms(field, value)
+                if terms is None:
+                    terms = Counter()
+                    for btext, freq, _, _ in field.index(value):
+                        terms[btext.decode("utf-8")] += freq
+                pool.field(name).add(docnum, list(terms), map(or_, repeat(255 << 16), map(min, terms.values(),
+                                                                                             repeat(MAX_COUNT))))
                 if field.scorable:
-                    length = sum(counts)
+                    length = sum(terms.values())
             pdw.add_field(name, field, value if field.stored else None, length)
             if field.column_type and value is not None:
                 pdw.add_column_value(name, field.column_type, field.to_column_value(value))
@@ -390,10 +412,13 @@ class BulkWriter(SegmentWriter):
             return
         self._kept = self.segments[:len(self.segments) - len(segments)]
         names = set(self.schema.names())
+        # read without mmap: a merge reads every page once, and mapped pages count in the process's RSS
+        storage = FileStorage(self.storage.folder, supports_mmap=False) if isinstance(self.storage, FileStorage) \
+            else self.storage
         for segment in segments:
             if segment.has_deletions():
                 raise ValueError("BulkWriter cannot merge a segment with deleted documents")
-            reader = SegmentReader(self.storage, self.schema, segment)
+            reader = SegmentReader(storage, self.schema, segment)
             base = self.docnum
             self.write_per_doc(names, reader)
             self._sources.append((reader, base))

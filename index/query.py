@@ -305,25 +305,25 @@ def _allowed(view: IndexView, p: SearchParams) -> set[int] | None:
     return sets[0].intersection(*sets[1:])
 
 
-_local = threading.local()
+_views: dict[str, IndexView] = {}
+_views_lock = threading.Lock()
 
 
 def _view(coll: Collection) -> IndexView | None:
-    """The collection's index opened for searching, cached per thread until it changes."""
-    cache = _local.__dict__.setdefault("views", {})
+    """The collection's index opened for searching, shared by threads until it changes (an
+    older view is not closed: a search may still be using it; it goes with its last user)."""
     key = str(coll.path.resolve())
-    view = cache.get(key)
-    if view is not None:
-        if view.is_current():
+    with _views_lock:
+        view = _views.get(key)
+        if view is not None and view.is_current():
             return view
-        view.close()
-        del cache[key]
-    try:
-        view = IndexView(coll)
-    except FileNotFoundError:
-        return None
-    cache[key] = view
-    return view
+        _views.pop(key, None)
+        try:
+            view = IndexView(coll)
+        except FileNotFoundError:
+            return None
+        _views[key] = view
+        return view
 
 
 def search(root: Path, params: SearchParams, time_limit: float = TIME_LIMIT) -> dict:

@@ -1,0 +1,110 @@
+"""A Whoosh ``FileStorage`` that maps segment files into memory without copying them.
+
+Whoosh 3 maps a compound segment file (``*.seg``) and hands out each part as a ``BufferFile``,
+which wraps its slice of the map in a ``BytesIO``: a copy. Every reader opened copied the whole
+postings and term files, 380 MB for 100,000 pages (``tracemalloc``), which made the first search
+after each harvest take a second and the process's peak memory several times the index's
+working set. Here ``CompoundStorage`` is given a file whose ``subset`` is a view of one shared
+map, read in place.
+"""
+
+from __future__ import annotations
+
+import mmap
+from io import SEEK_CUR, SEEK_END, SEEK_SET
+
+from whoosh.filedb.filestore import FileStorage
+from whoosh.filedb.structfile import BufferFile, StructFile
+
+__all__ = ["MappedStorage"]
+
+
+class MappedStorage(FileStorage):
+    """``FileStorage`` whose compound segment files are read through one map each, in place.
+
+    ``populate`` maps every page when a segment is opened (``MAP_POPULATE``), for searching: a
+    page touched for the first time costs a fault, and 50 different queries on 100,000 documents
+    touched enough pages to take their p95 from 43 to 70 ms. Writers leave it off: the process
+    then only holds the pages it reads (its RSS counts mapped pages)."""
+
+    def __init__(self, path, readonly: bool = False, populate: bool = False):
+        # without mmap, CompoundStorage asks the file for subset(): _MappedFile answers with views
+        super().__init__(str(path), supports_mmap=False, readonly=readonly)
+        self.populate = populate
+
+    def open_file(self, name, **kwargs):
+        f = super().open_file(name, **kwargs)
+        if name.endswith(".seg"):
+            return _MappedFile(f.file, name, self.populate)
+        return f
+
+
+class _MappedFile(StructFile):
+    """A compound file: read as usual for its directory, and mapped for its parts."""
+
+    def __init__(self, fileobj, name: str, populate: bool = False):
+        super().__init__(fileobj, name=name)
+        flags = mmap.MAP_SHARED | (getattr(mmap, "MAP_POPULATE", 0) if populate else 0)
+        self._map = mmap.mmap(fileobj.fileno(), 0, flags=flags, prot=mmap.PROT_READ)
+
+    def subset(self, position: int, length: int, name: str | None = None) -> BufferFile:
+        return _ViewFile(memoryview(self._map)[position:position + length], name or self._name)
+
+    def close(self) -> None:
+        try:
+            self._map.close()
+        except BufferError:      # a part is still open somewhere: the map goes with the last view
+            pass
+        super().close()
+
+
+class _ViewFile(BufferFile):
+    """``BufferFile`` over a view of the map, with a file position that does not copy it."""
+
+    def __init__(self, buf: memoryview, name: str | None = None):
+        self._buf = buf
+        self._name = name
+        self.file = _ViewIO(buf)
+        self.onclose = None
+        self.is_real = False
+        self.is_closed = False
+
+
+class _ViewIO:
+    """The part of ``BytesIO`` that ``StructFile`` and ``pickle.load`` use, over a memoryview."""
+
+    def __init__(self, buf: memoryview):
+        self._buf = buf
+        self._pos = 0
+
+    def read(self, size: int = -1) -> bytes:
+        end = len(self._buf) if size is None or size < 0 else min(len(self._buf), self._pos + size)
+        data = bytes(self._buf[self._pos:end])
+        self._pos = end
+        return data
+
+    def readline(self, size: int = -1) -> bytes:
+        end = len(self._buf) if size is None or size < 0 else min(len(self._buf), self._pos + size)
+        at = self._pos
+        while at < end:
+            found = bytes(self._buf[at:min(end, at + 256)]).find(b"\n")
+            if found >= 0:
+                return self.read(at + found + 1 - self._pos)
+            at += 256
+        return self.read(end - self._pos)
+
+    def readinto(self, target) -> int:
+        data = self.read(len(target))
+        target[:len(data)] = data
+        return len(data)
+
+    def seek(self, offset: int, whence: int = SEEK_SET) -> int:
+        base = {SEEK_SET: 0, SEEK_CUR: self._pos, SEEK_END: len(self._buf)}[whence]
+        self._pos = max(0, base + offset)
+        return self._pos
+
+    def tell(self) -> int:
+        return self._pos
+
+    def close(self) -> None:
+        pass
