@@ -2,16 +2,22 @@
 
 One invocation:
 
-1. generates a site (``bench/sitegen.py``, a Chinese government-news portal), serves version 1 on
-   127.0.0.1 and harvests it with Strata (crawl 1: about 3,600 URLs with the default preset);
-2. extracts the text of every HTML page and PDF once, with Strata's extractor (timed: both
-   indexes share it), then indexes the same documents, each in a fresh child process (for its peak
-   RSS), with (a) Strata's schema and CJK bigram analyzer, (b) the same schema with Whoosh's default
-   analyzer, (c) with Whoosh's ``CJKAnalyzer`` (unigrams): docs/s, index size, peak RSS;
+1. generates a site (``bench/sitegen.py``, a Chinese government-news portal), serves it on
+   127.0.0.1 and harvests version 1 then version 2 (incremental) with Strata, full-text indexing
+   off (crawl 1: about 3,600 URLs with the default preset), then times ``index_run`` after each
+   crawl as the harvester would call it, each in a fresh process (seconds, peak RSS, documents
+   parsed, added, and updated by capture rows);
+2. extracts the text of every HTML page and PDF once, with Strata's extractor (timed: every
+   index shares it), then indexes the same documents, each in a fresh child process (for its peak
+   RSS), ``--repeat`` times in turn (the best time counts: this machine's speed varies by 20% from
+   minute to minute): (a) Strata, the way ``strata index rebuild`` writes (``fulltext.create``:
+   BulkWriter, capture store, fsync); (b) plain Whoosh, a ``SegmentWriter`` with the same
+   metadata fields and the title, description, keywords and text as ``TEXT`` fields with its
+   default analyzer; (c) the same with Whoosh's ``CJKAnalyzer`` (unigrams): docs/s, size, RSS;
 3. runs a fixed set of Chinese words (2, 3 and 4 characters, frequent to rare in the site's
-   vocabulary) against each index, the way each would be queried (Strata: ``index.query``; plain
-   Whoosh: its ``MultifieldParser``), and compares with the documents whose text contains the word:
-   recall and precision;
+   vocabulary) against each index, the way each would be queried (Strata: ``index.matching``, with
+   its phrase checks; plain Whoosh: its ``MultifieldParser``), and compares with the documents
+   whose text contains the word: recall and precision;
 4. synthesises 10,000 and 100,000 documents from the same vocabulary (with capture dates over
    three years) into Strata indexes and times 50 fixed queries through ``index.query.search`` (the
    whole path: parse, search, group by URL, facets, histogram, snippets): p50 and p95.
@@ -27,11 +33,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import multiprocessing
 import os
 import pickle
 import random
 import resource
+import shutil
 import statistics
 import sys
 import time
@@ -46,6 +54,14 @@ CHINESE_RANKS = (3, 10, 30, 60, 120, 250, 500, 900, 1500, 2400)   # Zipf ranks i
 
 
 def rss_mb() -> float:
+    """This process's peak RSS. Linux keeps ``ru_maxrss`` across exec, so a child spawned by a big
+    parent reports the parent's size (every index measured 246 MB); VmHWM starts with the child."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
@@ -62,7 +78,9 @@ def dir_size(path: Path) -> int:
 
 # -- 1. harvest ------------------------------------------------------------------------------------
 
-def harvest(root: Path, preset: str) -> tuple[dict, object]:
+def harvest(root: Path, preset: str) -> tuple[list[dict], object]:
+    """Crawl 1 (version 1, mode full) and crawl 2 (version 2, incremental) into one collection,
+    full-text indexing off; the collection after each crawl is copied to ``crawl1``, ``crawl2``."""
     from sitegen import GeneratedSite, SiteSpec
 
     from harvester.run import Harvest
@@ -73,25 +91,58 @@ def harvest(root: Path, preset: str) -> tuple[dict, object]:
     site = GeneratedSite(SiteSpec.preset(preset))
     site.warm()
     server = SiteServer(site, 1).start()
+    summaries = []
     try:
-        coll = Collection.open(root, "bench", create=True)
+        coll = Collection.open(root, "harvest", create=True)
         job = validate_job("bench", {"seeds": [server.base_url + "/"], "delay": 0.0, "depth": 50,
                                      "concurrency": 8, "max_urls": 100_000, "fulltext": False})
-        started = time.monotonic()
-        summary = asyncio.run(Harvest(coll, job).run())
-        summary["seconds"] = round(time.monotonic() - started, 1)
+        for version, mode in ((1, "full"), (2, "incremental")):
+            server.version = version
+            started = time.monotonic()
+            summary = asyncio.run(Harvest(coll, job, mode=mode).run())
+            summary["seconds"] = round(time.monotonic() - started, 1)
+            summaries.append(summary)
+            shutil.copytree(root / "harvest", root / f"crawl{version}")
     finally:
         server.stop()
-    return summary, site
+    return summaries, site
+
+
+def index_run_in_child(root: str, name: str, run_id: str) -> dict:
+    from index.collection import Collection
+    from index.fulltext import index_run
+
+    started = time.monotonic()
+    figures = index_run(Collection(Path(root), name), run_id)
+    return {"seconds": round(time.monotonic() - started, 2), "peak_rss_mb": round(rss_mb(), 1),
+            **{k: figures.get(k) for k in ("parsed", "copied", "added", "updated", "unchanged", "captures",
+                                           "rebuilt", "documents")}}
+
+
+def incremental(root: Path, runs: list[str]) -> list[dict]:
+    """``index_run`` after each crawl, as the harvester calls it, each in a fresh process: the
+    collection ``incr`` gets crawl i's WARC files and harvest state, keeping its full-text index."""
+    out = []
+    work = root / "incr"
+    for i, run_id in enumerate(runs, 1):
+        snapshot = root / f"crawl{i}"
+        for part in ("archive", "indexes", "jobs"):
+            shutil.rmtree(work / part, ignore_errors=True)
+            shutil.copytree(snapshot / part, work / part)
+        (work / "strata").mkdir(parents=True, exist_ok=True)
+        shutil.copy(snapshot / "strata" / "harvest.sqlite", work / "strata" / "harvest.sqlite")
+        out.append(in_child(index_run_in_child, str(root), "incr", run_id))
+        print(f"index_run after crawl {i}:", out[-1], flush=True)
+    return out
 
 
 # -- 2. extract and index --------------------------------------------------------------------------
 
-def extract_docs(coll) -> tuple[list[dict], float]:
-    """Strata's documents for every 2xx payload of the collection (text types parsed)."""
+def extract_docs(coll) -> tuple[list[tuple], float]:
+    """(url, digest, Payload, {timestamp}) for every 2xx payload of the collection (text types parsed)."""
     from warcio.archiveiterator import ArchiveIterator
 
-    from index.fulltext import Payload, _document, _ts14, indexable
+    from index.fulltext import Payload, _ts14, indexable
 
     docs = []
     started = time.monotonic()
@@ -106,24 +157,35 @@ def extract_docs(coll) -> tuple[list[dict], float]:
                     continue
                 payload = Payload.from_record(record.http_headers, record.raw_stream.read())
                 digest = record.rec_headers.get_header("WARC-Payload-Digest")
-                docs.append(_document(url, digest, payload, {_ts14(record.rec_headers.get_header("WARC-Date"))}))
+                docs.append((url, digest, payload, {_ts14(record.rec_headers.get_header("WARC-Date"))}))
     return docs, time.monotonic() - started
 
 
-def _schema(kind: str):
+TEXTS = (("title", 3.0), ("description", 1.5), ("keywords", 1.5), ("text", 1.0))    # index.fulltext.PART_BOOSTS
+
+
+def plain_schema(kind: str):
+    """Strata's metadata fields, with the texts as Whoosh ``TEXT`` fields."""
     from whoosh import fields
     from whoosh.analysis import CJKAnalyzer, StandardAnalyzer
 
-    from index.fulltext import schema
-
-    base = schema()
-    if kind == "strata":
-        return base
     analyzer = StandardAnalyzer() if kind == "whoosh-default" else CJKAnalyzer()
-    for name, boost in (("title", 4.0), ("description", 2.0), ("keywords", 2.0), ("text", 1.0)):   # as in schema()
-        base.remove(name)
-        base.add(name, fields.TEXT(analyzer=analyzer, stored=True, field_boost=boost))
-    return base
+    return fields.Schema(
+        key=fields.ID(unique=True, stored=True), url=fields.ID(stored=True, sortable=True),
+        digest=fields.ID(stored=True), host=fields.ID(stored=True, sortable=True),
+        domains=fields.KEYWORD(lowercase=True), mime=fields.ID(stored=True, sortable=True),
+        mtype=fields.ID(stored=True, sortable=True), lang=fields.STORED(), status=fields.STORED(),
+        size=fields.STORED(),
+        **{name: fields.TEXT(analyzer=analyzer, stored=True, field_boost=boost) for name, boost in TEXTS})
+
+
+def plain_document(url: str, digest: str, payload) -> dict:
+    from index.fulltext import _document
+
+    doc = _document(url, digest, payload)
+    del doc["parts"], doc["content"]
+    doc.update({name: getattr(payload, name) or "" for name, _ in TEXTS})
+    return doc
 
 
 def index_docs(kind: str, docs_file: str, target: str) -> dict:
@@ -132,15 +194,26 @@ def index_docs(kind: str, docs_file: str, target: str) -> dict:
     with open(docs_file, "rb") as fh:
         docs = pickle.load(fh)
     os.makedirs(target, exist_ok=True)
-    ix = index.create_in(target, _schema(kind))
-    started = time.monotonic()
-    writer = ix.writer(limitmb=128)
-    for doc in docs:
-        writer.add_document(**doc)
-    writer.commit()
-    seconds = time.monotonic() - started
+    if kind == "strata":
+        from index import fulltext
+        from index.collection import Collection
+
+        coll = Collection.open(Path(target), "ix", create=True)
+        started = time.monotonic()
+        fulltext.create(coll, docs)
+        seconds = time.monotonic() - started
+        size = dir_size(coll.fulltext_dir)
+    else:
+        ix = index.create_in(target, plain_schema(kind))
+        started = time.monotonic()       # the documents are made inside the timing, as fulltext.create does
+        writer = ix.writer(limitmb=128)
+        for url, digest, payload, _ in docs:
+            writer.add_document(**plain_document(url, digest, payload))
+        writer.commit()
+        seconds = time.monotonic() - started
+        size = dir_size(Path(target))
     return {"kind": kind, "docs": len(docs), "seconds": round(seconds, 2), "docs_per_s": round(len(docs) / seconds, 1),
-            "size_mb": round(dir_size(Path(target)) / 1e6, 2), "peak_rss_mb": round(rss_mb(), 1)}
+            "size_mb": round(size / 1e6, 2), "peak_rss_mb": round(rss_mb(), 1)}
 
 
 # -- 3. recall -------------------------------------------------------------------------------------
@@ -157,72 +230,81 @@ def chinese_words(site) -> list[str]:
 
 
 def recall(kind: str, target: str, docs_file: str, words: list[str]) -> dict:
-    from whoosh import index
-    from whoosh.qparser import MultifieldParser
-
-    from index.query import _whoosh, parse_query
-
     with open(docs_file, "rb") as fh:
         docs = pickle.load(fh)
-    fields_ = ("title", "description", "keywords", "text")
-    ix = index.open_dir(target)
     out = {"kind": kind, "words": {}}
     found_total = truth_total = correct_total = 0
-    with ix.searcher() as searcher:
-        parser = MultifieldParser(list(fields_), ix.schema)
-        for word in words:
-            truth = {d["key"] for d in docs if any(word in (d.get(f) or "") for f in fields_)}
-            if kind == "strata":
-                q = _whoosh(parse_query(word).tree, searcher.reader())
-            else:
-                q = parser.parse(word)
-            found = {hit["key"] for hit in searcher.search(q, limit=None)}
-            correct = len(found & truth)
-            out["words"][word] = {"truth": len(truth), "found": len(found), "correct": correct}
-            found_total += len(found)
-            truth_total += len(truth)
-            correct_total += correct
+    for word, truth, found in _found(kind, target, docs, words):
+        correct = len(found & truth)
+        out["words"][word] = {"truth": len(truth), "found": len(found), "correct": correct}
+        found_total += len(found)
+        truth_total += len(truth)
+        correct_total += correct
     out["recall"] = round(correct_total / truth_total, 4) if truth_total else None
     out["precision"] = round(correct_total / found_total, 4) if found_total else None
     return out
 
 
+def _found(kind: str, target: str, docs: list, words: list[str]):
+    """(word, keys of the documents containing it, keys the index finds) per word."""
+    def truth(word: str) -> set[str]:
+        return {f"{url} {digest}" for url, digest, payload, _ in docs
+                if any(word in (getattr(payload, name) or "") for name, _ in TEXTS)}
+
+    if kind == "strata":
+        from index.collection import Collection
+        from index.matching import IndexView, matching_docs
+        from index.query import parse_query
+
+        view = IndexView(Collection(Path(target), "ix"))
+        for word in words:
+            found = matching_docs(view, parse_query(word).tree)
+            yield word, truth(word), {view.searcher.stored_fields(d)["key"] for d in found}
+        view.close()
+        return
+    from whoosh import index
+    from whoosh.qparser import MultifieldParser
+
+    ix = index.open_dir(target)
+    with ix.searcher() as searcher:
+        parser = MultifieldParser([name for name, _ in TEXTS], ix.schema)
+        for word in words:
+            yield word, truth(word), {hit["key"] for hit in searcher.search(parser.parse(word), limit=None)}
+
+
 # -- 4. latency at scale ---------------------------------------------------------------------------
 
 def synthesise(root: str, name: str, count: int, seed: int, preset: str) -> dict:
-    """``count`` documents from the site's vocabulary in a collection layout, with capture dates."""
+    """``count`` documents from the site's vocabulary in a collection, with capture dates."""
     from sitegen import GeneratedSite, SiteSpec
-    from whoosh import index
 
     from index import fulltext
     from index.collection import Collection
-    from index.fulltext import Payload, _document, schema
+    from index.fulltext import Payload
 
     site = GeneratedSite(SiteSpec.preset(preset))
     rng = random.Random(seed)
     coll = Collection.open(Path(root), name, create=True)
-    target = coll.fulltext_dir
-    target.mkdir(parents=True, exist_ok=True)
-    ix = index.create_in(str(target), schema())
     start = datetime(2022, 1, 1, tzinfo=UTC)
     latin = "archive library report policy data national digital harvest review budget".split()
+
+    def documents():
+        for n in range(count):
+            text = site._text(rng, 300, 900)
+            if rng.random() < 0.3:
+                text += " " + " ".join(rng.choices(latin, k=8))
+            stamps = {(start + timedelta(days=rng.uniform(0, 3 * 365))).strftime("%Y%m%d%H%M%S")
+                      for _ in range(rng.choice((1, 1, 2, 3, 6)))}
+            host = f"www{rng.randrange(20)}.example.gov.cn"
+            payload = Payload(mime="text/html" if rng.random() < 0.95 else "application/pdf", status=200,
+                              size=len(text) * 3, title=site._text(rng, 14, 40).rstrip("。"), text=text, lang="zh")
+            yield f"http://{host}/a/{n}.htm", f"sha1:{n:032d}", payload, stamps
+
     started = time.monotonic()
-    writer = ix.writer(limitmb=256)
-    for n in range(count):
-        text = site._text(rng, 300, 900)
-        if rng.random() < 0.3:
-            text += " " + " ".join(rng.choices(latin, k=8))
-        stamps = {(start + timedelta(days=rng.uniform(0, 3 * 365))).strftime("%Y%m%d%H%M%S")
-                  for _ in range(rng.choice((1, 1, 2, 3, 6)))}
-        host = f"www{rng.randrange(20)}.example.gov.cn"
-        payload = Payload(mime="text/html" if rng.random() < 0.95 else "application/pdf", status=200,
-                          size=len(text) * 3, title=site._text(rng, 14, 40).rstrip("。"), text=text, lang="zh")
-        writer.add_document(**_document(f"http://{host}/a/{n}.htm", f"sha1:{n:032d}", payload, stamps))
-    writer.commit()
+    fulltext.create(coll, documents())
     seconds = time.monotonic() - started
-    (target / fulltext.FORMAT_FILE).write_text(json.dumps({"format": fulltext.FORMAT, "build": f"synth{count}"}))
     return {"docs": count, "seconds": round(seconds, 1), "docs_per_s": round(count / seconds, 1),
-            "size_mb": round(dir_size(target) / 1e6, 1), "peak_rss_mb": round(rss_mb(), 1)}
+            "size_mb": round(dir_size(coll.fulltext_dir) / 1e6, 1), "peak_rss_mb": round(rss_mb(), 1)}
 
 
 def latency_queries(site) -> list[dict]:
@@ -242,7 +324,7 @@ def latency_queries(site) -> list[dict]:
 def latency(root: str, name: str, queries: list[dict]) -> dict:
     from index.query import SearchParams, search
 
-    times, totals, cold = [], [], None
+    times, totals, cold, timed_out, per_query = [], [], None, 0, []
     for i, spec in enumerate(queries):
         started = time.perf_counter()
         result = search(Path(root), SearchParams(collections=[name], **spec))
@@ -254,11 +336,18 @@ def latency(root: str, name: str, queries: list[dict]) -> dict:
             elapsed = (time.perf_counter() - started) * 1000
         times.append(elapsed)
         totals.append(result["total_documents"])
-    times_sorted = sorted(times)
-    return {"queries": len(times), "p50_ms": round(statistics.median(times), 1),
-            "p95_ms": round(times_sorted[max(0, int(len(times) * 0.95) - 1)], 1), "max_ms": round(max(times), 1),
-            "first_query_cold_ms": cold, "median_matches": statistics.median(totals),
-            "timed_out": 0, "peak_rss_mb": round(rss_mb(), 1)}
+        timed_out += bool(result["timed_out"])
+        per_query.append({**spec, "ms": round(elapsed, 1), "documents": result["total_documents"],
+                          "urls": result["total_urls"], "exhaustive": result["exhaustive"]})
+    return {"queries": len(times), "p50_ms": round(statistics.median(times), 1), "p95_ms": round(p95(times), 1),
+            "max_ms": round(max(times), 1), "first_query_cold_ms": cold, "median_matches": statistics.median(totals),
+            "timed_out": timed_out, "peak_rss_mb": round(rss_mb(), 1), "per_query": per_query}
+
+
+def p95(times: list[float]) -> float:
+    """Nearest rank: the 48th of 50 (the bench before this one took the 47th)."""
+    ordered = sorted(times)
+    return ordered[math.ceil(0.95 * len(ordered)) - 1]
 
 
 # -- the run ---------------------------------------------------------------------------------------
@@ -268,6 +357,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--preset", default="issue2", help="sitegen preset (issue2: about 3,600 URLs)")
     parser.add_argument("--quick", action="store_true", help="quick preset, 2k and 10k synthetic documents")
     parser.add_argument("--scales", default=None, help="synthetic sizes, e.g. 10000,100000")
+    parser.add_argument("--repeat", type=int, default=3, help="times each index is built, in turn (best counts)")
+    parser.add_argument("--skip-latency", action="store_true", help="indexing and recall only")
     args = parser.parse_args(argv)
     preset = "quick" if args.quick else args.preset
     scales = [int(s) for s in (args.scales or ("2000,10000" if args.quick else "10000,100000")).split(",")]
@@ -276,14 +367,17 @@ def main(argv: list[str] | None = None) -> None:
     root.mkdir(parents=True)
     report: dict = {"preset": preset, "python": sys.version.split()[0], "cpus": os.cpu_count()}
 
-    print(f"harvesting the generated site ({preset}) ...", flush=True)
-    summary, site = harvest(root, preset)
+    print(f"harvesting the generated site ({preset}), two crawls ...", flush=True)
+    summaries, site = harvest(root, preset)
+    summary = summaries[0]
     report["harvest"] = {k: summary[k] for k in ("urls_fetched", "new", "seconds")}
+    report["harvest2"] = {k: summaries[1][k] for k in ("urls_fetched", "new", "seconds")}
+    report["incremental"] = incremental(root, [s["run_id"] for s in summaries])
     from index.collection import Collection
 
-    coll = Collection(root, "bench")
+    coll = Collection(root, "crawl1")
     docs, extract_seconds = extract_docs(coll)
-    text_docs = sum(1 for d in docs if d["text"])
+    text_docs = sum(1 for d in docs if d[2].text)
     report["extract"] = {"docs": len(docs), "with_text": text_docs, "seconds": round(extract_seconds, 2),
                          "docs_per_s": round(len(docs) / extract_seconds, 1)}
     docs_file = out / "docs.pickle"
@@ -294,11 +388,19 @@ def main(argv: list[str] | None = None) -> None:
     report["index"], report["recall"] = {}, {}
     words = chinese_words(site)
     report["chinese_words"] = words
-    for kind in ("whoosh-default", "strata", "whoosh-cjk-unigram"):
-        target = out / f"ix-{kind}"
-        figures = in_child(index_docs, kind, str(docs_file), str(target))
+    kinds = ("whoosh-default", "strata", "whoosh-cjk-unigram")
+    runs: dict[str, list[dict]] = {kind: [] for kind in kinds}
+    for attempt in range(max(1, args.repeat)):
+        for kind in kinds:
+            target = out / f"ix-{kind}-{attempt}"
+            runs[kind].append(in_child(index_docs, kind, str(docs_file), str(target)))
+            print(kind, runs[kind][-1], flush=True)
+    for kind in kinds:
+        best = min(range(len(runs[kind])), key=lambda i: runs[kind][i]["seconds"])
+        figures = dict(runs[kind][best], all_docs_per_s=[f["docs_per_s"] for f in runs[kind]])
         figures["end_to_end_docs_per_s"] = round(len(docs) / (figures["seconds"] + extract_seconds), 1)
         report["index"][kind] = figures
+        target = out / f"ix-{kind}-{best}"
         report["recall"][kind] = in_child(recall, kind, str(target), str(docs_file), words)
         print(kind, figures, {k: report["recall"][kind][k] for k in ("recall", "precision")}, flush=True)
     started = time.monotonic()
@@ -310,7 +412,7 @@ def main(argv: list[str] | None = None) -> None:
     report["latency"] = {}
     queries = latency_queries(site)
     report["latency_queries"] = queries
-    for count in scales:
+    for count in ([] if args.skip_latency else scales):
         name = f"synth{count}"
         built = in_child(synthesise, str(root), name, count, 7, preset)
         timed = in_child(latency, str(root), name, queries)
@@ -333,15 +435,23 @@ def _table(r: dict) -> list[str]:
         rc = r["recall"]["whoosh-default" if kind == "whoosh default" else
                          "strata" if kind.startswith("strata") else "whoosh-cjk-unigram"]
         lines.append(f"{kind:<20} {f['docs_per_s']:>8} {f['end_to_end_docs_per_s']:>9} {f['size_mb']:>8} "
-                     f"{f['peak_rss_mb']:>7} {rc['recall']!s:>7} {rc['precision']!s:>9}")
-    lines.append(f"strata/plain docs/s: {strata['docs_per_s'] / plain['docs_per_s']:.2f}x indexing only, "
-                 f"{strata['end_to_end_docs_per_s'] / plain['end_to_end_docs_per_s']:.2f}x with extraction")
+                     f"{f['peak_rss_mb']:>7} {rc['recall']!s:>7} {rc['precision']!s:>9}   runs: {f['all_docs_per_s']}")
+    lines.append(f"strata/plain docs/s: {strata['docs_per_s'] / plain['docs_per_s']:.2f}x indexing only (best of "
+                 f"{len(plain['all_docs_per_s'])}; run by run: " + ", ".join(
+                     f"{s / p:.2f}x" for s, p in zip(strata["all_docs_per_s"], plain["all_docs_per_s"], strict=True))
+                 + f"), {strata['end_to_end_docs_per_s'] / plain['end_to_end_docs_per_s']:.2f}x with extraction")
     lines.append(f"strata rebuild from WARCs: {r['strata_rebuild_from_warcs']}")
+    for i, f in enumerate(r.get("incremental", []), 1):
+        lines.append(f"index_run after crawl {i}: {f['seconds']} s, peak RSS {f['peak_rss_mb']} MB; parsed {f['parsed']}, "
+                     f"documents added {f['added']}, updated by capture rows {f['updated']}, {f['documents']} in all")
     lines.append("")
     for count, f in r["latency"].items():
         lines.append(f"{count:>7} docs: p50 {f['p50_ms']} ms, p95 {f['p95_ms']} ms, max {f['max_ms']} ms "
                      f"(first query cold {f['first_query_cold_ms']} ms); build {f['build']['docs_per_s']} docs/s, "
-                     f"{f['build']['size_mb']} MB; peak RSS {f['peak_rss_mb']} MB")
+                     f"{f['build']['size_mb']} MB; peak RSS {f['peak_rss_mb']} MB; timed out {f['timed_out']}")
+        slowest = sorted(f["per_query"], key=lambda q: -q["ms"])[:5]
+        lines.append("         slowest: " + "; ".join(
+            f"{q['q']}{' (dates)' if 'date_from' in q else ''} {q['ms']} ms/{q['documents']} docs" for q in slowest))
     return lines
 
 

@@ -333,6 +333,7 @@ def search(root: Path, params: SearchParams, time_limit: float = TIME_LIMIT) -> 
     names = p.collections if p.collections is not None else list_collections(root)
     groups: dict[tuple[str, str], dict] = {}
     total_docs = 0
+    total_exact = True
     timed_out = False
     exhaustive = True
     best: dict[tuple[str, str], tuple] = {}
@@ -352,10 +353,11 @@ def search(root: Path, params: SearchParams, time_limit: float = TIME_LIMIT) -> 
                 raise TimeUp
             ranked = rank(matches, allowed, MAX_DOCS, deadline)
         except TimeUp:
-            timed_out, exhaustive = True, False
+            timed_out, exhaustive, total_exact = True, False, False
             continue
         timed_out = timed_out or ranked.timed_out
         total_docs += ranked.total
+        total_exact = total_exact and ranked.exact
         if not ranked.exact or ranked.total > len(ranked.hits):
             exhaustive = False
         url_col, host_col, type_col = (view.columns[c] for c in ("url", "host", "mtype"))
@@ -400,7 +402,8 @@ def search(root: Path, params: SearchParams, time_limit: float = TIME_LIMIT) -> 
     return {
         "query": p.q, "from": p.date_from, "to": p.date_to, "site": p.site, "type": p.type,
         "collections": names, "unindexed": unindexed, "sort": p.sort, "page": p.page, "per_page": p.per_page,
-        "total_urls": len(hits), "total_documents": total_docs, "pages": max(1, -(-len(hits) // p.per_page)),
+        "total_urls": len(hits), "total_documents": total_docs, "total_exact": total_exact,
+        "pages": max(1, -(-len(hits) // p.per_page)),
         "exhaustive": exhaustive and not timed_out, "timed_out": timed_out,
         "hits": page_hits, "facets": _facets(hits), "histogram": _histogram(hits),
         "elapsed_ms": round((time.monotonic() - started) * 1000, 1),

@@ -93,6 +93,7 @@ def test_hits_group_by_url_with_capture_counts(searched):  # noqa: F811
     assert hit["captures"] == stamps and hit["count"] == 3
     assert (hit["first"], hit["last"]) == (stamps[0], stamps[-1])
     assert result["total_documents"] == 2       # two payloads of one URL (v3 changed its footer)
+    assert result["total_exact"] is True
     assert "<mark>国会</mark>" in hit["snippet_html"]
     assert hit["title"] == "ウェブアーカイブ" and hit["lang"] == "ja"
 

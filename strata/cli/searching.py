@@ -38,7 +38,8 @@ def search(collection, query, date_from, date_to, site, mime_type, sort, limit, 
         keys = ("url", "title", "captures", "count", "first", "last", "replay_ts", "snippet", "mime", "host", "collection")
         click.echo(json.dumps([{k: h[k] for k in keys} for h in result["hits"]], ensure_ascii=False, indent=1))
         return
-    click.echo(f"{result['total_urls']} URLs ({result['total_documents']} versions) in {result['elapsed_ms']:.0f} ms"
+    about = "" if result["total_exact"] else "about "
+    click.echo(f"{result['total_urls']} URLs ({about}{result['total_documents']} versions) in {result['elapsed_ms']:.0f} ms"
                + ("" if result["exhaustive"] else "; only the best matches were grouped"))
     for hit in result["hits"]:
         click.echo(f"\n{hit['title'] or '(no title)'}\n  {hit['url']}")
