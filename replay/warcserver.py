@@ -1,10 +1,18 @@
 """pywb's warcserver as Strata runs it: one in-process WSGI app over the collections root.
 
 It is pywb's auto-collection handler (index ``<root>/<coll>/indexes/*.cdxj``, WARCs under
-``<root>/<coll>/archive/``, pywb's fuzzy-match rules) with three differences:
+``<root>/<coll>/archive/``, pywb's fuzzy-match rules) with four differences:
 
 - the index answers ``closest=`` as of that time (``replay.asof``);
 - only the WARC loader: no live-web or video loader, so nothing is ever fetched from the live web;
+- the original of a revisit of another URL is looked up by its record ID (``WARC-Refers-To``) in the
+  collection's harvest state (``strata/harvest.sqlite``) and loaded directly, instead of by pywb's
+  second CDX query (``WARC-Refers-To-Target-URI`` closest to ``WARC-Refers-To-Date``, same digest).
+  Only a response in an indexed WARC with the revisit's digest is taken: a record pywb's query could
+  find. On any miss (no database, no row, a WARC not indexed, a record that does not load or is not
+  that record) pywb's own lookup runs, so collections written by other tools replay as before.
+  (A revisit of the same URL needs neither: the replay query resolves it from the capture list it
+  reads anyway, ``resolveRevisits`` in ``replay.rewriter``);
 - a revisit of a redirect is served with its original's body. pywb skips loading the payload of a
   3xx revisit ("ignored by browser") and sends an empty body, so ``id_`` would not return the
   archived bytes.
@@ -13,18 +21,78 @@ It is pywb's auto-collection handler (index ``<root>/<coll>/indexes/*.cdxj``, WA
 from __future__ import annotations
 
 import os
+import sqlite3
 from pathlib import Path
 
+from pywb.utils.io import no_except_close
 from pywb.warcserver.basewarcserver import BaseWarcServer
 from pywb.warcserver.handlers import ResourceHandler
+from pywb.warcserver.index.cdxobject import CDXObject
 from pywb.warcserver.resource.resolvingloader import ResolvingLoader
 from pywb.warcserver.resource.responseloader import WARCPathLoader
 from warcio.recordloader import ArchiveLoadFailed
 
+from index import lookup
+from index.collection import Collection
 from replay.asof import AsOfIndexSource
+from strata.errors import CollectionError
+
+# Only records of indexed WARCs are in the CDXJ index: exactly the ones pywb's lookup could find.
+_ORIGINAL_SQL = (
+    "SELECT c.warc, c.offset, c.length, c.digest FROM captures c JOIN warcs w ON w.filename = c.warc "
+    "WHERE c.record_id=? AND c.record_type='response' AND w.state='indexed' LIMIT 1"
+)
 
 
-class _RedirectPayloadLoader(ResolvingLoader):
+def _bare_digest(digest: str | None) -> str:
+    """``sha1:ABC`` (WARC header, harvest state) and ``ABC`` (CDXJ) compare equal."""
+    digest = (digest or "").strip()
+    return digest.split(":", 1)[1] if digest[:5].lower() == "sha1:" else digest
+
+
+class _HarvestDatabases:
+    """One read-only connection per collection to its harvest state, opened again when the file is
+    replaced (``strata index rebuild`` swaps in a new one). Shared by the greenlets of the server's
+    one thread; each query runs to completion without yielding."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self._paths: dict[str, Path | None] = {}
+        self._open: dict[str, tuple[int, sqlite3.Connection]] = {}
+
+    def get(self, coll: str) -> sqlite3.Connection | None:
+        db_path = self._path(coll)
+        try:
+            inode = os.stat(db_path).st_ino if db_path is not None else None
+        except OSError:
+            inode = None
+        cached = self._open.get(coll)
+        if cached is not None and cached[0] == inode:
+            return cached[1]
+        if cached is not None:
+            del self._open[coll]
+            cached[1].close()
+        if inode is None:
+            return None
+        conn = lookup.open_readonly(db_path)
+        if conn is not None:
+            self._open[coll] = (inode, conn)
+        return conn
+
+    def _path(self, coll: str) -> Path | None:
+        if coll not in self._paths:
+            try:
+                self._paths[coll] = Collection(self.root, coll).db_path
+            except CollectionError:
+                self._paths[coll] = None
+        return self._paths[coll]
+
+
+class _RevisitLoader(ResolvingLoader):
+    def __init__(self, path_resolvers, root: Path):
+        super().__init__(path_resolvers, no_record_parse=False)
+        self.harvest_dbs = _HarvestDatabases(root)
+
     def load_headers_and_payload(self, cdx, failed_files, cdx_loader):
         headers, payload = super().load_headers_and_payload(cdx, failed_files, cdx_loader)
         if headers is None or headers is not payload or cdx.get("mime") != "warc/revisit":
@@ -43,11 +111,46 @@ class _RedirectPayloadLoader(ResolvingLoader):
             headers.http_headers.replace_header("Content-Length", length)
         return headers, payload
 
+    def _load_different_url_payload(self, cdx, headers_record, failed_files, cdx_loader):
+        original = self._load_original(cdx, headers_record)
+        if original is not None:
+            return original
+        return super()._load_different_url_payload(cdx, headers_record, failed_files, cdx_loader)
+
+    def _load_original(self, cdx, headers_record):
+        """The revisit's original record found through the harvest state, or None."""
+        record_id = headers_record.rec_headers.get_header("WARC-Refers-To")
+        digest = _bare_digest(cdx.get("digest"))
+        formatter = getattr(cdx, "_formatter", None)
+        if not record_id or not digest or digest in ("-", self.EMPTY_DIGEST) or formatter is None:
+            return None
+        conn = self.harvest_dbs.get(formatter.format("{coll}"))
+        if conn is None:
+            return None
+        try:
+            row = conn.execute(_ORIGINAL_SQL, (record_id,)).fetchone()
+        except sqlite3.Error:
+            return None
+        if row is None or _bare_digest(row["digest"]) != digest:
+            return None
+        location = CDXObject()
+        location.update(filename=row["warc"], offset=str(row["offset"]), length=str(row["length"]))
+        location._formatter = formatter
+        try:
+            # A private failed-files list: a miss here must not stop pywb's lookup using that file.
+            record = self._resolve_path_load(location, False, [])
+        except Exception:  # any failure means "not found here": pywb's lookup decides
+            return None
+        if record.rec_headers.get_header("WARC-Record-ID") != record_id:
+            no_except_close(record.raw_stream)
+            return None
+        return record
+
 
 class _StrataWARCPathLoader(WARCPathLoader):
-    def __init__(self, paths, cdx_source):
+    def __init__(self, paths, cdx_source, root: Path):
         super().__init__(paths, cdx_source)
-        self.resolve_loader = _RedirectPayloadLoader(self.resolvers, no_record_parse=False)
+        self.resolve_loader = _RevisitLoader(self.resolvers, root)
 
 
 def make_warcserver(root: Path) -> tuple[BaseWarcServer, AsOfIndexSource]:
@@ -56,7 +159,8 @@ def make_warcserver(root: Path) -> tuple[BaseWarcServer, AsOfIndexSource]:
     root_dir = os.path.join(os.path.abspath(root), "")
     index = AsOfIndexSource(base_prefix=root_dir, base_dir=os.path.join("{coll}", "indexes", ""))
     archive_paths = os.path.join(root_dir, "{coll}", "archive", "")
-    handler = ResourceHandler(index, [_StrataWARCPathLoader(archive_paths, index)])
+    loader = _StrataWARCPathLoader(archive_paths, index, Path(root_dir))
+    handler = ResourceHandler(index, [loader])
     server = BaseWarcServer(debug=False)
     server.add_route("/<path_param_value>", handler, path_param_name="param.coll")
     return server, index

@@ -1,0 +1,187 @@
+"""Revisits of another URL: the original is loaded by its record ID (``WARC-Refers-To``) from the
+harvest state, without the CDX query pywb makes for it; whatever the harvest state cannot vouch for
+goes through pywb's own lookup.
+
+(A revisit of the same URL never needs that lookup: the replay query resolves it from the capture
+list it reads anyway, ``resolveRevisits``.)
+
+The tests replay every revisit of another URL as raw bytes (``id_``) and count the CDX queries of
+pywb's revisit lookup (``!mime:warc/revisit``) as they reach the index source. They use the sample
+harvest ``three`` (``replay_fixtures``) and ``copies``, a site that publishes the same pages again
+under other URLs in its second version; the tests that break the harvest state work on a copy.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from index.collection import Collection
+from replay.asof import AsOfIndexSource
+from strata.sample_site import SampleSite
+from strata.site_server import _NOT_FOUND, Resource, SiteServer
+from tests.conftest import harvest
+
+if TYPE_CHECKING:
+    from tests.replay_fixtures import Archive
+
+pytest_plugins = ["tests.replay_fixtures"]
+
+HTML = (("Content-Type", "text/html"),)
+
+
+class Copies:
+    """v1: ``/`` links three pages; v2: it also links a copy of each under another URL."""
+
+    PAGES = {f"/page-{i}.html": f"<html><body><p>{f'page {i}, said again. ' * 150}</p></body></html>".encode()
+             for i in range(3)}
+    COPIES = {f"/copy-{i}.html": f"/page-{i}.html" for i in range(3)}
+
+    @classmethod
+    def resolve(cls, version, path, headers=None):
+        if path == "/":
+            paths = list(cls.PAGES) + (list(cls.COPIES) if version >= 2 else [])
+            return Resource(200, HTML, "".join(f'<a href="{p}">{p}</a>' for p in paths).encode())
+        if path in cls.PAGES or (version >= 2 and path in cls.COPIES):
+            return Resource(200, HTML, cls.PAGES[cls.COPIES.get(path, path)])
+        return None
+
+
+@pytest.fixture(scope="module")
+def copies(tmp_path_factory) -> Archive:
+    from tests.replay_fixtures import Archive
+
+    root = tmp_path_factory.mktemp("revisits") / "collections"
+    root.mkdir()
+    snapshots = []
+    with SiteServer(Copies(), version=1) as site:
+        for version in (1, 2):
+            site.version = version
+            summary = harvest(root, site, name="copies", robots="ignore")
+            assert summary["status"] == "finished", summary
+            snapshots.append(summary["snapshot"])
+    return Archive(root, "copies", site.base_url, snapshots)
+
+
+MODELS = {"three": SampleSite.resource, "copies": Copies.resolve}
+
+
+def other_url_revisits(archive: Archive) -> list[tuple[dict, tuple[int, bytes]]]:
+    """Each revisit of another URL, with the (status, body) the site served when it was taken."""
+    run_ids = list(dict.fromkeys(c["run_id"] for c in sorted(archive.captures(), key=lambda c: c["timestamp"])))
+    out = []
+    for cap in archive.captures():
+        if cap["record_type"] != "revisit" or cap["refers_to_uri"] == cap["url"]:
+            continue
+        resource = MODELS[archive.name](run_ids.index(cap["run_id"]) + 1, archive.path(cap["url"]))
+        out.append((cap, (404, _NOT_FOUND.body) if resource is None else (resource.status, resource.body)))
+    assert out, f"{archive.name} has no revisit of another URL"
+    return out
+
+
+def replay_wrong(root: Path, archive: Archive) -> list[tuple]:
+    """Replays them all from ``root`` with a new application; the ones that come out wrong."""
+    from replay import create_app
+
+    client = create_app(root).test_client()
+    wrong = []
+    for cap, want in other_url_revisits(archive):
+        r = client.get(f"/{archive.name}/{cap['timestamp']}id_/{cap['url']}")
+        if (r.status_code, r.data) != want:
+            wrong.append((cap["url"], cap["timestamp"], r.status_code, want[0]))
+    return wrong
+
+
+@pytest.fixture
+def pywb_lookups(monkeypatch) -> list[dict]:
+    """The CDX queries of pywb's revisit lookup (``ResolvingLoader.load_cdx_for_dupe``)."""
+    seen: list[dict] = []
+    real_call = AsOfIndexSource.__call__
+
+    def counting_call(self, params):
+        if "!mime:warc/revisit" in (params.get("filter") or ()):
+            seen.append(dict(params))
+        return real_call(self, params)
+
+    monkeypatch.setattr(AsOfIndexSource, "__call__", counting_call)
+    return seen
+
+
+@pytest.fixture
+def copied(copies, tmp_path) -> Path:
+    """A root holding a copy of the ``copies`` collection, free to damage."""
+    root = tmp_path / "collections"
+    shutil.copytree(copies.root / copies.name, root / copies.name)
+    return root
+
+
+def execute(db_path: Path, sql: str) -> None:
+    conn = sqlite3.connect(db_path, isolation_level=None)
+    try:
+        conn.execute(sql)
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("name", ["three", "copies"])
+def test_a_revisit_of_another_url_replays_its_original_without_a_cdx_query(archives, copies, pywb_lookups, name):
+    archive = copies if name == "copies" else archives[name]
+    assert replay_wrong(archive.root, archive) == []
+    assert pywb_lookups == []
+
+
+@pytest.mark.parametrize("damage", ["no database", "no captures row"])
+def test_without_the_harvest_state_pywb_finds_the_original(copies, copied, pywb_lookups, damage):
+    db_path = Collection(copied, copies.name).db_path
+    if damage == "no database":
+        for suffix in ("", "-wal", "-shm"):
+            Path(str(db_path) + suffix).unlink(missing_ok=True)
+    else:
+        execute(db_path, "DELETE FROM captures WHERE record_type='response'")
+    assert replay_wrong(copied, copies) == []
+    assert len(pywb_lookups) == len(other_url_revisits(copies))
+
+
+@pytest.mark.parametrize("damage", [
+    # the request record written right after the response: it loads, but is not a response
+    "UPDATE captures SET offset = offset + length WHERE record_type='response'",
+    # another response (the last one written, the v2 home page): it loads, but is not the original
+    "UPDATE captures SET (warc, offset, length) = (SELECT warc, offset, length FROM captures WHERE id = "
+    "(SELECT MAX(id) FROM captures WHERE record_type='response')) WHERE record_type='response'",
+    # not where a record starts: it does not load (nor may that keep pywb from reading the file)
+    "UPDATE captures SET offset = offset + 1 WHERE record_type='response'",
+    # a WARC not (yet) in the CDXJ index: pywb would not find its records either
+    "UPDATE warcs SET state='sealed'",
+    # a row whose payload is another one
+    "UPDATE captures SET digest='sha1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA' WHERE record_type='response'",
+], ids=["request record", "another response", "no record", "warc not indexed", "other digest"])
+def test_a_row_that_does_not_hold_the_original_is_not_used(copies, copied, pywb_lookups, damage):
+    execute(Collection(copied, copies.name).db_path, damage)
+    assert replay_wrong(copied, copies) == []
+    assert len(pywb_lookups) == len(other_url_revisits(copies))
+
+
+def test_a_replaced_harvest_database_is_opened_again(copies, copied, pywb_lookups):
+    """``strata index rebuild`` swaps in a new file: the server reads that one, not the one it had open."""
+    from replay import create_app
+
+    (cap, want), *_ = other_url_revisits(copies)
+    address = f"/{copies.name}/{cap['timestamp']}id_/{cap['url']}"
+    client = create_app(copied).test_client()
+    r = client.get(address)
+    assert (r.status_code, r.data) == want and pywb_lookups == []
+
+    db_path = Collection(copied, copies.name).db_path
+    execute(db_path, "PRAGMA wal_checkpoint(TRUNCATE)")
+    replacement = db_path.with_name("replacement.sqlite")
+    shutil.copyfile(db_path, replacement)
+    execute(replacement, "DELETE FROM captures")
+    os.replace(replacement, db_path)
+
+    r = client.get(address)
+    assert (r.status_code, r.data) == want and len(pywb_lookups) == 1
