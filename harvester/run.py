@@ -174,6 +174,7 @@ class Harvest:
             max_size=job.warc_max_size,
             on_open=lambda name: state.warc_opened(name, self.run_id),
             on_sealed=self._on_sealed,
+            indexer=cdxj.RecordIndexer(),
         )
         self._archive_dir = coll_archive
         self.client = make_client(job.concurrency, job.connect_timeout, job.timeout, job.user_agent,
@@ -581,9 +582,9 @@ class Harvest:
         return body, http_headers.get_header("Content-Type") or "", http_headers.get_header("Content-Encoding")
 
     # -- sealing ------------------------------------------------------------------------------------
-    def _on_sealed(self, filename: str, size: int) -> None:
+    def _on_sealed(self, filename: str, size: int, lines: list[bytes] | None) -> None:
         self.state.warc_state(filename, "sealed", size)
-        index_sealed_file(self.collection, self.state, filename)
+        index_sealed_file(self.collection, self.state, filename, lines)
 
     def _report(self, force: bool = False) -> None:
         if not self.progress:
@@ -599,8 +600,11 @@ class Harvest:
         })
 
 
-def index_sealed_file(collection: Collection, state: HarvestState, filename: str) -> None:
-    """Merge a sealed file's CDXJ lines into the collection index; then its digests become usable."""
-    lines = cdxj.index_warc(collection.archive_dir / filename, filename)
+def index_sealed_file(collection: Collection, state: HarvestState, filename: str,
+                      lines: list[bytes] | None = None) -> None:
+    """Merge a sealed file's CDXJ lines (made as it was written, else read from it) into the
+    collection index; then its digests become usable."""
+    if lines is None:
+        lines = cdxj.index_warc(collection.archive_dir / filename, filename)
     cdxj.merge_lines(collection.cdxj_path, lines)
     state.warc_state(filename, "indexed")

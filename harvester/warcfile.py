@@ -3,7 +3,9 @@
 Each file is written as ``<name>.open`` and renamed when sealed (fsync first, then rename, then fsync
 the directory), one gzip member per record, a ``warcinfo`` record first. Files are named
 ``<collection>-<14-digit>-<serial>-<host>.warc.gz`` and rolled over past ``max_size``.
-``on_sealed(filename)`` runs after each rename: that is where index entries become usable.
+``on_sealed(filename, size, lines)`` runs after each rename: that is where index entries become
+usable. With an ``indexer`` (``index.cdxj.RecordIndexer``) the roller makes each record's CDXJ line
+as it writes it and hands the file's lines over (``None`` when a record needs the file read back).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from warcio.warcwriter import WARCWriter
+
+from index.cdxj import NeedsFileIndex, RecordIndexer
 
 OPEN_SUFFIX = ".open"
 # Payloads that are compressed already gain nothing from a slow deflate level.
@@ -74,7 +78,8 @@ class WarcRoller:
         warcinfo: dict[str, str],
         max_size: int,
         on_open: Callable[[str], None] | None = None,
-        on_sealed: Callable[[str, int], None] | None = None,
+        on_sealed: Callable[[str, int, list[bytes] | None], None] | None = None,
+        indexer: RecordIndexer | None = None,
     ):
         self.archive_dir = Path(archive_dir)
         self.collection = collection
@@ -82,6 +87,8 @@ class WarcRoller:
         self.max_size = max_size
         self.on_open = on_open
         self.on_sealed = on_sealed
+        self.indexer = indexer
+        self._lines: list[bytes] | None = None   # the current file's CDXJ lines, None: index from disk
         self.files: list[str] = []
         self.bytes_written = 0
         self._fh = None
@@ -102,10 +109,21 @@ class WarcRoller:
             length = self._fh.tell() - offset
             self.bytes_written += length
             locations.append(RecordLocation(self._filename, offset, length))
+            if self._lines is not None:
+                self._index(record, offset, length)
         self._fh.flush()
         if self._fh.tell() >= self.max_size:
             self.seal()
         return locations
+
+    def _index(self, record, offset: int, length: int) -> None:
+        try:
+            line = self.indexer.line(record, offset, length, self._filename)
+        except NeedsFileIndex:
+            self._lines = None
+            return
+        if line:
+            self._lines.append(line)
 
     @property
     def current_file(self) -> str | None:
@@ -123,6 +141,7 @@ class WarcRoller:
         self._fh = open(self.archive_dir / (name + OPEN_SUFFIX), "xb")
         self._writer = LeveledWARCWriter(self._fh, warc_version="1.1")
         self._filename = name
+        self._lines = [] if self.indexer else None
         self.files.append(name)
         if self.on_open:
             self.on_open(name)
@@ -139,10 +158,11 @@ class WarcRoller:
         os.fsync(self._fh.fileno())
         size = self._fh.tell()
         self._fh.close()
+        lines, self._lines = self._lines, None
         self._fh = self._writer = self._filename = None
         seal_file(self.archive_dir, name)
         if self.on_sealed:
-            self.on_sealed(name, size)
+            self.on_sealed(name, size, lines)
 
     def close(self) -> None:
         self.seal()

@@ -29,6 +29,55 @@ def index_warc(path: Path, filename: str) -> list[bytes]:
     return [line + b"\n" for line in out.getvalue().splitlines() if line.strip()]
 
 
+class NeedsFileIndex(Exception):
+    """A record whose line only pywb's file indexer can be trusted to make (the file is read back)."""
+
+
+class RecordIndexer:
+    """CDXJ lines for records as they are written, without reading the file back.
+
+    pywb's own record parser and CDXJ line writer run on the records still in memory, in the order
+    ``index_warc`` runs them on records read back from the file (entry fields, SURT key, offset and
+    length), so the lines are the same bytes; the test suite compares them with pywb's file indexer.
+    What reading back could change is refused with ``NeedsFileIndex``, and that file is then indexed
+    from disk: a request other than GET (pywb appends its body to the key), and header values or
+    URLs that are not ASCII (warcio decodes them on reading).
+    """
+
+    def __init__(self):
+        from pywb.indexer.archiveindexer import DefaultRecordParser
+        from pywb.indexer.cdxindexer import CDXJ
+        from pywb.utils.canonicalize import canonicalize
+
+        self._parser = DefaultRecordParser(**PYWB_INDEX_OPTIONS)
+        self._writer = CDXJ()
+        self._canonicalize = canonicalize
+
+    def line(self, record, offset: int, length: int, filename: str) -> bytes | None:
+        """The record's CDXJ line, or None for a record pywb does not index (warcinfo, request)."""
+        url = record.rec_headers.get_header("WARC-Target-URI") or ""
+        if record.rec_type == "request":
+            if record.http_headers is None or record.http_headers.protocol != "GET":
+                raise NeedsFileIndex(f"{record.http_headers.protocol if record.http_headers else '?'} request")
+            return None
+        if record.rec_type not in ("response", "revisit") or not url.isascii():
+            raise NeedsFileIndex(record.rec_type)
+        http = record.http_headers
+        if http is not None and not all(v.isascii() for _, v in http.headers):
+            raise NeedsFileIndex("non-ASCII header")
+        if http is not None and http.get_statuscode() == "-":
+            return None
+        entry = self._parser.parse_warc_record(record)
+        if entry.get("digest", "-") == "-" and record.rec_type != "revisit":
+            raise NeedsFileIndex("no payload digest")
+        entry["urlkey"] = self._canonicalize(entry["url"], PYWB_INDEX_OPTIONS.get("surt_ordered", True))
+        entry.record = record
+        entry.set_rec_info(offset, length)
+        out = io.StringIO()
+        self._writer.write_cdx_line(out, entry, filename)
+        return out.getvalue().encode("utf-8")
+
+
 class _Unclosable(io.BufferedIOBase):
     """pywb's writer closes its output; keep the BytesIO readable."""
 
