@@ -5,15 +5,15 @@ is compared by its *main text*: boilerplate removed (script, style, noscript, te
 job's noise selectors) and the job's noise regexes blanked. Equal main texts mean a soft (noise-only)
 change; otherwise the similarity is the exact Jaccard index of the two texts' word (or CJK
 character) 3-shingle sets, compared with the job's ``change_threshold``. The main text's SHA-1 is
-kept per URL (``content_digest``), so an unchanged main text costs no second parse. Only pages whose
-payload changed are compared: the harvest's hot path stays free of this work.
+kept per URL (``content_digest``), so an unchanged main text costs no second parse, and with the
+default threshold of 1.0 a different fingerprint settles it: the stored capture is not read back.
+Only pages whose payload changed are compared: the harvest's hot path stays free of this work.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-import zlib
 
 from lxml import etree, html
 
@@ -61,11 +61,11 @@ def content_digest(text: str) -> str:
     return hashlib.sha1(text.encode("utf-8")).hexdigest()
 
 
-def _shingles(text: str) -> set[int]:
+def _shingles(text: str) -> set[tuple[str, ...]]:
     tokens = _TOKEN.findall(text.lower())
     if len(tokens) < 3:
-        return {zlib.crc32(" ".join(tokens).encode("utf-8"))}
-    return {zlib.crc32(f"{a} {b} {c}".encode()) for a, b, c in zip(tokens, tokens[1:], tokens[2:], strict=False)}
+        return {tuple(tokens)}
+    return set(zip(tokens, tokens[1:], tokens[2:], strict=False))
 
 
 def similarity(a: str, b: str) -> float:

@@ -355,6 +355,8 @@ class Harvest:
                     url_update["fingerprint"] = content_digest(text)
                     if previous.get("fingerprint") == url_update["fingerprint"]:
                         score = 1.0     # the same main text: only noise moved
+                    elif previous.get("fingerprint") and self.job.change_threshold >= 1.0:
+                        score = 0.0     # another main text can never reach 1.0: no need to read it back
                     else:
                         stored = self._stored_main_text(previous)
                         score = similarity(text, stored) if stored is not None else 0.0
