@@ -62,6 +62,11 @@ _DOT = {".", "%2e"}
 _DOTDOT = {"..", ".%2e", "%2e.", "%2e%2e"}
 
 
+# A harvest meets the same hrefs and URLs again and again (navigation on every page, the frontier,
+# scope and host checks on each link): the pure functions below remember recent answers.
+_CACHE_SIZE = 32_768
+
+
 def normalize_url(url: str, base: str | None = None) -> str | None:
     """Return the normalised absolute http(s) form of *url*, or ``None``.
 
@@ -70,8 +75,13 @@ def normalize_url(url: str, base: str | None = None) -> str | None:
     harvester can fetch": other schemes, empty or invalid hosts, bad ports,
     over-long input, or anything else that does not parse. Never raises.
     """
-    if not isinstance(url, str) or len(url) > MAX_URL_LENGTH:
+    if not isinstance(url, str) or len(url) > MAX_URL_LENGTH or not (base is None or isinstance(base, str)):
         return None
+    return _normalize_cached(url, base)
+
+
+@functools.lru_cache(maxsize=_CACHE_SIZE)
+def _normalize_cached(url: str, base: str | None) -> str | None:
     try:
         return _normalize(url, base)
     except (ValueError, UnicodeError):  # idna.IDNAError is a UnicodeError
@@ -80,6 +90,11 @@ def normalize_url(url: str, base: str | None = None) -> str | None:
 
 def url_host(url: str) -> str:
     """Return the normalised host of *url* (IPv6 without brackets), or ``""``."""
+    return _host_cached(url) if isinstance(url, str) else ""
+
+
+@functools.lru_cache(maxsize=_CACHE_SIZE)
+def _host_cached(url: str) -> str:
     normal = normalize_url(url)
     if normal is None:
         return ""
