@@ -18,6 +18,8 @@ import time
 
 import httpx
 
+from harvester.netbackend import AsyncioTransport
+
 SPOOL_IN_MEMORY = 2 * 1024 * 1024
 DROPPED_RESPONSE_HEADERS = {b"transfer-encoding"}
 
@@ -62,7 +64,12 @@ class FetchResult:
 
 def make_client(concurrency: int, connect_timeout: float, timeout: float, user_agent: str,
                 proxy: str | None = None, transport: httpx.AsyncBaseTransport | None = None) -> httpx.AsyncClient:
+    """The harvest's client. Without a ``transport`` of the caller's, connections (direct or through
+    ``proxy``) run on ``AsyncioTransport``: httpcore on plain asyncio, without anyio's per-read cost."""
     limits = httpx.Limits(max_connections=max(concurrency, 1), max_keepalive_connections=max(concurrency, 1))
+    if transport is None:
+        transport = AsyncioTransport(trust_env=False, limits=limits, proxy=proxy)
+        proxy = None  # the transport goes through it; given to the client too, httpx would mount its own
     return httpx.AsyncClient(
         follow_redirects=False,
         trust_env=False,  # proxy variables must not redirect the harvest

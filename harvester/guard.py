@@ -33,6 +33,7 @@ from collections.abc import Awaitable, Callable, Iterable
 
 import httpx
 
+from harvester.netbackend import AsyncioTransport
 from strata.errors import ConfigError
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -227,7 +228,7 @@ class GuardedTransport(httpx.AsyncBaseTransport):
         key = (url.scheme, host, port)
         transport = self._direct.get(key)
         if transport is None:
-            transport = self._direct[key] = httpx.AsyncHTTPTransport(
+            transport = self._direct[key] = AsyncioTransport(
                 verify=self.verify, trust_env=False, limits=self.limits, retries=0)
         return await transport.handle_async_request(pinned)
 
@@ -236,7 +237,7 @@ class GuardedTransport(httpx.AsyncBaseTransport):
         if transport is None:
             proxy_url = httpx.URL(self.proxies[index])
             address = await self._check(proxy_url, request)
-            transport = self._proxied[index] = httpx.AsyncHTTPTransport(
+            transport = self._proxied[index] = AsyncioTransport(
                 proxy=httpx.Proxy(proxy_url.copy_with(host=address)), verify=self.verify, trust_env=False,
                 limits=self.limits, retries=0)
         return transport
