@@ -116,7 +116,9 @@ async def fetch(client: httpx.AsyncClient, url: str, headers: dict[str, str] | N
             response = await client.send(request, stream=True)
             try:
                 result.status = response.status_code
-                result.reason = response.reason_phrase or ""
+                # httpx decodes the reason as ASCII and drops other bytes; keep them (as Latin-1, like headers)
+                raw_reason = response.extensions.get("reason_phrase")
+                result.reason = raw_reason.decode("latin-1") if isinstance(raw_reason, bytes) else response.reason_phrase or ""
                 result.http_version = response.http_version or "HTTP/1.1"
                 raw = response.headers.raw
                 result.headers = [

@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+from urllib.parse import quote
+
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
@@ -19,11 +21,19 @@ from index.state import Original
 
 NOT_MODIFIED_PROFILE = "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
 _BUILDER = WARCWriter(None, gzip=True, warc_version="1.1")
+_ASCII_KEPT = "".join(chr(c) for c in range(0x20, 0x7F))
+
+
+def _ascii(text: str) -> str:
+    """warcio writes an HTTP header block as ASCII and cannot always %-encode what is not (a
+    non-ASCII reason phrase or media type makes it raise mid-record). httpx decodes header bytes
+    as Latin-1, so those bytes are kept exactly, each byte beyond ASCII %-encoded."""
+    return text if text.isascii() else quote(text.encode("latin-1", "replace"), safe=_ASCII_KEPT)
 
 
 def _http_headers(result: FetchResult) -> StatusAndHeaders:
-    statusline = f"{result.status} {result.reason}".strip()
-    return StatusAndHeaders(statusline, list(result.headers), protocol=result.http_version)
+    statusline = _ascii(f"{result.status} {result.reason}".strip())
+    return StatusAndHeaders(statusline, [(k, _ascii(v)) for k, v in result.headers], protocol=result.http_version)
 
 
 def _truncation(result: FetchResult) -> dict[str, str]:

@@ -56,6 +56,7 @@ class Resource:
     last_modified: str | None = None
     stream: Callable[[threading.Event], Iterable[bytes]] | None = None
     content_length: int | None = None
+    reason: str | None = None            # the reason phrase; None: the standard one for the status
 
     def header(self, name: str, default: str | None = None) -> str | None:
         lname = name.lower()
@@ -382,7 +383,7 @@ class _Handler(BaseHTTPRequestHandler):
         elif self.request_version == "HTTP/1.0":
             headers.append(("Connection", "keep-alive"))
         try:
-            reason = HTTPStatus(status).phrase
+            reason = res.reason if res.reason is not None and status == res.status else HTTPStatus(status).phrase
         except ValueError:
             reason = ""
         head = f"HTTP/1.1 {status} {reason}\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers) + "\r\n"
@@ -562,6 +563,9 @@ def _hostile(path: str) -> Resource | None:
         )
     if path == "/hostile/manylinks.html":
         return Resource(headers=_HTML, stream=_many_links)
+    if path == "/hostile/latin1-head":  # header bytes beyond ASCII, as Latin-1 text is sent
+        return Resource(headers=(("Content-Type", "text/h\u00e9ml; x=\u00e9"), ("X-Odd", "\u00ff\u00fe")),
+                        body=b"<p>odd head</p>", reason="\u00d6kay")
     return None
 
 
@@ -576,4 +580,5 @@ def hostile_paths() -> Sequence[str]:
         "/hostile/empty.html",
         "/hostile/redirect-loop",
         "/hostile/manylinks.html",
+        "/hostile/latin1-head",
     )

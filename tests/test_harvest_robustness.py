@@ -150,6 +150,23 @@ def test_deep_nesting_redirect_loops_and_link_floods_terminate(root, site):
     assert summary["urls_fetched"] <= 300
 
 
+def test_header_bytes_beyond_ascii_are_stored_escaped_not_fatal(root, site):
+    url = site.base_url + "/hostile/latin1-head"
+    summary = harvest(root, site, name="c", seeds=[url], robots="ignore")
+    assert summary["errors"] == 0 and summary["new"] == 1
+    archive = root / "c" / "archive"
+    (path,) = archive.glob("*.warc.gz")
+    with open(path, "rb") as fh:
+        responses = [(r.http_headers, r.content_stream().read()) for r in ArchiveIterator(fh) if r.rec_type == "response"]
+    ((http, body),) = responses
+    assert http.get_header("Content-Type") == "text/h%E9ml; x=%E9"
+    assert http.get_header("X-Odd") == "%FF%FE"
+    assert body == b"<p>odd head</p>"
+    check = subprocess.run([str(VENV_BIN / "warcio"), "check", str(path)], capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert http.statusline == "200 %D6kay"
+
+
 def test_concurrent_harvests_of_one_collection_are_refused(root, site):
     coll = Collection.open(root, "c", create=True)
     with coll.harvest_lock():
