@@ -34,6 +34,7 @@ class Measured:
     wall: float              # seconds, from spawn to exit
     maxrss: int              # bytes, the child's own peak resident set
     timed_out: bool
+    cpu: float = 0.0         # seconds of CPU (user + system) the child used
 
 
 # Runs the command as its own child and reports that child's peak RSS. The wrapper is a fresh, small
@@ -50,7 +51,7 @@ if pid == 0:
         os._exit(127)
 _, status, usage = os.wait4(pid, 0)
 with open(sys.argv[1], "w") as fh:
-    fh.write(str(usage.ru_maxrss * 1024))
+    fh.write(f"{usage.ru_maxrss * 1024} {usage.ru_utime + usage.ru_stime:.3f}")
 sys.exit(os.waitstatus_to_exitcode(status) % 256)
 """
 
@@ -72,9 +73,9 @@ def run_measured(cmd: Sequence[str], timeout: float, stdout: Path, stderr: Path,
             os.killpg(proc.pid, 9)
             proc.wait()
     wall = time.monotonic() - started
-    maxrss = int(rss_file.read_text()) if rss_file.exists() else 0
+    maxrss, cpu = (rss_file.read_text().split() + ["0", "0"])[:2] if rss_file.exists() else ("0", "0")
     rss_file.unlink(missing_ok=True)
-    return Measured(proc.returncode, wall, maxrss, timed_out)
+    return Measured(proc.returncode, wall, int(maxrss), timed_out, float(cpu))
 
 
 @dataclasses.dataclass

@@ -89,7 +89,7 @@ def run_tool(tool: str, crawl: int, server: SiteServer, out: Path, args, wget: s
     m = run_measured(cmd, args.timeout, out / f"{tool}-crawl{crawl}.out", out / f"{tool}-crawl{crawl}.err")
     result = {
         "tool": tool, "crawl": crawl, "command": " ".join(Path(c).name if i == 0 else c for i, c in enumerate(cmd)),
-        "returncode": m.returncode, "timed_out": m.timed_out, "wall": m.wall, "maxrss": m.maxrss,
+        "returncode": m.returncode, "timed_out": m.timed_out, "wall": m.wall, "maxrss": m.maxrss, "cpu": m.cpu,
         "requests": server.request_count, "server_bytes": server.bytes_sent,
         "connections": server.connection_count, "loadavg_after": os.getloadavg()[0],
     }
@@ -277,6 +277,7 @@ def table(results: dict, floors: dict, storage: dict, checks: dict, site_stats: 
         add(f"crawl {crawl} (v{crawl})            {'Strata':>14} {'wget':>14} {'Strata/wget':>12}")
         rows = [
             ("wall time (s)", s["wall"], w["wall"], lambda v: f"{v:,.2f}"),
+            ("CPU time (s)", s["cpu"], w["cpu"], lambda v: f"{v:,.2f}"),
             ("server requests", s["requests"], w["requests"], lambda v: f"{v:,}"),
             ("server bytes sent", s["server_bytes"], w["server_bytes"], _mb),
             ("WARC bytes", s["warc_bytes"], w["warc_bytes"], _mb),

@@ -359,7 +359,12 @@ class Harvest:
                         score = 0.0     # another main text can never reach 1.0: no need to read it back
                     else:
                         stored = self._stored_main_text(previous)
-                        score = similarity(text, stored) if stored is not None else 0.0
+                        if stored is None:
+                            score = 0.0
+                        elif self.job.change_threshold >= 1.0:
+                            score = 1.0 if text == stored else 0.0     # only equality can reach 1.0
+                        else:
+                            score = similarity(text, stored)
                     if score >= self.job.change_threshold:
                         cls = url_update["last_class"] = "soft"
                         if not self.job.store_soft_changes:

@@ -16,6 +16,11 @@ It is pywb's auto-collection handler (index ``<root>/<coll>/indexes/*.cdxj``, WA
 - a revisit of a redirect is served with its original's body. pywb skips loading the payload of a
   3xx revisit ("ignored by browser") and sends an empty body, so ``id_`` would not return the
   archived bytes.
+
+Records are read by ``replay.recordload``: warcio's parser, header blocks read from the decompressed
+buffer instead of line by line, same results. When a revisit carries its own HTTP headers (an
+identical-payload revisit, not a 304's empty block) nothing reads its original's, so the original is
+loaded for its payload only, its HTTP header block stepped over unparsed.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from warcio.recordloader import ArchiveLoadFailed
 from index import lookup
 from index.collection import Collection
 from replay.asof import AsOfIndexSource
+from replay.recordload import PayloadRecordLoader, RecordLoader
 from strata.errors import CollectionError
 
 # Only records of indexed WARCs are in the CDXJ index: exactly the ones pywb's lookup could find.
@@ -89,11 +95,32 @@ class _HarvestDatabases:
 
 
 class _RevisitLoader(ResolvingLoader):
+    # False: warcio's record parser for every record (pywb's own loading), for comparison in tests.
+    fast_records = True
+
     def __init__(self, path_resolvers, root: Path):
-        super().__init__(path_resolvers, no_record_parse=False)
+        fast = self.fast_records
+        super().__init__(path_resolvers, record_loader=RecordLoader() if fast else None, no_record_parse=False)
         self.harvest_dbs = _HarvestDatabases(root)
+        self.payload_loader = ResolvingLoader(path_resolvers, record_loader=PayloadRecordLoader()) if fast else None
+
+    def _original_loader(self, headers_record) -> ResolvingLoader:
+        """What loads the original of this revisit: ``payload_loader`` if nothing will read the
+        original's HTTP headers, that is if the revisit has its own (pywb's ``WARCPathLoader``
+        and ``ResolvingLoader.__call__`` then use those) and is no redirect (whose original's
+        Content-Length ``load_headers_and_payload`` copies); else this loader."""
+        http = headers_record.http_headers
+        if self.payload_loader is not None and http and http.headers and not http.get_statuscode().startswith("3"):
+            return self.payload_loader
+        return self
 
     def load_headers_and_payload(self, cdx, failed_files, cdx_loader):
+        orig_filename = cdx.get("orig.filename")
+        if cdx["filename"] != "-" and orig_filename and orig_filename != "-" and cdx.get("mime") != "warc/revisit":
+            # pywb's case 3, a revisit of the same URL resolved by the index: the revisit, then
+            # its original from the orig.* fields.
+            headers = self._resolve_path_load(cdx, False, failed_files)
+            return headers, self._original_loader(headers)._resolve_path_load(cdx, True, failed_files)
         headers, payload = super().load_headers_and_payload(cdx, failed_files, cdx_loader)
         if headers is None or headers is not payload or cdx.get("mime") != "warc/revisit":
             return headers, payload
@@ -138,7 +165,7 @@ class _RevisitLoader(ResolvingLoader):
         location._formatter = formatter
         try:
             # A private failed-files list: a miss here must not stop pywb's lookup using that file.
-            record = self._resolve_path_load(location, False, [])
+            record = self._original_loader(headers_record)._resolve_path_load(location, False, [])
         except Exception:  # any failure means "not found here": pywb's lookup decides
             return None
         if record.rec_headers.get_header("WARC-Record-ID") != record_id:
