@@ -12,6 +12,7 @@ import io
 import json
 import os
 import tempfile
+import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -45,6 +46,9 @@ class RecordIndexer:
     """
 
     def __init__(self):
+        self._parser = None     # pywb's indexer is imported at the first line (see preload_indexer)
+
+    def _load(self) -> None:
         from pywb.indexer.archiveindexer import DefaultRecordParser
         from pywb.indexer.cdxindexer import CDXJ
         from pywb.utils.canonicalize import canonicalize
@@ -55,6 +59,8 @@ class RecordIndexer:
 
     def line(self, record, offset: int, length: int, filename: str) -> bytes | None:
         """The record's CDXJ line, or None for a record pywb does not index (warcinfo, request)."""
+        if self._parser is None:
+            self._load()
         url = record.rec_headers.get_header("WARC-Target-URI") or ""
         if record.rec_type == "request":
             if record.http_headers is None or record.http_headers.protocol != "GET":
@@ -76,6 +82,18 @@ class RecordIndexer:
         out = io.StringIO()
         self._writer.write_cdx_line(out, entry, filename)
         return out.getvalue().encode("utf-8")
+
+
+def preload_indexer() -> threading.Thread:
+    """Import pywb's indexer (a fifth of a second: surt, tldextract, requests) on a thread, while a
+    harvest waits for its first answers; the first ``RecordIndexer.line`` then finds it loaded."""
+    def load() -> None:
+        import pywb.indexer.cdxindexer  # noqa: F401
+        import pywb.utils.canonicalize  # noqa: F401
+
+    thread = threading.Thread(target=load, name="preload-pywb-indexer", daemon=True)
+    thread.start()
+    return thread
 
 
 class _Unclosable(io.BufferedIOBase):
