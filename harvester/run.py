@@ -20,6 +20,7 @@ import httpx
 from harvester import decide, records
 from harvester.change import NoiseRules, content_digest, main_text, similarity
 from harvester.fetch import FetchResult, fetch, make_client
+from harvester.fetchproc import FetchProcess
 from harvester.frontier import Frontier, Item
 from harvester.links import Link, extract_links
 from harvester.report import RunFigures
@@ -92,6 +93,7 @@ class Harvest:
 
             transport = harvest_transport(job)  # login cookies and proxies; None when the job has neither
         self.transport = transport
+        self.fetcher: FetchProcess | None = None
         self.figures = RunFigures()
         self.run_id: str | None = None
         self.mode: str | None = None
@@ -114,6 +116,7 @@ class Harvest:
 
         coll = self.collection
         coll.create()
+        cdxj.preload_indexer()
         with coll.harvest_lock():
             self.state = HarvestState(coll.db_path)
             try:
@@ -179,6 +182,7 @@ class Harvest:
         self._archive_dir = coll_archive
         self.client = make_client(job.concurrency, job.connect_timeout, job.timeout, job.user_agent,
                                   transport=self.transport)
+        self.fetcher = await self._start_fetch_process()
         self.robots = RobotsCache(self._fetch_robots, user_agent=job.user_agent)
         self._seed_frontier()
         try:
@@ -194,6 +198,8 @@ class Harvest:
             self.status = "failed" if not self._stop else "cancelled"
             raise
         finally:
+            if self.fetcher is not None:
+                await self.fetcher.close()
             await self.client.aclose()
             self.roller.close()
             finished = utc_now()
@@ -289,11 +295,26 @@ class Harvest:
         finally:
             result.close()
 
+    async def _start_fetch_process(self) -> FetchProcess | None:
+        """A second process for HTTP when the job allows it, the machine has a core for it, and the
+        client needs nothing the child cannot build itself (a login's cookies, the network guard)."""
+        job = self.job
+        if not job.fetch_process or self.transport is not None or (os.cpu_count() or 1) < 2:
+            return None
+        try:
+            return await FetchProcess(job.concurrency, job.connect_timeout, job.timeout, job.user_agent).start()
+        except OSError as exc:
+            self.notes.append(f"fetching in-process: the fetch process did not start ({exc})")
+            return None
+
     async def _fetch(self, url: str, extra_headers: dict[str, str]) -> FetchResult:
         headers = {"Accept-Encoding": ACCEPT_ENCODING, **extra_headers}
         self.figures.requests += 1
-        result = await fetch(self.client, url, headers=headers, deadline=self.job.timeout,
-                             max_size=self.job.max_resource_size)
+        if self.fetcher is not None and self.fetcher.alive:
+            result = await self.fetcher.fetch(url, headers, self.job.timeout, self.job.max_resource_size)
+        else:
+            result = await fetch(self.client, url, headers=headers, deadline=self.job.timeout,
+                                 max_size=self.job.max_resource_size)
         self.figures.bytes_downloaded += result.wire_bytes
         return result
 

@@ -212,6 +212,7 @@ JOB_SETTINGS: tuple[Setting, ...] = (
     Setting("embeds_offsite", True, check_bool, "Fetch embedded resources (images, CSS, scripts, frames) of in-scope pages on any host."),
     Setting("delay", 1.0, _float(0.0, 3600.0), "Politeness: seconds between request starts to one host."),
     Setting("concurrency", 4, check_int(1, 64), "Connections open at once, across hosts (at most this many to one host)."),
+    Setting("fetch_process", True, check_bool, "Fetch in a second process, so that HTTP work runs on a core of its own (when the machine has two); false: in the harvest's process. Runs with a login or behind the console's network guard always fetch in-process."),
     Setting("robots", "obey", _choice("obey", "ignore"), "Obey robots.txt (RFC 9309) or ignore it."),
     Setting("user_agent", "Strata/0.1 (+https://example.org/strata; web archive)", _str, "User-Agent header sent with every request."),
     Setting("timeout", 60.0, _float(0.5, 3600.0), "Overall deadline for one fetch, headers and body, in seconds."),

@@ -23,7 +23,7 @@ pytest_plugins = ["tests.staff_fixtures"]
 
 BASE_FORM = {"collection": "c", "name": "news", "seeds": "http://127.0.0.1:9/", "scope": "same-host",
              "robots": "obey", "default_page_kind": "index", "embeds_offsite": "1", "store_soft_changes": "1",
-             "fulltext": "1"}
+             "fulltext": "1", "fetch_process": "1"}
 
 
 def _error(html: str) -> str:

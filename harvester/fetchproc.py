@@ -1,0 +1,193 @@
+"""Fetching in a second process.
+
+A harvest's event loop does two kinds of CPU work: HTTP (httpx, h11, the sockets: about 40% of it)
+and everything that follows a response (decide, WARC records, CDXJ lines, SQLite, links). On a
+machine with a core to spare, ``FetchProcess`` moves the first kind into a child process running
+its own event loop with the same ``fetch`` function and client settings. The harvest sends it
+``(url, headers, deadline, size cap)`` and gets a ``FetchResult`` back, body included: bodies up to
+``INLINE_MAX`` travel in the message, larger ones are left in a temporary file that the harvest
+opens and unlinks, so memory stays bounded as with in-process fetching. Politeness, scope and every
+decision stay in the harvest: the child only fetches what it is sent, when it is sent.
+
+Messages are length-prefixed pickles over the child's stdin and stdout (the child's own prints go
+to stderr). The child ignores SIGINT (the harvest decides how to stop) and exits when its stdin
+closes: when the harvest closes it, or dies (SIGKILL included). If the child dies, fetches in flight
+come back as errors and later ones run in the harvest's own process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import io
+import itertools
+import os
+import pickle
+import shutil
+import signal
+import sys
+import tempfile
+
+from harvester.fetch import FetchResult, fetch, make_client
+
+INLINE_MAX = 2 * 1024 * 1024       # bodies larger than this travel as a temporary file
+ANSWER_GRACE = 15.0                # seconds past a fetch's deadline before the child is given up on
+_LENGTH = 4
+_FIELDS = [f.name for f in dataclasses.fields(FetchResult) if f.name != "body"]
+
+
+def _frame(message) -> bytes:
+    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    return len(data).to_bytes(_LENGTH, "big") + data
+
+
+async def _read_frame(reader: asyncio.StreamReader):
+    """The next message, or None at the end of the stream."""
+    try:
+        size = int.from_bytes(await reader.readexactly(_LENGTH), "big")
+        return pickle.loads(await reader.readexactly(size))
+    except (asyncio.IncompleteReadError, ConnectionError):
+        return None
+
+
+class FetchProcess:
+    """The harvest's side: start the child, send fetches, match answers to waiting fetches."""
+
+    def __init__(self, concurrency: int, connect_timeout: float, timeout: float, user_agent: str):
+        self.settings = {"concurrency": concurrency, "connect_timeout": connect_timeout, "timeout": timeout,
+                         "user_agent": user_agent}
+        self.alive = False
+        self._proc: asyncio.subprocess.Process | None = None
+        self._pending: dict[int, tuple[asyncio.Future, str]] = {}
+        self._ids = itertools.count(1)
+        self._reader: asyncio.Task | None = None
+
+    async def start(self) -> FetchProcess:
+        self._proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "harvester.fetchproc", stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE, limit=INLINE_MAX + (1 << 20))
+        self._proc.stdin.write(_frame(("config", self.settings)))
+        self.alive = True
+        self._reader = asyncio.create_task(self._read_answers())
+        return self
+
+    async def fetch(self, url: str, headers: dict[str, str], deadline: float, max_size: int) -> FetchResult:
+        fetch_id = next(self._ids)
+        answer = asyncio.get_running_loop().create_future()
+        self._pending[fetch_id] = (answer, url)
+        try:
+            self._proc.stdin.write(_frame(("fetch", fetch_id, url, headers, deadline, max_size)))
+            async with asyncio.timeout(deadline + ANSWER_GRACE):
+                return await answer
+        except TimeoutError:
+            return FetchResult(url=url, error="the fetch process did not answer")
+        except (ConnectionError, RuntimeError):       # its stdin is closed: it has gone
+            self.alive = False
+            return FetchResult(url=url, error="the fetch process has exited")
+        finally:
+            self._pending.pop(fetch_id, None)
+
+    async def _read_answers(self) -> None:
+        while True:
+            message = await _read_frame(self._proc.stdout)
+            if message is None:
+                break
+            _, fetch_id, fields, body, body_path = message
+            answer, _ = self._pending.get(fetch_id, (None, ""))
+            result = FetchResult(**fields)
+            if body is not None:
+                result.body = io.BytesIO(body)
+            elif body_path is not None:
+                with contextlib.suppress(OSError):
+                    result.body = open(body_path, "rb")  # noqa: SIM115 - FetchResult.close() closes it
+                with contextlib.suppress(OSError):
+                    os.unlink(body_path)
+            if answer is None or answer.done():
+                result.close()                          # cancelled meanwhile (the run is stopping)
+                continue
+            answer.set_result(result)
+        self.alive = False
+        for answer, url in list(self._pending.values()):
+            if not answer.done():
+                answer.set_result(FetchResult(url=url, error="the fetch process has exited"))
+
+    async def close(self) -> None:
+        self.alive = False
+        if self._proc is None:
+            return
+        with contextlib.suppress(OSError, RuntimeError):
+            self._proc.stdin.close()
+        try:
+            await asyncio.wait_for(self._proc.wait(), 5.0)
+        except TimeoutError:
+            self._proc.kill()
+            await self._proc.wait()
+        if self._reader is not None:
+            self._reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reader
+
+
+# -- the child ----------------------------------------------------------------------------------------
+
+async def _answer(client, writer: asyncio.StreamWriter, fetch_id: int, url: str, headers: dict, deadline: float,
+                  max_size: int) -> None:
+    result = await fetch(client, url, headers=headers, deadline=deadline, max_size=max_size)
+    body = body_path = None
+    try:
+        if result.body is not None:
+            if result.body_length <= INLINE_MAX:
+                body = result.read_body()
+            else:
+                with tempfile.NamedTemporaryFile(prefix="strata-body-", delete=False) as spool:
+                    result.body.seek(0)
+                    shutil.copyfileobj(result.body, spool, 1 << 20)
+                    body_path = spool.name
+    finally:
+        result.close()
+    fields = {name: getattr(result, name) for name in _FIELDS}
+    writer.write(_frame(("result", fetch_id, fields, body, body_path)))
+
+
+async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    config = await _read_frame(reader)
+    if config is None:
+        return
+    settings = config[1]
+    client = make_client(settings["concurrency"], settings["connect_timeout"], settings["timeout"],
+                         settings["user_agent"])
+    tasks: set[asyncio.Task] = set()
+    try:
+        while True:
+            message = await _read_frame(reader)
+            if message is None:
+                break
+            task = asyncio.create_task(_answer(client, writer, *message[1:]))
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await client.aclose()
+
+
+async def _child_main() -> None:
+    loop = asyncio.get_running_loop()
+    # The answers get their own descriptor; anything printed goes to stderr, not into the stream.
+    answers = os.fdopen(os.dup(1), "wb", buffering=0)
+    os.dup2(2, 1)
+    reader = asyncio.StreamReader(limit=1 << 20)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin.buffer)
+    transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, answers)
+    writer = asyncio.StreamWriter(transport, protocol, None, loop)
+    await _serve(reader, writer)
+    with contextlib.suppress(ConnectionError):
+        await writer.drain()
+    transport.close()
+
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    asyncio.run(_child_main())

@@ -1,0 +1,120 @@
+"""The fetch process: same captures as fetching in-process, large bodies, a dying child, no orphans."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from harvester.fetchproc import INLINE_MAX, FetchProcess
+from index.collection import Collection
+from index.state import HarvestState
+from tests.conftest import VENV_BIN, free_port, harvest
+
+
+def _captures(root: Path, name: str) -> dict[str, list[tuple]]:
+    with HarvestState(Collection(root, name).db_path) as state:
+        out: dict[str, list[tuple]] = {}
+        for row in state.captures():
+            out.setdefault(row["url"], []).append((row["record_type"], row["class"], row["status"], row["digest"]))
+        return out
+
+
+def test_two_runs_capture_the_same_with_and_without_the_fetch_process(root, site):
+    for name, enabled in (("child", True), ("inproc", False)):
+        site.version = 1
+        first = harvest(root, site, name=name, fetch_process=enabled)
+        site.version = 2
+        second = harvest(root, site, name=name, fetch_process=enabled)
+        assert first["errors"] == second["errors"] == 0
+    assert _captures(root, "child") == _captures(root, "inproc")
+    assert len(_captures(root, "child")) > 20
+
+
+def _spool_files() -> set[str]:
+    return {p.name for p in Path(tempfile.gettempdir()).glob("strata-body-*")}
+
+
+def test_bodies_small_large_and_errors_come_back(site):
+    async def go():
+        before = _spool_files()
+        fetcher = await FetchProcess(2, 5.0, 10.0, "strata-test").start()
+        try:
+            page, huge, refused = await asyncio.gather(
+                fetcher.fetch(site.base_url + "/", {}, 10.0, 10**8),
+                fetcher.fetch(site.base_url + "/hostile/huge", {}, 20.0, INLINE_MAX + 500_000),
+                fetcher.fetch(f"http://127.0.0.1:{free_port()}/", {}, 5.0, 10**6),
+            )
+            assert page.status == 200 and b"<html" in page.read_body().lower()
+            assert page.request_headers and page.digest.startswith("sha1:")
+            assert huge.truncated == "length" and huge.body_length == INLINE_MAX + 500_000
+            assert len(huge.read_body()) == huge.body_length        # travelled as a temporary file
+            assert refused.status is None and refused.error.startswith("connection failed")
+            for result in (page, huge, refused):
+                result.close()
+            assert _spool_files() <= before                          # the temporary file is gone
+        finally:
+            await fetcher.close()
+
+    asyncio.run(go())
+
+
+def test_a_dead_child_fails_fetches_in_flight_and_later_ones_can_tell(site):
+    site.latency = 1.0
+
+    async def go():
+        fetcher = await FetchProcess(2, 5.0, 10.0, "strata-test").start()
+        try:
+            slow = asyncio.create_task(fetcher.fetch(site.base_url + "/", {}, 10.0, 10**6))
+            await asyncio.sleep(0.5)
+            fetcher._proc.kill()
+            result = await asyncio.wait_for(slow, 5)
+            assert result.error == "the fetch process has exited"
+            assert not fetcher.alive            # the harvest then fetches in its own process
+        finally:
+            await fetcher.close()
+
+    asyncio.run(go())
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+    except OSError:
+        return []
+    return [int(p) for p in text.split()]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split()[2]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def test_a_killed_harvest_leaves_no_fetch_process_behind(root, site):
+    site.latency = 0.05
+    proc = subprocess.Popen([str(VENV_BIN / "strata"), "harvest", "c", "--seed", site.base_url + "/", "--delay",
+                             "0.05", "--root", str(root)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 20
+        children: list[int] = []
+        while time.monotonic() < deadline and not children:
+            children = _children(proc.pid)
+            time.sleep(0.05)
+        assert children, "the harvest started no fetch process"
+        time.sleep(0.5)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any(_alive(c) for c in children):
+            time.sleep(0.05)
+        assert not any(_alive(c) for c in children)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
