@@ -9,6 +9,9 @@ The tests replay every revisit of another URL as raw bytes (``id_``) and count t
 pywb's revisit lookup (``!mime:warc/revisit``) as they reach the index source. They use the sample
 harvest ``three`` (``replay_fixtures``) and ``copies``, a site that publishes the same pages again
 under other URLs in its second version; the tests that break the harvest state work on a copy.
+
+The last test replays both collections whole with the warcserver's record reading
+(``replay.recordload``) and with pywb's own, and compares every byte and header.
 """
 
 from __future__ import annotations
@@ -185,3 +188,75 @@ def test_a_replaced_harvest_database_is_opened_again(copies, copied, pywb_lookup
 
     r = client.get(address)
     assert (r.status_code, r.data) == want and len(pywb_lookups) == 1
+
+
+# -- records read from the buffer (replay.recordload) ----------------------------------------------
+# Every record the warcserver loads goes through ``replay.recordload``, and the original of a
+# revisit that has its own HTTP headers is loaded without parsing them. Nothing of that may show:
+# each URL, at each capture time and each run, replays (status, headers, body) exactly as with
+# pywb's own loading (``_RevisitLoader.fast_records = False``), raw and as a page.
+
+
+@pytest.fixture
+def fast_paths(monkeypatch) -> dict[str, list[bool]]:
+    from tests.test_replay_loader import count_fast_paths
+
+    return count_fast_paths(monkeypatch)
+
+
+def replay_all(archive: Archive, fast_paths: dict[str, list[bool]]) -> tuple[dict, dict]:
+    """Each (url, time, mod): (status, headers, body); and for each ``id_`` request, the HTTP
+    blocks stepped over."""
+    from replay import create_app
+
+    client = create_app(archive.root).test_client()
+    times = sorted(set(archive.snapshots) | {c["timestamp"] for c in archive.captures()})
+    out, skipped = {}, {}
+    for url in archive.urls():
+        for ts in times:
+            for mod in ("id_", ""):
+                before = len(fast_paths["skip"])
+                r = client.get(f"/{archive.name}/{ts}{mod}/{url}")
+                out[(url, ts, mod)] = (r.status_code, r.headers.to_wsgi_list(), r.data)
+                if mod == "id_":
+                    skipped[(url, ts)] = fast_paths["skip"][before:]
+    return out, skipped
+
+
+def served_capture(archive: Archive, url: str, ts: str) -> dict | None:
+    """The capture ``id_`` replays: the last one at or before ``ts``."""
+    before = [c for c in archive.captures(url) if c["timestamp"] <= ts]
+    return before[-1] if before else None
+
+
+@pytest.mark.parametrize("name", ["three", "copies"])
+def test_every_capture_replays_as_with_pywbs_own_loading(archives, copies, fast_paths, monkeypatch, name):
+    from replay.warcserver import _RevisitLoader
+
+    archive = copies if name == "copies" else archives[name]
+    fast, skipped = replay_all(archive, fast_paths)
+    parsed = fast_paths["WARC"] + fast_paths["HTTP"]
+
+    monkeypatch.setattr(_RevisitLoader, "fast_records", False)
+    for seen in fast_paths.values():
+        seen.clear()
+    slow, _ = replay_all(archive, fast_paths)
+    assert fast_paths == {"WARC": [], "HTTP": [], "skip": []}  # pywb's own loading, throughout
+
+    assert fast.keys() == slow.keys()
+    assert [key for key in fast if fast[key] != slow[key]] == []
+
+    # Every record of the harvest was read from the buffer; the original of each revisit with its
+    # own HTTP headers (not a 304's empty block, not a redirect) was loaded without parsing them.
+    assert parsed and all(parsed)
+    kinds = set()
+    for (url, ts), steps in skipped.items():
+        cap = served_capture(archive, url, ts)
+        revisit = cap is not None and cap["record_type"] == "revisit"
+        if revisit:
+            kinds.add(cap["class"])
+        identical = revisit and cap["class"] != "not_modified" and not str(cap["status"]).startswith("3")
+        assert steps == ([True] if identical else []), (url, ts, cap)
+    assert sum(map(len, skipped.values())) > 0
+    if name == "three":
+        assert {"unchanged", "not_modified"} <= kinds  # both kinds of revisit were replayed
