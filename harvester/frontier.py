@@ -97,8 +97,12 @@ class Frontier:
                     wait = ready_at - now if wait is None else min(wait, ready_at - now)
                 if wait is None and not any(self._queues.values()) and self.in_flight == 0:
                     return None
+                # Not asyncio.wait_for: it runs cond.wait() as a task of its own, and when that task is
+                # cancelled (a timeout, a stop) it may take the lock back after wait_for has given up:
+                # the lock then belongs to nobody who will release it, and every worker hangs on it.
                 try:
-                    await asyncio.wait_for(self._cond.wait(), timeout=wait if wait is not None else 1.0)
+                    async with asyncio.timeout(wait if wait is not None else 1.0):
+                        await self._cond.wait()
                 except TimeoutError:
                     pass
 
