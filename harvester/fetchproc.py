@@ -3,7 +3,8 @@
 A harvest's event loop does two kinds of CPU work: HTTP (httpx, h11, the sockets: about 40% of it)
 and everything that follows a response (decide, WARC records, CDXJ lines, SQLite, links). On a
 machine with a core to spare, ``FetchProcess`` moves the first kind into a child process running
-its own event loop with the same ``fetch`` function and client settings. The harvest sends it
+its own event loop with the same ``fetch`` function and client settings, and with it the link
+extraction of new HTML and CSS payloads (``links_of_payload``, a pure function of the payload). The harvest sends it
 ``(url, headers, deadline, size cap)`` and gets a ``FetchResult`` back, body included: bodies up to
 ``INLINE_MAX`` travel in the message, larger ones are left in a temporary file that the harvest
 opens and unlinks, so memory stays bounded as with in-process fetching. Politeness, scope and every
@@ -30,6 +31,8 @@ import sys
 import tempfile
 
 from harvester.fetch import FetchResult, fetch, make_client
+from harvester.links import LINK_TYPES, links_of_payload
+from index.payload import DecodeError
 
 INLINE_MAX = 2 * 1024 * 1024       # bodies larger than this travel as a temporary file
 ANSWER_GRACE = 15.0                # seconds past a fetch's deadline before the child is given up on
@@ -72,12 +75,15 @@ class FetchProcess:
         self._reader = asyncio.create_task(self._read_answers())
         return self
 
-    async def fetch(self, url: str, headers: dict[str, str], deadline: float, max_size: int) -> FetchResult:
+    async def fetch(self, url: str, headers: dict[str, str], deadline: float, max_size: int,
+                    links_unless: tuple | None = None) -> FetchResult:
+        """``links_unless=(digest,)``: also extract the links of an HTML or CSS payload (a second
+        kind of CPU work the child can take on), unless its digest is that one."""
         fetch_id = next(self._ids)
         answer = asyncio.get_running_loop().create_future()
         self._pending[fetch_id] = (answer, url)
         try:
-            self._proc.stdin.write(_frame(("fetch", fetch_id, url, headers, deadline, max_size)))
+            self._proc.stdin.write(_frame(("fetch", fetch_id, url, headers, deadline, max_size, links_unless)))
             async with asyncio.timeout(deadline + ANSWER_GRACE):
                 return await answer
         except TimeoutError:
@@ -131,9 +137,23 @@ class FetchProcess:
 
 # -- the child ----------------------------------------------------------------------------------------
 
+def _extract_links(result: FetchResult) -> list[tuple[str, str, str]] | None:
+    content_type = result.header("Content-Type") or ""
+    if content_type.split(";")[0].strip().lower() not in LINK_TYPES:
+        return None
+    try:
+        links = links_of_payload(result.read_body(), result.url, content_type, result.header("Content-Encoding"))
+    except DecodeError:
+        return None     # the harvest tries again itself, and reports why
+    return [(link.url, link.kind, link.source) for link in links]
+
+
 async def _answer(client, writer: asyncio.StreamWriter, fetch_id: int, url: str, headers: dict, deadline: float,
-                  max_size: int) -> None:
+                  max_size: int, links_unless: tuple | None) -> None:
     result = await fetch(client, url, headers=headers, deadline=deadline, max_size=max_size)
+    if (links_unless is not None and result.body is not None and result.status and result.status < 300
+            and result.digest != links_unless[0]):
+        result.links = _extract_links(result)
     body = body_path = None
     try:
         if result.body is not None:

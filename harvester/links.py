@@ -119,6 +119,19 @@ class Link:
     source: str
 
 
+LINK_TYPES = ("text/html", "application/xhtml+xml", "text/css")   # payloads whose links are followed
+
+
+def links_of_payload(raw: bytes, base_url: str, content_type: str, content_encoding: str | None) -> list[Link]:
+    """The links of a payload as stored (still content-encoded), decoded through the capped decoders
+    first. Raises ``index.payload.DecodeError`` when it does not decode."""
+    from index.payload import decode_content
+
+    mime, _, params = content_type.partition(";")
+    return extract_links(decode_content(raw, content_encoding), base_url,
+                         (mime.strip().lower() or "text/html") + (";" + params if params else ""))
+
+
 def extract_links(
     body: bytes,
     base_url: str,

@@ -22,7 +22,7 @@ from harvester.change import NoiseRules, content_digest, main_text, similarity
 from harvester.fetch import FetchResult, fetch, make_client
 from harvester.fetchproc import FetchProcess
 from harvester.frontier import Frontier, Item
-from harvester.links import Link, extract_links
+from harvester.links import LINK_TYPES, Link, links_of_payload
 from harvester.report import RunFigures
 from harvester.robots import RobotsCache
 from harvester.schedule import (
@@ -44,7 +44,6 @@ from index.state import Capture, HarvestState, Original
 from strata import __version__
 from strata.settings import JobSettings
 
-LINK_TYPES = ("text/html", "application/xhtml+xml", "text/css")
 ACCEPT_ENCODING = "gzip, deflate"   # no br: only capped decoders touch stored bodies
 MAX_REDIRECT_HOPS = 10
 
@@ -289,7 +288,7 @@ class Harvest:
         previous = self.state.url(item.url)
         conditional = decide.conditional_headers(previous) if self.mode == "incremental" else {}
         referer = {"Referer": item.via} if item.via else {}  # also lets a rebuild recover where it was found
-        result = await self._fetch(item.url, {**referer, **conditional})
+        result = await self._fetch(item.url, {**referer, **conditional}, ((previous or {}).get("digest"),))
         try:
             self._record(item, result, previous, bool(conditional))
         finally:
@@ -307,11 +306,14 @@ class Harvest:
             self.notes.append(f"fetching in-process: the fetch process did not start ({exc})")
             return None
 
-    async def _fetch(self, url: str, extra_headers: dict[str, str]) -> FetchResult:
+    async def _fetch(self, url: str, extra_headers: dict[str, str], links_unless: tuple | None = None) -> FetchResult:
+        """One fetch. ``links_unless=(digest,)`` asks the fetch process to extract the links too,
+        unless the payload has that digest (its links are then in the outlink cache)."""
         headers = {"Accept-Encoding": ACCEPT_ENCODING, **extra_headers}
         self.figures.requests += 1
         if self.fetcher is not None and self.fetcher.alive:
-            result = await self.fetcher.fetch(url, headers, self.job.timeout, self.job.max_resource_size)
+            result = await self.fetcher.fetch(url, headers, self.job.timeout, self.job.max_resource_size,
+                                              links_unless=links_unless)
         else:
             result = await fetch(self.client, url, headers=headers, deadline=self.job.timeout,
                                  max_size=self.job.max_resource_size)
@@ -459,30 +461,31 @@ class Harvest:
             if target:
                 self._follow(item, target, "redirect", item.depth)
         if link_source is not None:
-            self._queue_links(item, digest, mime, link_source)
+            self._queue_links(item, digest, mime, link_source, result.links)
 
-    def _links(self, item: Item, digest: str | None, source) -> list[Link]:
+    def _links(self, item: Item, digest: str | None, source, precomputed=None) -> list[Link]:
         """The page's links: from the outlink cache when its payload was parsed before (unchanged
         pages and 304s cost no parse), else extracted and cached."""
         cached = self.state.outlinks(item.url, digest) if digest else None
         if cached is not None:
             return [Link(url, kind, "cache") for url, kind in cached]
-        raw, content_type, encoding = source()
-        if raw is None:
-            return []
-        try:
-            body = decode_content(raw, encoding)
-        except DecodeError as exc:
-            self.recent_errors = (self.recent_errors + [(item.url, f"links not extracted: {exc}")])[-20:]
-            return []
-        mime = content_type.split(";")[0].strip().lower() or "text/html"
-        links = extract_links(body, item.url, mime, _charset(content_type))
+        if precomputed is not None:
+            links = [Link(url, kind, source) for url, kind, source in precomputed]
+        else:
+            raw, content_type, encoding = source()
+            if raw is None:
+                return []
+            try:
+                links = links_of_payload(raw, item.url, content_type, encoding)
+            except DecodeError as exc:
+                self.recent_errors = (self.recent_errors + [(item.url, f"links not extracted: {exc}")])[-20:]
+                return []
         if digest:
             self.state.set_outlinks(item.url, digest, [(link.url, link.kind) for link in links])
         return links
 
-    def _queue_links(self, item: Item, digest: str | None, mime: str, source) -> None:
-        links = self._links(item, digest, source)
+    def _queue_links(self, item: Item, digest: str | None, mime: str, source, precomputed=None) -> None:
+        links = self._links(item, digest, source, precomputed)
         paging: bool | None = None     # None: not an ordered listing; True: read on; False: stop
         if self.strategy and mime in HTML_TYPES and self.kinds.kind(item.url) == "index":
             self.index_pages_done.add(item.url)
@@ -545,7 +548,8 @@ class Harvest:
             content_type = result.header("Content-Type") or ""
             mime = content_type.split(";")[0].strip().lower()
             self._queue_links(item, result.digest, mime,
-                              lambda: (result.read_body(), content_type, result.header("Content-Encoding")))
+                              lambda: (result.read_body(), content_type, result.header("Content-Encoding")),
+                              result.links)
 
     def _maybe_on_unread_page(self, url: str) -> bool:
         """Where paging stopped at page N of a listing, pages 0..N were read in order: a link older than
