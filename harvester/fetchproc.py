@@ -84,7 +84,8 @@ class FetchProcess:
         self._pending[fetch_id] = (answer, url)
         try:
             self._proc.stdin.write(_frame(("fetch", fetch_id, url, headers, deadline, max_size, links_unless)))
-            async with asyncio.timeout(deadline + ANSWER_GRACE):
+            # The child may hold it until a connection is free (at most one fetch's deadline), then fetches.
+            async with asyncio.timeout(2 * deadline + ANSWER_GRACE):
                 return await answer
         except TimeoutError:
             return FetchResult(url=url, error="the fetch process did not answer")
@@ -148,9 +149,10 @@ def _extract_links(result: FetchResult) -> list[tuple[str, str, str]] | None:
     return [(link.url, link.kind, link.source) for link in links]
 
 
-async def _answer(client, writer: asyncio.StreamWriter, fetch_id: int, url: str, headers: dict, deadline: float,
-                  max_size: int, links_unless: tuple | None) -> None:
-    result = await fetch(client, url, headers=headers, deadline=deadline, max_size=max_size)
+async def _answer(client, slots: asyncio.Semaphore, writer: asyncio.StreamWriter, fetch_id: int, url: str,
+                  headers: dict, deadline: float, max_size: int, links_unless: tuple | None) -> None:
+    async with slots:       # one request per connection: a fetch waits for one before its deadline starts
+        result = await fetch(client, url, headers=headers, deadline=deadline, max_size=max_size)
     if (links_unless is not None and result.body is not None and result.status and result.status < 300
             and result.digest != links_unless[0]):
         result.links = _extract_links(result)
@@ -177,13 +179,14 @@ async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> 
     settings = config[1]
     client = make_client(settings["concurrency"], settings["connect_timeout"], settings["timeout"],
                          settings["user_agent"])
+    slots = asyncio.Semaphore(settings["concurrency"])
     tasks: set[asyncio.Task] = set()
     try:
         while True:
             message = await _read_frame(reader)
             if message is None:
                 break
-            task = asyncio.create_task(_answer(client, writer, *message[1:]))
+            task = asyncio.create_task(_answer(client, slots, writer, *message[1:]))
             tasks.add(task)
             task.add_done_callback(tasks.discard)
     finally:

@@ -1,6 +1,8 @@
 """One harvest run of a collection: fetch, decide, write, index.
 
-``Harvest(collection, job, mode).run()`` drives ``concurrency`` workers over the frontier. For each
+``Harvest(collection, job, mode).run()`` drives ``2 x concurrency`` workers over the frontier, with at
+most ``concurrency`` fetches (connections) at once: while one URL is recorded, the next is on the
+wire. Fetches run in a second process when there is one (``harvester.fetchproc``). For each
 URL: robots.txt, a fetch (conditional when the collection holds validators), a class from
 ``harvester.decide``, records written through ``WarcRoller``, state updated in one transaction, links
 queued. When a WARC is sealed its CDXJ lines are merged and its digest entries become usable.
@@ -51,6 +53,9 @@ MAX_REDIRECT_HOPS = 10
 def _section(url: str) -> str:
     """A listing's or an article's section: the first segment of its path (``/news/...``)."""
     return url.split("://", 1)[-1].partition("/")[2].split("/", 1)[0]
+
+
+URLS_PER_CONNECTION = 2
 
 
 def _charset(content_type: str) -> str | None:
@@ -154,7 +159,11 @@ class Harvest:
         state.begin_run(self.run_id, job.name, self.mode, iso(started), os.getpid())
         self.scope = Scope(list(job.seeds), hosts=job.scope, include=list(job.include), exclude=list(job.exclude),
                            max_depth=job.depth, embeds_offsite=job.embeds_offsite)
-        self.frontier = Frontier(delay=job.delay, per_host=job.concurrency, max_urls=job.max_urls)
+        # Twice as many URLs in hand as connections: while one is recorded, the next is on the wire.
+        # Connections stay at `concurrency` (the fetch slots below and the client's pool).
+        self.frontier = Frontier(delay=job.delay, per_host=job.concurrency * URLS_PER_CONNECTION,
+                                 max_urls=job.max_urls)
+        self._fetch_slots = asyncio.Semaphore(job.concurrency)
         self.kinds = PageKinds(job.index_patterns, job.content_patterns, job.default_page_kind, job.seeds)
         self.noise = NoiseRules(job.noise_selectors, job.noise_patterns)
         # Index/content strategy: only in incremental runs of jobs that name page kinds.
@@ -185,7 +194,8 @@ class Harvest:
         self.robots = RobotsCache(self._fetch_robots, user_agent=job.user_agent)
         self._seed_frontier()
         try:
-            self._workers = [asyncio.create_task(self._worker()) for _ in range(job.concurrency)]
+            self._workers = [asyncio.create_task(self._worker())
+                             for _ in range(job.concurrency * URLS_PER_CONNECTION)]
             results = await asyncio.gather(*self._workers, return_exceptions=True)
             for res in results:
                 if isinstance(res, BaseException) and not isinstance(res, asyncio.CancelledError):
@@ -315,8 +325,9 @@ class Harvest:
             result = await self.fetcher.fetch(url, headers, self.job.timeout, self.job.max_resource_size,
                                               links_unless=links_unless)
         else:
-            result = await fetch(self.client, url, headers=headers, deadline=self.job.timeout,
-                                 max_size=self.job.max_resource_size)
+            async with self._fetch_slots:      # a request waits for a connection before its deadline starts
+                result = await fetch(self.client, url, headers=headers, deadline=self.job.timeout,
+                                     max_size=self.job.max_resource_size)
         self.figures.bytes_downloaded += result.wire_bytes
         return result
 

@@ -212,6 +212,12 @@ class SiteServer:
             return self._connection_count
 
     @property
+    def most_open_connections(self) -> int:
+        """The most TCP connections open at one time since the last reset."""
+        with self._lock:
+            return self._most_open
+
+    @property
     def request_log(self) -> list[RequestRecord]:
         with self._lock:
             return list(self._log)
@@ -221,6 +227,7 @@ class SiteServer:
             self._request_count = 0
             self._bytes_sent = 0
             self._connection_count = 0
+            self._most_open = len(self._connections)
             self._log: list[RequestRecord] = []
 
     # -- internals used by the handler -----------------------------------------------------
@@ -229,6 +236,7 @@ class SiteServer:
         with self._lock:
             self._connections.add(conn)
             self._connection_count += 1
+            self._most_open = max(self._most_open, len(self._connections))
 
     def _closed(self, conn: socket.socket) -> None:
         with self._idle:

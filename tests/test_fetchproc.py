@@ -140,3 +140,12 @@ def test_the_child_extracts_links_unless_the_payload_is_known(site):
             await fetcher.close()
 
     asyncio.run(go())
+
+
+def test_urls_in_hand_outnumber_connections_but_connections_stay_at_concurrency(root, site):
+    site.latency = 0.02
+    for enabled in (True, False):
+        site.reset_counters()
+        summary = harvest(root, site, name=f"c{int(enabled)}", concurrency=2, fetch_process=enabled)
+        assert summary["errors"] == 0 and summary["urls_fetched"] > 20
+        assert site.most_open_connections <= 2
