@@ -11,7 +11,8 @@
    third server running Strata's application without TCP_NODELAY, to show where a stall comes from.
 3. After one untimed warm-up pass, asks each for ``--count`` URLs whose capture as of run 2 is a
    revisit and ``--count`` whose capture is a response, one request at a time (servers and URL
-   kinds take turns in blocks of 10, so other load on the machine hits them alike), with keep-alive and with
+   kinds take turns in blocks of 10, in a shuffled order each round, so other load on the machine
+   and the cost of switching servers hit them alike), with keep-alive and with
    ``Connection: close``, in two modes: the rewritten page (Strata ``/<ts>/``, pywb ``/<ts>mp_/``:
    pywb's page is framed, its ``mp_`` frame does the same work) and the raw bytes (``id_``).
    Reports requests per second, p50 and p95 latency, and each server's peak RSS (VmHWM). Every
@@ -216,18 +217,24 @@ def warm_up(servers: dict[str, Server], paths_by_server: dict[str, list[str]]) -
 
 def run_config(servers: dict[str, Server], series: dict[tuple[str, str], list[str]], keep_alive: bool,
                seconds: float, block: int = 10) -> dict[tuple[str, str], dict]:
-    """Every series (server, URL kind) takes its turn, ``block`` requests at a time, in a rotating
-    order, so that load from other processes on the machine falls on all of them alike.
+    """Every series (server, URL kind) takes its turn, ``block`` requests at a time, in an order
+    shuffled afresh each round (seeded), so that load from other processes on the machine, and the
+    cost of following another server's turn, fall on all of them alike. (A rotating order put
+    Strata's revisit turn after another server's nearly every round and its response turn after its
+    own revisit turn, on a warm process: that alone moved revisit/response by 0.1.)
     Requests are sequential: throughput is 1 / mean latency."""
     clients = {(name, kind): _client(servers[name], keep_alive) for name, kind in series}
     latencies: dict[tuple[str, str], list[float]] = {key: [] for key in series}
     errors = dict.fromkeys(series, 0)
     keys = list(series)
+    rng = random.Random(20261130)
     started = time.perf_counter()
     try:
         total = max(len(p) for p in series.values())
-        for i, offset in enumerate(range(0, total, block)):
-            for key in keys[i % len(keys):] + keys[: i % len(keys)]:
+        for offset in range(0, total, block):
+            order = keys[:]
+            rng.shuffle(order)
+            for key in order:
                 for path in series[key][offset:offset + block]:
                     t0 = time.perf_counter()
                     r = clients[key].get(path)
