@@ -505,7 +505,7 @@ class Harvest:
             if is_ordered_listing(content):
                 # Newest first: read on to the next page only while this one holds links new since the
                 # last run; past that, older pages hold only old links.
-                paging = any(not (self.state.url(u) or {}).get("last_checked") for u in content)
+                paging = any(self._new_since_last_run(u) for u in content)
                 section, page = _section(item.url), page_number(item.url)
                 oldest = min(url_order_key(u) for u in content if url_order_key(u))
                 self.oldest_on_page[(section, page)] = oldest
@@ -520,7 +520,7 @@ class Harvest:
             depth = item.depth if link.kind == "embed" else item.depth + 1
             if paging is not None and link.kind != "embed" and is_pagination_link(item.url, link.url) \
                     and self.kinds.kind(link.url) == "index" and not self.frontier.seen(link.url):
-                never_seen = not (self.state.url(link.url) or {}).get("last_checked")
+                never_seen = self._new_since_last_run(link.url)
                 if (paging and link.url == next_page) or never_seen:
                     self._follow(item, link.url, link.kind, depth)   # the next page, or a new one
                 elif not paging:
@@ -530,6 +530,13 @@ class Harvest:
                                          iso(utc_now()))
                 continue
             self._follow(item, link.url, link.kind, depth)
+
+    def _new_since_last_run(self, url: str) -> bool:
+        """Unknown before this run. Not "never checked": another worker may have fetched it already
+        in this run (the home page links to the newest articles too), which says nothing about
+        whether the listing that links to it holds news."""
+        row = self.state.url(url)
+        return not row or not row.get("last_checked") or row.get("first_run") == self.run_id
 
     def _follow(self, item: Item, url: str, kind: str, depth: int) -> None:
         if self.frontier.seen(url):
