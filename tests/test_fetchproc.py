@@ -149,3 +149,31 @@ def test_urls_in_hand_outnumber_connections_but_connections_stay_at_concurrency(
         summary = harvest(root, site, name=f"c{int(enabled)}", concurrency=2, fetch_process=enabled)
         assert summary["errors"] == 0 and summary["urls_fetched"] > 20
         assert site.most_open_connections <= 2
+
+
+class _CookieSite:
+    """``/`` sets a session cookie and links to ``/next.html``."""
+
+    def resolve(self, version, path, headers):
+        from strata.site_server import Resource
+
+        html = (("Content-Type", "text/html"),)
+        if path == "/":
+            return Resource(200, html + (("Set-Cookie", "session=abc; Path=/"),), b'<a href="/next.html">next</a>')
+        if path == "/next.html":
+            return Resource(200, html, b"<p>next</p>")
+        return None
+
+
+def test_a_cookie_the_site_sets_is_sent_back_with_and_without_the_fetch_process(root):
+    from harvester.run import Harvest
+    from strata.settings import validate_job
+    from strata.site_server import SiteServer
+
+    for enabled in (True, False):
+        with SiteServer(_CookieSite(), hostile=False) as server:
+            job = validate_job("t", {"seeds": [server.base_url + "/"], "delay": 0.0, "robots": "ignore",
+                                     "fetch_process": enabled})
+            asyncio.run(Harvest(Collection.open(root, f"k{int(enabled)}", create=True), job).run())
+            (second,) = [r for r in server.request_log if r.path == "/next.html"]
+            assert ("session=abc" in dict((k.lower(), v) for k, v in second.headers).get("cookie", ""))
