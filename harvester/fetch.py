@@ -40,7 +40,6 @@ class FetchResult:
     wire_bytes: int = 0
     error: str | None = None
     elapsed: float = 0.0
-    links: list[tuple[str, str, str]] | None = None   # (url, kind, source), when the fetch process extracted them
 
     def header(self, name: str) -> str | None:
         lname = name.lower()

@@ -3,9 +3,10 @@
 A harvest's event loop does two kinds of CPU work: HTTP (httpx, h11, the sockets: about 40% of it)
 and everything that follows a response (decide, WARC records, CDXJ lines, SQLite, links). On a
 machine with a core to spare, ``FetchProcess`` moves the first kind into a child process running
-its own event loop with the same ``fetch`` function and client settings, and with it the link
-extraction of new HTML and CSS payloads (``links_of_payload``, a pure function of the payload). The harvest sends it
-``(url, headers, deadline, size cap)`` and gets a ``FetchResult`` back, body included: bodies up to
+its own event loop with the same ``fetch`` function and client settings. (Link extraction stays in
+the harvest: moved here, it made the child, whose loop every answer waits on, the slower side, and
+crawl 2 of the issue-2 bench 6% slower.) The harvest sends it ``(url, headers, deadline, size
+cap)`` and gets a ``FetchResult`` back, body included: bodies up to
 ``INLINE_MAX`` travel in the message, larger ones are left in a temporary file that the harvest
 opens and unlinks, so memory stays bounded as with in-process fetching. Politeness, scope and every
 decision stay in the harvest: the child only fetches what it is sent, when it is sent.
@@ -31,8 +32,6 @@ import sys
 import tempfile
 
 from harvester.fetch import FetchResult, fetch, make_client
-from harvester.links import LINK_TYPES, links_of_payload
-from index.payload import DecodeError
 
 INLINE_MAX = 2 * 1024 * 1024       # bodies larger than this travel as a temporary file
 ANSWER_GRACE = 15.0                # seconds past a fetch's deadline before the child is given up on
@@ -75,15 +74,12 @@ class FetchProcess:
         self._reader = asyncio.create_task(self._read_answers())
         return self
 
-    async def fetch(self, url: str, headers: dict[str, str], deadline: float, max_size: int,
-                    links_unless: tuple | None = None) -> FetchResult:
-        """``links_unless=(digest,)``: also extract the links of an HTML or CSS payload (a second
-        kind of CPU work the child can take on), unless its digest is that one."""
+    async def fetch(self, url: str, headers: dict[str, str], deadline: float, max_size: int) -> FetchResult:
         fetch_id = next(self._ids)
         answer = asyncio.get_running_loop().create_future()
         self._pending[fetch_id] = (answer, url)
         try:
-            self._proc.stdin.write(_frame(("fetch", fetch_id, url, headers, deadline, max_size, links_unless)))
+            self._proc.stdin.write(_frame(("fetch", fetch_id, url, headers, deadline, max_size)))
             # The child may hold it until a connection is free (at most one fetch's deadline), then fetches.
             async with asyncio.timeout(2 * deadline + ANSWER_GRACE):
                 return await answer
@@ -138,24 +134,10 @@ class FetchProcess:
 
 # -- the child ----------------------------------------------------------------------------------------
 
-def _extract_links(result: FetchResult) -> list[tuple[str, str, str]] | None:
-    content_type = result.header("Content-Type") or ""
-    if content_type.split(";")[0].strip().lower() not in LINK_TYPES:
-        return None
-    try:
-        links = links_of_payload(result.read_body(), result.url, content_type, result.header("Content-Encoding"))
-    except DecodeError:
-        return None     # the harvest tries again itself, and reports why
-    return [(link.url, link.kind, link.source) for link in links]
-
-
 async def _answer(client, slots: asyncio.Semaphore, writer: asyncio.StreamWriter, fetch_id: int, url: str,
-                  headers: dict, deadline: float, max_size: int, links_unless: tuple | None) -> None:
+                  headers: dict, deadline: float, max_size: int) -> None:
     async with slots:       # one request per connection: a fetch waits for one before its deadline starts
         result = await fetch(client, url, headers=headers, deadline=deadline, max_size=max_size)
-    if (links_unless is not None and result.body is not None and result.status and result.status < 300
-            and result.digest != links_unless[0]):
-        result.links = _extract_links(result)
     body = body_path = None
     try:
         if result.body is not None:

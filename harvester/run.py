@@ -298,7 +298,7 @@ class Harvest:
         previous = self.state.url(item.url)
         conditional = decide.conditional_headers(previous) if self.mode == "incremental" else {}
         referer = {"Referer": item.via} if item.via else {}  # also lets a rebuild recover where it was found
-        result = await self._fetch(item.url, {**referer, **conditional}, ((previous or {}).get("digest"),))
+        result = await self._fetch(item.url, {**referer, **conditional})
         try:
             self._record(item, result, previous, bool(conditional))
         finally:
@@ -316,14 +316,11 @@ class Harvest:
             self.notes.append(f"fetching in-process: the fetch process did not start ({exc})")
             return None
 
-    async def _fetch(self, url: str, extra_headers: dict[str, str], links_unless: tuple | None = None) -> FetchResult:
-        """One fetch. ``links_unless=(digest,)`` asks the fetch process to extract the links too,
-        unless the payload has that digest (its links are then in the outlink cache)."""
+    async def _fetch(self, url: str, extra_headers: dict[str, str]) -> FetchResult:
         headers = {"Accept-Encoding": ACCEPT_ENCODING, **extra_headers}
         self.figures.requests += 1
         if self.fetcher is not None and self.fetcher.alive:
-            result = await self.fetcher.fetch(url, headers, self.job.timeout, self.job.max_resource_size,
-                                              links_unless=links_unless)
+            result = await self.fetcher.fetch(url, headers, self.job.timeout, self.job.max_resource_size)
         else:
             async with self._fetch_slots:      # a request waits for a connection before its deadline starts
                 result = await fetch(self.client, url, headers=headers, deadline=self.job.timeout,
@@ -472,31 +469,28 @@ class Harvest:
             if target:
                 self._follow(item, target, "redirect", item.depth)
         if link_source is not None:
-            self._queue_links(item, digest, mime, link_source, result.links)
+            self._queue_links(item, digest, mime, link_source)
 
-    def _links(self, item: Item, digest: str | None, source, precomputed=None) -> list[Link]:
+    def _links(self, item: Item, digest: str | None, source) -> list[Link]:
         """The page's links: from the outlink cache when its payload was parsed before (unchanged
         pages and 304s cost no parse), else extracted and cached."""
         cached = self.state.outlinks(item.url, digest) if digest else None
         if cached is not None:
             return [Link(url, kind, "cache") for url, kind in cached]
-        if precomputed is not None:
-            links = [Link(url, kind, source) for url, kind, source in precomputed]
-        else:
-            raw, content_type, encoding = source()
-            if raw is None:
-                return []
-            try:
-                links = links_of_payload(raw, item.url, content_type, encoding)
-            except DecodeError as exc:
-                self.recent_errors = (self.recent_errors + [(item.url, f"links not extracted: {exc}")])[-20:]
-                return []
+        raw, content_type, encoding = source()
+        if raw is None:
+            return []
+        try:
+            links = links_of_payload(raw, item.url, content_type, encoding)
+        except DecodeError as exc:
+            self.recent_errors = (self.recent_errors + [(item.url, f"links not extracted: {exc}")])[-20:]
+            return []
         if digest:
             self.state.set_outlinks(item.url, digest, [(link.url, link.kind) for link in links])
         return links
 
-    def _queue_links(self, item: Item, digest: str | None, mime: str, source, precomputed=None) -> None:
-        links = self._links(item, digest, source, precomputed)
+    def _queue_links(self, item: Item, digest: str | None, mime: str, source) -> None:
+        links = self._links(item, digest, source)
         paging: bool | None = None     # None: not an ordered listing; True: read on; False: stop
         if self.strategy and mime in HTML_TYPES and self.kinds.kind(item.url) == "index":
             self.index_pages_done.add(item.url)
@@ -566,8 +560,7 @@ class Harvest:
             content_type = result.header("Content-Type") or ""
             mime = content_type.split(";")[0].strip().lower()
             self._queue_links(item, result.digest, mime,
-                              lambda: (result.read_body(), content_type, result.header("Content-Encoding")),
-                              result.links)
+                              lambda: (result.read_body(), content_type, result.header("Content-Encoding")))
 
     def _maybe_on_unread_page(self, url: str) -> bool:
         """Where paging stopped at page N of a listing, pages 0..N were read in order: a link older than

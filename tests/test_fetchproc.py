@@ -120,28 +120,6 @@ def test_a_killed_harvest_leaves_no_fetch_process_behind(root, site):
             proc.kill()
 
 
-def test_the_child_extracts_links_unless_the_payload_is_known(site):
-    from harvester.links import links_of_payload
-
-    async def go():
-        fetcher = await FetchProcess(2, 5.0, 10.0, "strata-test").start()
-        try:
-            url = site.base_url + "/"
-            fresh = await fetcher.fetch(url, {"Accept-Encoding": "gzip"}, 10.0, 10**8, links_unless=(None,))
-            mine = links_of_payload(fresh.read_body(), url, fresh.header("Content-Type"),
-                                    fresh.header("Content-Encoding"))
-            assert fresh.links == [(link.url, link.kind, link.source) for link in mine] and len(mine) > 5
-            known = await fetcher.fetch(url, {"Accept-Encoding": "gzip"}, 10.0, 10**8, links_unless=(fresh.digest,))
-            robots = await fetcher.fetch(site.base_url + "/robots.txt", {}, 10.0, 10**8)
-            assert known.links is None and robots.links is None
-            for result in (fresh, known, robots):
-                result.close()
-        finally:
-            await fetcher.close()
-
-    asyncio.run(go())
-
-
 def test_urls_in_hand_outnumber_connections_but_connections_stay_at_concurrency(root, site):
     site.latency = 0.02
     for enabled in (True, False):
