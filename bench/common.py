@@ -25,7 +25,8 @@ from pathlib import Path
 
 from warcio.archiveiterator import ArchiveIterator
 
-__all__ = ["Measured", "RawClient", "RawResponse", "WarcStats", "b32_sha1", "median", "run_measured", "scan_warcs"]
+__all__ = ["Measured", "RawClient", "RawResponse", "WarcStats", "b32_sha1", "median", "run_measured", "scan_warcs",
+           "validators"]
 
 
 @dataclasses.dataclass
@@ -204,3 +205,13 @@ class RawClient:
             self.close()
         body = b"".join(chunks)
         return RawResponse(status, len(head), len(body), len(head) + wire, body)
+
+
+def validators(resource) -> dict[str, str]:
+    """The conditional headers a client holding ``resource`` (a ``site_server.Resource``) sends."""
+    headers = {}
+    if resource.etag:
+        headers["If-None-Match"] = resource.etag
+    if resource.last_modified:
+        headers["If-Modified-Since"] = resource.last_modified
+    return headers

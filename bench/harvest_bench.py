@@ -31,7 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout: `python bench/...`
 
-from bench.common import RawClient, b32_sha1, median, run_measured, scan_warcs  # noqa: E402
+from bench.common import RawClient, b32_sha1, median, run_measured, scan_warcs, validators  # noqa: E402
 from bench.sitegen import GeneratedSite, SiteSpec  # noqa: E402
 from strata.site_server import SiteServer  # noqa: E402
 
@@ -133,12 +133,7 @@ def measure_floors(site: GeneratedSite, server: SiteServer, deadline: float) -> 
                 if time.monotonic() > deadline:
                     raise TimeoutError("floor measurement took too long")
                 if t.change == "unchanged":
-                    res = site.resolve(2, path)
-                    headers = {"Accept-Encoding": ACCEPT_ENCODING}
-                    if res.etag:
-                        headers["If-None-Match"] = res.etag
-                    if res.last_modified:
-                        headers["If-Modified-Since"] = res.last_modified
+                    headers = {"Accept-Encoding": ACCEPT_ENCODING, **validators(site.resolve(2, path))}
                     r = client.get(path, headers)
                     if r.status == 304:
                         not_modified.append(r.wire_bytes)

@@ -41,7 +41,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout: `python bench/...`
 
-from bench.common import RawClient, b32_sha1, median, run_measured, scan_warcs  # noqa: E402
+from bench.common import RawClient, b32_sha1, median, run_measured, scan_warcs, validators  # noqa: E402
 from bench.harvest_bench import code_version  # noqa: E402
 from bench.sitegen import (  # noqa: E402
     CONTENT_PATTERNS,
@@ -334,11 +334,7 @@ def measure_paths(site: GeneratedSite, server: SiteServer, deadline: float) -> d
                     raise TimeoutError("floor measurement took too long")
                 headers = {"Accept-Encoding": ACCEPT_ENCODING}
                 if t.change == "unchanged":
-                    res = site.resolve(2, path)
-                    if res.etag:
-                        headers["If-None-Match"] = res.etag
-                    if res.last_modified:
-                        headers["If-Modified-Since"] = res.last_modified
+                    headers.update(validators(site.resolve(2, path)))
                     r = client.get(path, headers)
                     if r.status == 304:
                         not_modified.append(r.wire_bytes)
