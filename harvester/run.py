@@ -384,18 +384,7 @@ class Harvest:
                     # Only a changed payload needs the (costly) main-content comparison.
                     text = main_text(self._decoded_body(result), _charset(content_type), self.noise)
                     url_update["fingerprint"] = content_digest(text)
-                    if previous.get("fingerprint") == url_update["fingerprint"]:
-                        score = 1.0     # the same main text: only noise moved
-                    elif previous.get("fingerprint") and self.job.change_threshold >= 1.0:
-                        score = 0.0     # another main text can never reach 1.0: no need to read it back
-                    else:
-                        stored = self._stored_main_text(previous)
-                        if stored is None:
-                            score = 0.0
-                        elif self.job.change_threshold >= 1.0:
-                            score = 1.0 if text == stored else 0.0     # only equality can reach 1.0
-                        else:
-                            score = similarity(text, stored)
+                    score = self._main_text_score(text, url_update["fingerprint"], previous)
                     if score >= self.job.change_threshold:
                         cls = url_update["last_class"] = "soft"
                         if not self.job.store_soft_changes:
@@ -594,6 +583,20 @@ class Harvest:
         if unsure:
             self.notes.append(f"{unsure} content page(s) not on the listing pages read were left to their due "
                               "recheck: paging stopped before links as old as theirs")
+
+    def _main_text_score(self, text: str, fingerprint: str, previous: dict) -> float:
+        """How alike the new main text is to the stored one (1.0: the same). Below a threshold of 1.0
+        that is the Jaccard index; at 1.0 only equality matters, so the stored text is read back
+        only when no fingerprint of it was kept, and no index is computed."""
+        if previous.get("fingerprint") == fingerprint:
+            return 1.0                  # the same main text: only noise moved
+        exact = self.job.change_threshold >= 1.0
+        if exact and previous.get("fingerprint"):
+            return 0.0
+        stored = self._stored_main_text(previous)
+        if stored is None:
+            return 0.0
+        return float(text == stored) if exact else similarity(text, stored)
 
     def _stored_main_text(self, previous: dict) -> str | None:
         """The main text of the payload the collection holds for a URL, read back from its WARC."""
