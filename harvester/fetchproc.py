@@ -75,6 +75,8 @@ class FetchProcess:
         return self
 
     async def fetch(self, url: str, headers: dict[str, str], deadline: float, max_size: int) -> FetchResult:
+        if not self.alive:
+            return FetchResult(url=url, error="the fetch process has exited")
         fetch_id = next(self._ids)
         answer = asyncio.get_running_loop().create_future()
         self._pending[fetch_id] = (answer, url)
