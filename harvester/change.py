@@ -17,7 +17,7 @@ import re
 
 from lxml import etree, html
 
-from harvester.charset import decode, html_charset
+from strata.charset import decode, html_charset
 
 BOILERPLATE_TAGS = ("script", "style", "noscript", "template", "nav")
 _TOKEN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]|[^\W_]+", re.UNICODE)

@@ -12,7 +12,7 @@ import collections
 import dataclasses
 import time
 
-from harvester.urls import url_host
+from strata.urls import url_host
 
 
 @dataclasses.dataclass

@@ -22,7 +22,7 @@ may follow, each tagged with a *kind* that the scope uses:
 ``<base href>`` changes the base URL (the first one only, as in browsers); one
 in ``<head>`` applies to the whole document, one after ``<body>`` has started
 (non-conforming) only to the links after it.
-Every URL is normalised with :func:`harvester.urls.normalize_url`; what does
+Every URL is normalised with :func:`strata.urls.normalize_url`; what does
 not normalise (``javascript:``, ``mailto:``, ``data:`` ...) is dropped. The
 list is in document order, without repeats of the same ``(url, kind)`` pair:
 one URL can appear twice, once per kind, so the scope can judge each role.
@@ -46,8 +46,8 @@ from dataclasses import dataclass
 
 from lxml import etree
 
-from harvester.charset import css_charset, decode, html_charset
-from harvester.urls import normalize_url
+from strata.charset import css_charset, decode, html_charset
+from strata.urls import normalize_url
 
 __all__ = ["EMBED", "NAVIGATION", "REFRESH", "Link", "extract_links", "parse_srcset"]
 

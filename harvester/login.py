@@ -22,9 +22,9 @@ from __future__ import annotations
 import httpx
 
 from harvester.guard import GuardedTransport, NetworkPolicy
-from harvester.urls import url_host
 from strata.errors import ConfigError
 from strata.settings import JobSettings
+from strata.urls import url_host
 
 ALLOW_ALL = NetworkPolicy.from_strings(["0.0.0.0/0", "::/0"])
 _COOKIE_NAME_BAD = set('()<>@,;:\\"/[]?={} \t')

@@ -42,7 +42,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from harvester.urls import normalize_url, url_origin
+from strata.urls import normalize_url, url_origin
 
 __all__ = ["MAX_ROBOTS_BYTES", "RobotsCache", "RobotsRules", "product_token"]
 

@@ -37,7 +37,6 @@ from harvester.schedule import (
     url_order_key,
 )
 from harvester.scope import Scope
-from harvester.urls import normalize_url, url_host
 from harvester.warcfile import WarcRoller
 from index import cdxj
 from index.collection import Collection
@@ -45,6 +44,7 @@ from index.payload import DecodeError, decode_content, read_record
 from index.state import Capture, HarvestState, Original
 from strata import __version__
 from strata.settings import JobSettings
+from strata.urls import normalize_url, url_host
 
 ACCEPT_ENCODING = "gzip, deflate"   # no br: only capped decoders touch stored bodies
 MAX_REDIRECT_HOPS = 10

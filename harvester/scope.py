@@ -6,7 +6,7 @@ beyond the compiled settings.
 
 Rules, checked in this order (the first failing one is the reason given):
 
-1. The URL must normalise (:func:`harvester.urls.normalize_url`).
+1. The URL must normalise (:func:`strata.urls.normalize_url`).
 2. Host. ``same-host``: the URL's host is the host of one of the seeds
    (``www.example.com`` and ``example.com`` are different hosts).
    ``same-domain``: the URL's host is, or is under, the registrable domain of
@@ -37,7 +37,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from harvester.urls import normalize_url, url_host
+from strata.urls import normalize_url, url_host
 
 __all__ = ["HOST_MODES", "Decision", "Scope", "registrable_domain"]
 

@@ -50,7 +50,6 @@ from urllib.parse import urlsplit
 from warcio.archiveiterator import ArchiveIterator
 from whoosh import columns, fields
 
-from harvester.urls import url_host
 from index.captures import CaptureStore
 from index.collection import Collection
 from index.mapfile import MappedStorage
@@ -59,6 +58,7 @@ from index.postings import BulkWriter, CharTerms, Content, read_postings
 from index.state import HarvestState
 from index.text import extract, mime_group
 from strata.errors import ArchiveError, CollectionBusy
+from strata.urls import url_host
 
 __all__ = ["FORMAT", "IndexUnusable", "create", "documents", "index_run", "open_index", "rebuild", "schema"]
 

@@ -11,7 +11,7 @@ else. It never raises on hostile input: what cannot be read is reported in ``Ext
   such limit. Scripts, styles, ``<nav>``, ``role=navigation``, hidden elements and page-level
   ``<header>``/``<footer>`` (outside ``<article>``/``<main>``) are left out. Inline elements do not
   add spaces, so ``<b>图书</b>馆`` stays one word.
-- The charset comes from the ``Content-Type`` header, then ``<meta>`` (``harvester.charset``, the
+- The charset comes from the ``Content-Type`` header, then ``<meta>`` (``strata.charset``, the
   browsers' order); a body that is not valid in that charset when it was only the UTF-8 default,
   or that is not UTF-8 at all, goes through detection (charset-normalizer).
 - PDF text comes from pypdf, at most ``MAX_PDF_PAGES`` pages.
@@ -29,8 +29,8 @@ import warnings
 
 from lxml import etree
 
-from harvester.charset import codec_for_label, decode, html_charset
 from index.payload import DecodeError, decode_content
+from strata.charset import codec_for_label, decode, html_charset
 
 __all__ = ["MAX_TEXT_CHARS", "Extracted", "extract", "mime_group"]
 

@@ -120,7 +120,7 @@ def _regex_list(value: Any) -> tuple[str, ...]:
 
 
 def _seeds(value: Any) -> tuple[str, ...]:
-    from harvester.urls import normalize_url
+    from strata.urls import normalize_url
 
     seeds = _str_list(value)
     if not seeds:
@@ -153,7 +153,7 @@ def _frequency(value: Any) -> str:
 def _optional_url(value: Any) -> str:
     if value == "":
         return ""
-    from harvester.urls import normalize_url
+    from strata.urls import normalize_url
 
     url = normalize_url(_str(value))
     if url is None:

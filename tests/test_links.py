@@ -1,4 +1,4 @@
-"""Tests for harvester.links (link extraction) and harvester.charset (charset sniffing)."""
+"""Tests for harvester.links (link extraction) and strata.charset (charset sniffing)."""
 
 import codecs
 import html
@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from harvester.charset import codec_for_label, css_charset, decode, html_charset
 from harvester.links import EMBED, NAVIGATION, REFRESH, Link, extract_links, parse_srcset
+from strata.charset import codec_for_label, css_charset, decode, html_charset
 
 PAGE = "http://example.com/dir/page.html"
 
@@ -376,7 +376,7 @@ def test_random_bytes_never_raise():
                 assert link.url.startswith(("http://", "https://"))
 
 
-# harvester.charset
+# strata.charset
 
 
 @pytest.mark.parametrize(

@@ -1,11 +1,11 @@
-"""Tests for harvester.urls: one table of (input, base, expected) cases."""
+"""Tests for strata.urls: one table of (input, base, expected) cases."""
 
 import random
 
 import httpx
 import pytest
 
-from harvester.urls import MAX_URL_LENGTH, normalize_url, url_host, url_origin
+from strata.urls import MAX_URL_LENGTH, normalize_url, url_host, url_origin
 
 BASE = "http://example.com/dir/page.html"
 
