@@ -15,7 +15,7 @@ import os
 import secrets
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 
 import httpx
 
@@ -44,6 +44,7 @@ from index.payload import DecodeError, decode_content, read_record
 from index.state import Capture, HarvestState, Original
 from strata import __version__
 from strata.settings import JobSettings
+from strata.times import iso, ts14, utc_now, warc_date
 from strata.urls import normalize_url, url_host
 
 ACCEPT_ENCODING = "gzip, deflate"   # no br: only capped decoders touch stored bodies
@@ -62,22 +63,6 @@ def _charset(content_type: str) -> str | None:
     if "charset=" not in content_type.lower():
         return None
     return content_type.lower().split("charset=", 1)[1].split(";")[0].strip().strip('"') or None
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
-
-
-def iso(dt: datetime) -> str:
-    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
-
-
-def warc_date(dt: datetime) -> str:
-    return dt.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def ts14(dt: datetime) -> str:
-    return dt.strftime("%Y%m%d%H%M%S")
 
 
 def new_run_id(now: datetime) -> str:

@@ -27,9 +27,10 @@ from pathlib import Path
 
 from index.collection import Collection, list_collections
 from index.lookup import open_readonly
-from index.queue import QueuedRun, RunQueue, ScheduleEntry, utc_now
+from index.queue import QueuedRun, RunQueue, ScheduleEntry
 from strata.errors import ConfigError, StrataError
 from strata.settings import JobSettings, load_job_file
+from strata.times import utc_now
 
 log = logging.getLogger(__name__)
 

@@ -25,30 +25,19 @@ import json
 import os
 import socket
 import sqlite3
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from index.db import immediate_transaction
 from strata.errors import ConfigError, HarvestError
+from strata.times import iso_micro as iso
+from strata.times import parse_iso_micro as parse_iso
+from strata.times import utc_now
 
 MAX_ATTEMPTS = 3
 ACTIVE = ("queued", "running")
 DONE = ("finished", "failed", "cancelled", "interrupted")
 MODES = ("auto", "incremental", "full")
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
-
-
-def iso(dt: datetime) -> str:
-    return dt.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def parse_iso(text: str | None) -> datetime | None:
-    if not text:
-        return None
-    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
 
 
 def state_dir(root: Path) -> Path:

@@ -20,10 +20,13 @@ import os
 import re
 import secrets
 import sqlite3
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from strata.errors import ConfigError
+from strata.times import iso_micro as _iso
+from strata.times import parse_iso_micro as _parse
+from strata.times import utc_now as _now
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$")
 MIN_PASSWORD = 10
@@ -83,18 +86,6 @@ def check_new_password(name: str, password: str) -> None:
         raise ConfigError(f"the password must have at most {MAX_PASSWORD} characters")
     if password.strip().lower() == name.lower():
         raise ConfigError("the password must not be the user name")
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)
-
-
-def _iso(dt: datetime) -> str:
-    return dt.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def _parse(text: str | None) -> datetime | None:
-    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC) if text else None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,0 +1,42 @@
+"""The one set of time helpers: every timestamp Strata writes is UTC and made here.
+
+Formats in use:
+
+    iso(dt)          2024-03-01T12:00:00.123Z      run start/finish, URL checks (milliseconds)
+    iso_micro(dt)    2024-03-01T12:00:00.123456Z   queue, staff accounts (microseconds)
+    warc_date(dt)    2024-03-01T12:00:00.123456Z   WARC-Date (WARC 1.1 allows sub-second precision)
+    ts14(dt)         20240301120000                CDXJ and replay addresses
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+MICRO_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def iso(dt: datetime) -> str:
+    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
+
+
+def iso_micro(dt: datetime) -> str:
+    return dt.astimezone(UTC).strftime(MICRO_FORMAT)
+
+
+def parse_iso_micro(text: str | None) -> datetime | None:
+    """The inverse of ``iso_micro``; ``None`` for an empty value."""
+    if not text:
+        return None
+    return datetime.strptime(text, MICRO_FORMAT).replace(tzinfo=UTC)
+
+
+def warc_date(dt: datetime) -> str:
+    return dt.strftime(MICRO_FORMAT)
+
+
+def ts14(dt: datetime) -> str:
+    return dt.strftime("%Y%m%d%H%M%S")
