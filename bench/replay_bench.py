@@ -42,10 +42,10 @@ import httpx
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from harvester.job import validate_job  # noqa: E402
 from harvester.run import Harvest  # noqa: E402
 from index.collection import Collection  # noqa: E402
 from index.state import HarvestState  # noqa: E402
-from strata.settings import validate_job  # noqa: E402
 from strata.site_server import Resource, SiteServer  # noqa: E402
 
 VENV_BIN = Path(sys.executable).parent

@@ -22,8 +22,8 @@ from __future__ import annotations
 import httpx
 
 from harvester.guard import GuardedTransport, NetworkPolicy
+from harvester.job import JobSettings
 from strata.errors import ConfigError
-from strata.settings import JobSettings
 from strata.urls import url_host
 
 ALLOW_ALL = NetworkPolicy.from_strings(["0.0.0.0/0", "::/0"])

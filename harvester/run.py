@@ -24,6 +24,7 @@ from harvester.change import NoiseRules, content_digest, main_text, similarity
 from harvester.fetch import FetchResult, fetch, make_client
 from harvester.fetchproc import FetchProcess
 from harvester.frontier import Frontier, Item
+from harvester.job import JobSettings
 from harvester.links import LINK_TYPES, Link, links_of_payload
 from harvester.report import RunFigures
 from harvester.robots import RobotsCache
@@ -43,7 +44,6 @@ from index.collection import Collection
 from index.payload import DecodeError, decode_content, read_record
 from index.state import Capture, HarvestState, Original
 from strata import __version__
-from strata.settings import JobSettings
 from strata.times import iso, ts14, utc_now, warc_date
 from strata.urls import normalize_url, url_host
 

@@ -17,73 +17,23 @@ The clock is injected (``clock=``), so tests move time by hand.
 
 from __future__ import annotations
 
-import calendar
 import dataclasses
 import logging
 import threading
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
+from harvester.frequency import first_due, next_slot
+from harvester.job import JobSettings, load_job_file
 from index.collection import Collection, list_collections
 from index.lookup import open_readonly
 from index.queue import QueuedRun, RunQueue, ScheduleEntry
 from strata.errors import ConfigError, StrataError
-from strata.settings import JobSettings, load_job_file
 from strata.times import utc_now
 
 log = logging.getLogger(__name__)
-
-INTERVALS = {"hourly": timedelta(hours=1), "daily": timedelta(days=1), "weekly": timedelta(weeks=1)}
-MONTHS = {"monthly": 1, "quarterly": 3}
 Clock = Callable[[], datetime]
-
-
-def _cron(expression: str, after: datetime) -> datetime:
-    from cronsim import CronSim, CronSimError
-
-    try:
-        return next(CronSim(expression, after.astimezone(UTC)))
-    except (CronSimError, StopIteration) as exc:
-        raise ConfigError(f"field 'frequency': {expression!r} is not a usable cron expression ({exc})") from None
-
-
-def check_frequency(frequency: str) -> None:
-    """What ``validate_job`` cannot see: that a cron expression has a next time (``61 * * * *`` has none)."""
-    if frequency != "manual" and frequency not in INTERVALS and frequency not in MONTHS:
-        _cron(frequency, datetime(2024, 1, 1, tzinfo=UTC))
-
-
-def add_months(when: datetime, months: int) -> datetime:
-    month0 = when.month - 1 + months
-    year, month = when.year + month0 // 12, month0 % 12 + 1
-    day = min(when.day, calendar.monthrange(year, month)[1])
-    return when.replace(year=year, month=month, day=day)
-
-
-def next_slot(frequency: str, previous: datetime, now: datetime) -> datetime:
-    """The first slot strictly after ``now`` in the series through ``previous``."""
-    if frequency in INTERVALS:
-        step = INTERVALS[frequency]
-        if previous > now:
-            return previous
-        return previous + step * ((now - previous) // step + 1)
-    if frequency in MONTHS:
-        step = MONTHS[frequency]
-        months = max(0, (now.year - previous.year) * 12 + now.month - previous.month)
-        slot = add_months(previous, (months // step) * step)
-        while slot <= now:
-            slot = add_months(slot, step)
-        return slot
-    return _cron(frequency, max(previous, now))
-
-
-def first_due(frequency: str, last_run: datetime | None, now: datetime) -> datetime:
-    if frequency in INTERVALS:
-        return last_run + INTERVALS[frequency] if last_run else now
-    if frequency in MONTHS:
-        return add_months(last_run, MONTHS[frequency]) if last_run else now
-    return _cron(frequency, now)
 
 
 @dataclasses.dataclass
@@ -187,4 +137,4 @@ def set_paused(queue: RunQueue, collection: str, job: JobSettings, paused: bool,
     queue.save_schedule(entry)
 
 
-__all__ = ["Scheduler", "TickResult", "check_frequency", "first_due", "next_slot", "set_paused"]
+__all__ = ["Scheduler", "TickResult", "iter_jobs", "set_paused"]

@@ -26,11 +26,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from harvester.guard import NetworkPolicy
+from harvester.job import load_job_file
 from harvester.login import harvest_transport
 from index.collection import Collection
 from index.queue import QueuedRun, RunQueue, open_queue, worker_id
 from strata.errors import StrataError
-from strata.settings import load_job_file
 
 log = logging.getLogger(__name__)
 

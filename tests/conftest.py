@@ -13,10 +13,10 @@ from pathlib import Path
 import httpx
 import pytest
 
+from harvester.job import validate_job
 from harvester.run import Harvest
 from index.collection import Collection
 from strata.sample_site import serve_sample_site
-from strata.settings import validate_job
 
 REPO = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from flask.testing import FlaskClient
 
+from harvester.job import validate_job
 from index.collection import Collection
-from strata.settings import validate_job
 from strata.users import Users
 
 STAFF_HOST = "staff.localhost"

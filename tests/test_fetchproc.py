@@ -144,8 +144,8 @@ class _CookieSite:
 
 
 def test_a_cookie_the_site_sets_is_sent_back_with_and_without_the_fetch_process(root):
+    from harvester.job import validate_job
     from harvester.run import Harvest
-    from strata.settings import validate_job
     from strata.site_server import SiteServer
 
     for enabled in (True, False):

@@ -14,11 +14,11 @@ import httpx
 import pytest
 
 from harvester.guard import BlockedAddress, GuardedTransport, GuardError, NetworkPolicy, check_url
+from harvester.job import validate_job
 from harvester.run import Harvest
 from index.collection import Collection
 from index.state import HarvestState
 from strata.errors import ConfigError
-from strata.settings import validate_job
 from strata.site_server import Resource, SiteServer
 
 

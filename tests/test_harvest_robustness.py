@@ -12,10 +12,10 @@ import httpx
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
+from harvester.job import validate_job
 from harvester.run import Harvest
 from index.collection import Collection
 from index.state import HarvestState
-from strata.settings import validate_job
 from tests.conftest import VENV_BIN, free_port, harvest
 
 STRATA = str(VENV_BIN / "strata")

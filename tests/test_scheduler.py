@@ -6,12 +6,13 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from harvester.scheduler import Scheduler, add_months, check_frequency, next_slot, set_paused
+from harvester.frequency import add_months, check_frequency, next_slot
+from harvester.job import validate_job
+from harvester.scheduler import Scheduler, set_paused
 from index.collection import Collection
 from index.queue import SQLiteQueue
 from index.state import HarvestState
 from strata.errors import ConfigError
-from strata.settings import validate_job
 
 T0 = datetime(2024, 1, 31, 10, 0, tzinfo=UTC)
 

@@ -7,11 +7,12 @@ import tomllib
 import pytest
 from click.testing import CliRunner
 
+from harvester.job import JOB_SETTINGS, validate_job
 from replay.config import REPLAY_SETTINGS
 from replay.staff.app import STAFF_SETTINGS
 from strata.cli import cli
 from strata.errors import ConfigError
-from strata.settings import JOB_SETTINGS, apply_settings, validate_job
+from strata.settings import apply_settings
 
 TABLES = {"job": JOB_SETTINGS, "replay": REPLAY_SETTINGS, "staff": STAFF_SETTINGS}
 

@@ -10,13 +10,13 @@ import lxml.html
 import pytest
 
 from harvester.guard import NetworkPolicy
+from harvester.job import JOB_SETTINGS, load_job_file, validate_job
 from harvester.worker import Worker
 from index.collection import Collection
 from index.queue import open_queue
 from replay.staff.forms import CHOICES
 from strata.errors import ConfigError
 from strata.sample_site import serve_sample_site
-from strata.settings import JOB_SETTINGS, load_job_file, validate_job
 from tests.staff_helpers import ARCHIVE_URL
 
 pytest_plugins = ["tests.staff_fixtures"]

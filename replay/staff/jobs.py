@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 
 from flask import Blueprint, abort, g, redirect, render_template, request, url_for
 
+from harvester.job import JOB_SETTINGS, SECRET_SETTINGS, JobSettings, load_job_file
 from harvester.scheduler import iter_jobs, set_paused
 from index.collection import Collection, check_name, list_collections
 from index.lookup import open_readonly
@@ -23,7 +24,6 @@ from replay.staff.forms import (
 )
 from replay.staff.security import ext, queue
 from strata.errors import CollectionError, ConfigError, StrataError
-from strata.settings import JOB_SETTINGS, SECRET_SETTINGS, JobSettings, load_job_file
 
 bp = Blueprint("jobs", __name__)
 

@@ -6,11 +6,11 @@ from datetime import UTC, datetime
 
 from flask import Blueprint, abort, jsonify, redirect, render_template, url_for
 
+from harvester.job import load_job_file
 from index.collection import Collection
 from index.queue import QueuedRun
 from replay.staff.security import ext, queue
 from strata.errors import StrataError
-from strata.settings import load_job_file
 
 bp = Blueprint("runs", __name__)
 

@@ -64,8 +64,8 @@ def print_summary(s: dict, coll) -> None:
 @root_option
 def harvest(collection, seeds, job_name, depth, delay, concurrency, mode, as_json, root) -> None:
     """Harvest into COLLECTION: from --seed URLs, or from a job file with --job."""
+    from harvester.job import load_job_file, validate_job
     from index.collection import Collection
-    from strata.settings import load_job_file, validate_job
 
     if bool(seeds) == bool(job_name):
         raise ConfigError("give either --seed URL (one or more) or --job NAME, not both and not neither")
@@ -183,7 +183,7 @@ def report(collection, run_id, as_json, root) -> None:
 
 def _intervals_of_last_job(coll, state) -> dict:
     """Pages due are counted with the intervals of the job that ran last, when its file is there."""
-    from strata.settings import load_job_file
+    from harvester.job import load_job_file
 
     runs = state.runs()
     if runs and runs[-1]["job"]:
@@ -200,7 +200,7 @@ def _intervals_of_last_job(coll, state) -> dict:
 @cli.command()
 def settings() -> None:
     """Every job-file field with its default and meaning."""
-    from strata.settings import settings_help
+    from harvester.job import settings_help
 
     click.echo(settings_help())
 
@@ -213,9 +213,9 @@ def settings() -> None:
 @root_option
 def demo(collection, as_json, serve_after, port, root) -> None:
     """Harvest Strata's built-in sample site twice (v1, then v2) into a collection; --serve to browse it."""
+    from harvester.job import validate_job
     from index.collection import Collection
     from strata.sample_site import serve_sample_site
-    from strata.settings import validate_job
 
     coll = Collection.open(root, collection, create=True)
     summaries = []
