@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from lxml import etree
 
 from strata.charset import css_charset, decode, html_charset
+from strata.media import CSS_TYPES, HTML_TYPES
 from strata.urls import normalize_url
 
 __all__ = ["EMBED", "NAVIGATION", "REFRESH", "Link", "extract_links", "parse_srcset"]
@@ -58,8 +59,6 @@ REFRESH = "refresh"
 MAX_LINKS = 10_000
 MAX_BYTES = 10 * 1024 * 1024
 
-HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
-CSS_TYPES = frozenset({"text/css"})
 
 _CHUNK = 64 * 1024
 _EMBED_RELS = frozenset(

@@ -29,7 +29,6 @@ from harvester.links import LINK_TYPES, Link, links_of_payload
 from harvester.report import RunFigures
 from harvester.robots import RobotsCache
 from harvester.schedule import (
-    HTML_TYPES,
     PageKinds,
     due_at,
     is_ordered_listing,
@@ -44,6 +43,7 @@ from index.collection import Collection
 from index.payload import DecodeError, decode_content, read_record
 from index.state import Capture, HarvestState, Original
 from strata import __version__
+from strata.media import HTML_TYPES
 from strata.times import iso, ts14, utc_now, warc_date
 from strata.urls import normalize_url, url_host
 

@@ -19,8 +19,6 @@ import zlib
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
 
-HTML_TYPES = ("text/html", "application/xhtml+xml")
-
 
 class PageKinds:
     def __init__(self, index_patterns, content_patterns, default: str, seeds):

@@ -31,15 +31,13 @@ from lxml import etree
 
 from index.payload import DecodeError, decode_content
 from strata.charset import codec_for_label, decode, html_charset
+from strata.media import HTML_TYPES, PDF_TYPES, TEXT_TYPES
 
 __all__ = ["MAX_TEXT_CHARS", "Extracted", "extract", "mime_group"]
 
 MAX_TEXT_CHARS = 100_000          # per document, after normalisation
 MAX_INPUT_BYTES = 8 * 1024 * 1024  # decoded bytes read from one payload
 MAX_PDF_PAGES = 200
-HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
-TEXT_TYPES = frozenset({"text/plain", "text/markdown", "text/csv", "text/x-markdown"})
-PDF_TYPES = frozenset({"application/pdf", "application/x-pdf"})
 
 # Mime type groups offered as search filters, in display order.
 MIME_GROUPS = ("html", "pdf", "text", "image", "audio", "video", "css", "script", "data", "other")
