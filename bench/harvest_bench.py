@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a ch
 
 from bench.common import RawClient, b32_sha1, median, run_measured, scan_warcs, validators  # noqa: E402
 from bench.sitegen import GeneratedSite, SiteSpec  # noqa: E402
-from strata.site_server import SiteServer  # noqa: E402
+from demo.site_server import SiteServer  # noqa: E402
 
 BENCH_DIR = Path(__file__).resolve().parent
 COLLECTION = "bench"
@@ -376,7 +376,7 @@ def main(argv: list[str] | None = None) -> int:
           f"v2 {site_stats['urls_v2']} URLs -> {out}", flush=True)
 
     results: dict = {}
-    with SiteServer(site, 1, latency=args.latency, hostile=False) as server:
+    with SiteServer(site, 1, latency=args.latency) as server:
         for crawl in (1, 2):
             server.version = crawl
             for tool in ("strata", "wget"):

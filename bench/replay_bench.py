@@ -42,11 +42,11 @@ import httpx
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from demo.site_server import Resource, SiteServer  # noqa: E402
 from harvester.job import validate_job  # noqa: E402
 from harvester.run import Harvest  # noqa: E402
 from index.collection import Collection  # noqa: E402
 from index.state import HarvestState  # noqa: E402
-from strata.site_server import Resource, SiteServer  # noqa: E402
 
 VENV_BIN = Path(sys.executable).parent
 HTML = (("Content-Type", "text/html; charset=utf-8"),)
@@ -95,7 +95,7 @@ def build_collection(root: Path, pages: int) -> list[dict]:
     root.mkdir(parents=True)
     coll = Collection.open(root, "bench", create=True)
     summaries = []
-    with SiteServer(BenchSite(pages), hostile=False) as site:
+    with SiteServer(BenchSite(pages)) as site:
         job = validate_job("bench", {"seeds": [site.base_url + "/"], "delay": 0.0, "depth": 2, "concurrency": 8})
         for version in (1, 2):
             site.version = version

@@ -83,10 +83,10 @@ def harvest(root: Path, preset: str) -> tuple[list[dict], object]:
     full-text indexing off; the collection after each crawl is copied to ``crawl1``, ``crawl2``."""
     from sitegen import GeneratedSite, SiteSpec
 
+    from demo.site_server import SiteServer
     from harvester.job import validate_job
     from harvester.run import Harvest
     from index.collection import Collection
-    from strata.site_server import SiteServer
 
     site = GeneratedSite(SiteSpec.preset(preset))
     site.warm()

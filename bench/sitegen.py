@@ -1,6 +1,6 @@
 """A generated, seeded website in two versions, shaped like a government news portal.
 
-The model (:class:`GeneratedSite`) plugs into :class:`strata.site_server.SiteServer` like the sample
+The model (:class:`GeneratedSite`) plugs into :class:`demo.site_server.SiteServer` like the sample
 site does, but is large and parameterised (:class:`SiteSpec`), so benchmarks can harvest thousands of
 URLs and compare what was archived with exact ground truth (:meth:`GeneratedSite.truth`).
 
@@ -46,7 +46,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout: `python bench/...`
 
-from strata.site_server import Resource, SiteServer  # noqa: E402
+from demo.site_server import Resource, SiteServer  # noqa: E402
 
 __all__ = [
     "CHANGE_KINDS",
@@ -639,7 +639,7 @@ def main(argv: list[str] | None = None) -> None:
     print("changes v1->v2, all URLs: " + ", ".join(f"{k} {v}" for k, v in s["changes"].items()))
     print("changes v1->v2, HTML:     " + ", ".join(f"{k} {v}" for k, v in s["html_changes"].items()))
     if args.serve:
-        with SiteServer(site, args.serve, port=args.port, latency=args.latency, hostile=False) as server:
+        with SiteServer(site, args.serve, port=args.port, latency=args.latency) as server:
             print(f"serving v{args.serve} at {server.base_url}/ (Ctrl-C to stop)", flush=True)
             try:
                 threading.Event().wait()

@@ -51,9 +51,9 @@ from bench.sitegen import (  # noqa: E402
     GeneratedSite,
     SiteSpec,
 )
+from demo.site_server import SiteServer  # noqa: E402
 from harvester.schedule import due_at, parse_iso  # noqa: E402
 from strata.settings import parse_duration  # noqa: E402
-from strata.site_server import SiteServer  # noqa: E402
 
 BENCH_DIR = Path(__file__).resolve().parent
 COLLECTION = "govcn"
@@ -617,7 +617,7 @@ def main(argv: list[str] | None = None) -> int:
     states: dict[str, dict] = {}
     started: dict[str, datetime] = {}
     baseline = out / "baseline"
-    with SiteServer(site, 1, latency=args.latency, hostile=False) as server:
+    with SiteServer(site, 1, latency=args.latency) as server:
         base = server.base_url
         for name, version, mode, extra in variants(args):
             root = out / slug(name)

@@ -13,10 +13,11 @@ from pathlib import Path
 import httpx
 import pytest
 
+from demo.sample_site import serve_sample_site
 from harvester.job import validate_job
 from harvester.run import Harvest
 from index.collection import Collection
-from strata.sample_site import serve_sample_site
+from tests import hostile
 
 REPO = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent
@@ -25,7 +26,7 @@ VENV_BIN = Path(sys.executable).parent
 @pytest.fixture
 def site():
     """The sample site, version 1, on an ephemeral 127.0.0.1 port."""
-    with serve_sample_site(version=1) as server:
+    with serve_sample_site(version=1, routes=hostile.resolve) as server:
         yield server
 
 

@@ -22,10 +22,10 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
+from demo.sample_site import serve_sample_site
 from index import cdxj
 from index.collection import Collection
 from index.state import HarvestState
-from strata.sample_site import serve_sample_site
 from tests.conftest import VENV_BIN, Wayback, free_port, harvest
 
 

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from demo.sample_site import SampleSite, serve_sample_site
 from index.collection import Collection
 from index.fulltext import index_run
 from index.state import HarvestState
-from strata.sample_site import SampleSite, serve_sample_site
 from tests.conftest import harvest
 
 NAME = "fixture"

@@ -13,10 +13,10 @@ from urllib.parse import urlsplit
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
+from demo.sample_site import SampleSite
 from index import cdxj
 from index.collection import Collection
 from index.state import HarvestState
-from strata.sample_site import SampleSite
 from tests.conftest import VENV_BIN, harvest
 
 STRATA = str(VENV_BIN / "strata")

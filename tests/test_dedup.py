@@ -7,11 +7,11 @@ import asyncio
 
 import httpx
 
+from demo.site_server import Resource, SiteServer
 from harvester.job import validate_job
 from harvester.run import Harvest
 from index.collection import Collection
 from index.state import HarvestState
-from strata.site_server import Resource, SiteServer
 
 SHARED = b"<html><body><p>" + b"the same report, published twice. " * 200 + b"</p></body></html>"
 

@@ -133,7 +133,7 @@ class _CookieSite:
     """``/`` sets a session cookie and links to ``/next.html``."""
 
     def resolve(self, version, path, headers):
-        from strata.site_server import Resource
+        from demo.site_server import Resource
 
         html = (("Content-Type", "text/html"),)
         if path == "/":
@@ -144,12 +144,12 @@ class _CookieSite:
 
 
 def test_a_cookie_the_site_sets_is_sent_back_with_and_without_the_fetch_process(root):
+    from demo.site_server import SiteServer
     from harvester.job import validate_job
     from harvester.run import Harvest
-    from strata.site_server import SiteServer
 
     for enabled in (True, False):
-        with SiteServer(_CookieSite(), hostile=False) as server:
+        with SiteServer(_CookieSite()) as server:
             job = validate_job("t", {"seeds": [server.base_url + "/"], "delay": 0.0, "robots": "ignore",
                                      "fetch_process": enabled})
             asyncio.run(Harvest(Collection.open(root, f"k{int(enabled)}", create=True), job).run())

@@ -13,13 +13,13 @@ import threading
 import httpx
 import pytest
 
+from demo.site_server import Resource, SiteServer
 from harvester.guard import BlockedAddress, GuardedTransport, GuardError, NetworkPolicy, check_url
 from harvester.job import validate_job
 from harvester.run import Harvest
 from index.collection import Collection
 from index.state import HarvestState
 from strata.errors import ConfigError
-from strata.site_server import Resource, SiteServer
 
 
 class Canary:
@@ -194,7 +194,7 @@ def test_a_redirect_to_a_forbidden_address_is_refused_on_that_hop(root, canaries
     two, three = canaries("127.0.0.2"), canaries("127.0.0.3")
     model = Redirects({"/a": f"http://127.0.0.2:{two.port}/secret", "/b": f"http://2130706435:{three.port}/",
                        "/c": f"http://[::ffff:127.0.0.2]:{two.port}/"})
-    with SiteServer(model, hostile=False) as server:
+    with SiteServer(model) as server:
         job = validate_job("guarded", {"seeds": [server.base_url + "/"], "delay": 0.0, "scope": "any", "robots": "ignore",
                                        "timeout": 5.0})
         coll = Collection.open(root, "guarded", create=True)

@@ -11,10 +11,10 @@ import httpx
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
+from demo.sample_site import SampleSite
 from index import cdxj
 from index.collection import Collection
 from index.state import HarvestState
-from strata.sample_site import SampleSite
 from tests.conftest import VENV_BIN, harvest
 
 

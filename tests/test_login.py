@@ -8,7 +8,7 @@ import subprocess
 
 from warcio.archiveiterator import ArchiveIterator
 
-from strata.sample_site import SampleSite
+from demo.sample_site import SampleSite
 from tests.conftest import VENV_BIN, harvest
 
 

@@ -21,9 +21,9 @@ import httpcore
 import httpx
 import pytest
 
+from demo.site_server import Resource, SiteServer
 from harvester.fetch import fetch, make_client
 from harvester.netbackend import AsyncioBackend, AsyncioStream, AsyncioTransport
-from strata.site_server import Resource, SiteServer
 from tests.conftest import free_port
 from tests.test_worker import _Proxy
 
@@ -47,7 +47,7 @@ class Model:
 
 @pytest.fixture
 def server():
-    with SiteServer(Model(), hostile=False) as srv:
+    with SiteServer(Model()) as srv:
         yield srv
 
 

@@ -14,8 +14,8 @@ import lxml.html
 import pytest
 from warcio.timeutils import http_date_to_timestamp, timestamp_to_http_date
 
-from strata.sample_site import MARKERS, SampleSite
-from strata.site_server import _NOT_FOUND
+from demo.sample_site import MARKERS, SampleSite
+from demo.site_server import _NOT_FOUND
 
 COLLECTIONS = ("two", "three")
 

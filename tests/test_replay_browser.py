@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 import lxml.html
 import pytest
 
-from strata.sample_site import MARKERS, SampleSite
+from demo.sample_site import MARKERS, SampleSite
 
 pytest_plugins = ["tests.replay_fixtures"]
 pytestmark = pytest.mark.browser

@@ -7,11 +7,11 @@ import lxml.html
 import pytest
 from click.testing import CliRunner
 
+from demo.site_server import Resource, SiteServer
 from replay import create_app
 from replay.config import REPLAY_SETTINGS
 from strata.cli import cli
 from strata.errors import ConfigError
-from strata.site_server import Resource, SiteServer
 from tests.conftest import harvest
 
 pytest_plugins = ["tests.replay_fixtures"]
@@ -160,7 +160,7 @@ def test_archived_headers_that_act_beyond_the_page_are_dropped(tmp_path):
 
     root = tmp_path / "collections"
     root.mkdir()
-    with SiteServer(Model(), hostile=False) as site:
+    with SiteServer(Model()) as site:
         summary = harvest(root, site, name="hostile")
         base = site.base_url
     client = create_app(root).test_client()

@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from demo.sample_site import SampleSite
+from demo.site_server import _NOT_FOUND, Resource, SiteServer
 from index.collection import Collection
 from replay.asof import AsOfIndexSource
-from strata.sample_site import SampleSite
-from strata.site_server import _NOT_FOUND, Resource, SiteServer
 from tests.conftest import harvest
 
 if TYPE_CHECKING:

@@ -24,7 +24,7 @@ import lxml.html
 import pypdf
 import pytest
 
-from strata.sample_site import (
+from demo.sample_site import (
     INDEX_PATTERNS,
     MARKERS,
     NOISE_XPATHS,
@@ -34,7 +34,8 @@ from strata.sample_site import (
     _resource,
     serve_sample_site,
 )
-from strata.site_server import SiteServer
+from demo.site_server import SiteServer
+from tests import hostile
 
 IDENTITY = {"Accept-Encoding": "identity"}
 KINDS = {"new", "changed", "soft", "unchanged", "deleted", "absent"}
@@ -42,7 +43,7 @@ KINDS = {"new", "changed", "soft", "unchanged", "deleted", "absent"}
 
 @pytest.fixture(scope="module")
 def server():
-    srv = serve_sample_site(1)
+    srv = serve_sample_site(1, routes=hostile.resolve)
     yield srv
     srv.stop()
 
@@ -455,7 +456,7 @@ def test_latency():
 
 
 def test_stop_is_prompt_and_releases_the_port():
-    srv = serve_sample_site(1)
+    srv = serve_sample_site(1, routes=hostile.resolve)
     port = srv.port
     trickle = socket.create_connection(("127.0.0.1", port), timeout=5)
     trickle.sendall(b"GET /hostile/trickle HTTP/1.1\r\nHost: x\r\n\r\n")

@@ -20,9 +20,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from demo.sample_site import MARKERS, serve_sample_site
+from demo.site_server import Resource, SiteServer
 from index.queue import open_queue
-from strata.sample_site import MARKERS, serve_sample_site
-from strata.site_server import Resource, SiteServer
 from tests.conftest import VENV_BIN, free_port, harvest
 from tests.staff_helpers import PASSWORD, USER, add_user
 
@@ -90,7 +90,7 @@ def port() -> int:
 @pytest.fixture
 def evil(root, port) -> SiteServer:
     """The attacking page, harvested into collection ``evil`` (before Playwright runs its loop)."""
-    server = SiteServer(EvilPage(f"http://staff.localhost:{port}"), hostile=False).start()
+    server = SiteServer(EvilPage(f"http://staff.localhost:{port}")).start()
     try:
         assert harvest(root, server, name="evil")["status"] == "finished"
     finally:

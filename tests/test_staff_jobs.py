@@ -9,6 +9,7 @@ import re
 import lxml.html
 import pytest
 
+from demo.sample_site import serve_sample_site
 from harvester.guard import NetworkPolicy
 from harvester.job import JOB_SETTINGS, load_job_file, validate_job
 from harvester.worker import Worker
@@ -16,7 +17,6 @@ from index.collection import Collection
 from index.queue import open_queue
 from replay.staff.forms import CHOICES
 from strata.errors import ConfigError
-from strata.sample_site import serve_sample_site
 from tests.staff_helpers import ARCHIVE_URL
 
 pytest_plugins = ["tests.staff_fixtures"]

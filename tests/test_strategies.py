@@ -9,12 +9,12 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from demo.sample_site import SampleSite
+from demo.site_server import Resource, SiteServer
 from harvester.change import NoiseRules, content_digest, main_text, similarity
 from harvester.schedule import change_rate, due_at, is_ordered_listing, is_pagination_link, next_interval
 from index.collection import Collection
 from index.state import HarvestState
-from strata.sample_site import SampleSite
-from strata.site_server import Resource, SiteServer
 from tests.conftest import harvest
 
 STRATEGY = dict(index_patterns=list(SampleSite.INDEX_PATTERNS), content_patterns=list(SampleSite.CONTENT_PATTERNS),

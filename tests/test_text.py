@@ -5,9 +5,9 @@ from __future__ import annotations
 import gzip
 import zlib
 
+from demo.sample_site import SampleSite
 from index.cjk import CJKBigramAnalyzer
 from index.text import MAX_TEXT_CHARS, extract, mime_group
-from strata.sample_site import SampleSite
 
 
 def html(body: str, head: str = "", lang: str = "en") -> str:

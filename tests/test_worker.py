@@ -16,6 +16,7 @@ import httpx
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
+from demo.sample_site import serve_sample_site
 from harvester.guard import GuardedTransport, NetworkPolicy
 from harvester.job import validate_job
 from harvester.login import CookieTransport, harvest_transport, parse_cookies
@@ -24,7 +25,6 @@ from index.collection import Collection
 from index.queue import open_queue
 from index.state import HarvestState
 from strata.errors import ConfigError
-from strata.sample_site import serve_sample_site
 from tests.conftest import VENV_BIN
 
 LOCAL = NetworkPolicy.from_strings(["127.0.0.1/32"])

@@ -213,9 +213,9 @@ def settings() -> None:
 @root_option
 def demo(collection, as_json, serve_after, port, root) -> None:
     """Harvest Strata's built-in sample site twice (v1, then v2) into a collection; --serve to browse it."""
+    from demo.sample_site import serve_sample_site
     from harvester.job import validate_job
     from index.collection import Collection
-    from strata.sample_site import serve_sample_site
 
     coll = Collection.open(root, collection, create=True)
     summaries = []

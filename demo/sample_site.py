@@ -42,7 +42,7 @@ from email.utils import format_datetime
 from functools import lru_cache
 from html import escape
 
-from strata.site_server import Resource, SiteServer
+from demo.site_server import Resource, SiteServer
 
 __all__ = [
     "CONTENT_PATTERNS",
@@ -617,7 +617,7 @@ _NOISE_RE = re.compile(rb'(<span class="(?:counter|generated)">)[^<]*(</span>)')
 
 
 class SampleSite:
-    """The content model: serve it with :class:`~strata.site_server.SiteServer`.
+    """The content model: serve it with :class:`~demo.site_server.SiteServer`.
 
     All methods are class methods, so ``SampleSite.paths(2)`` and ``SampleSite().paths(2)`` agree.
     """
@@ -763,14 +763,16 @@ def _pdf_lines(version: int) -> list[str]:
     return re.findall(r"\((.*?)\) Tj", _report(version).decode("latin-1"))
 
 
-def serve_sample_site(version: int = 1, port: int = 0, latency: float = 0.0) -> SiteServer:
-    """Start the sample site on ``127.0.0.1`` and return the running server (stop it when done)."""
-    return SiteServer(SampleSite(), version, port=port, latency=latency).start()
+def serve_sample_site(version: int = 1, port: int = 0, latency: float = 0.0,
+                      routes: Callable[[str], Resource | None] | None = None) -> SiteServer:
+    """Start the sample site on ``127.0.0.1`` and return the running server (stop it when done).
+    ``routes`` are extra endpoints asked first (the tests' hostile ones)."""
+    return SiteServer(SampleSite(), version, port=port, latency=latency, routes=routes).start()
 
 
 def main(argv: list[str] | None = None) -> None:
     """Serve the sample site until interrupted; type 1, 2 or 3 and Enter to switch versions."""
-    parser = argparse.ArgumentParser(prog="python -m strata.sample_site", description=main.__doc__)
+    parser = argparse.ArgumentParser(prog="python -m demo.sample_site", description=main.__doc__)
     parser.add_argument("--site-version", type=int, default=1, choices=VERSIONS, help="version to start with")
     parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: any free port)")
     parser.add_argument("--latency", type=float, default=0.0, help="seconds to wait before each response")
