@@ -18,8 +18,7 @@ from flask import Flask
 from flask.sessions import SessionInterface
 
 from replay.config import build_config
-
-EXTENSION = "strata_replay"
+from replay.context import EXTENSION
 
 
 def create_app(root: Path, config: dict | None = None) -> Flask:

@@ -64,7 +64,7 @@ def build_site(root: Path, staff_host: str, archive_url: str | None = None, repl
 def start_services(root: Path, allow_networks: Iterable[str] = (), parallel: int = 2) -> subprocess.Popen:
     """``strata worker --with-scheduler`` as a child process (stop it with ``terminate()``: the worker
     stops its runs cleanly and queues them again)."""
-    args = [sys.executable, "-c", "from strata.cli import main; main()", "worker", "--with-scheduler",
+    args = [sys.executable, "-c", "from cli import main; main()", "worker", "--with-scheduler",
             "--root", str(root), "--parallel", str(parallel)]
     for network in allow_networks:
         args += ["--allow-network", network]

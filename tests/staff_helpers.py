@@ -9,7 +9,7 @@ from flask.testing import FlaskClient
 
 from harvester.job import validate_job
 from index.collection import Collection
-from strata.users import Users
+from replay.staff.users import Users
 
 STAFF_HOST = "staff.localhost"
 ARCHIVE_URL = "http://archive.localhost:8080"

@@ -189,7 +189,7 @@ def _http_date_to_ts(value: str) -> str:
 def test_runs_command_lists_figures(two_runs, root):
     from click.testing import CliRunner
 
-    from strata.cli import cli
+    from cli import cli
 
     result = CliRunner().invoke(cli, ["runs", "sample", "--root", str(root), "--json"])
     assert result.exit_code == 0, result.output

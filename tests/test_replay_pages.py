@@ -7,10 +7,10 @@ import lxml.html
 import pytest
 from click.testing import CliRunner
 
+from cli import cli
 from demo.site_server import Resource, SiteServer
 from replay import create_app
 from replay.config import REPLAY_SETTINGS
-from strata.cli import cli
 from strata.errors import ConfigError
 from tests.conftest import harvest
 

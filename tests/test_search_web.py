@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 from lxml import html as lxml_html
 
-from strata.cli import cli
+from cli import cli
 from tests.search_fixtures import searched  # noqa: F401 - fixture
 
 ARTIFACTS = Path(__file__).parent / "artifacts"

@@ -7,10 +7,10 @@ import tomllib
 import pytest
 from click.testing import CliRunner
 
+from cli import cli
 from harvester.job import JOB_SETTINGS, validate_job
 from replay.config import REPLAY_SETTINGS
 from replay.staff.app import STAFF_SETTINGS
-from strata.cli import cli
 from strata.errors import ConfigError
 from strata.settings import apply_settings
 

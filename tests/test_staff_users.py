@@ -8,9 +8,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from click.testing import CliRunner
 
-from strata.cli import cli
+from cli import cli
+from replay.staff.users import MAX_FAILURES, Users, hash_password, verify_password
 from strata.errors import ConfigError
-from strata.users import MAX_FAILURES, Users, hash_password, verify_password
 
 T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 

@@ -19,10 +19,9 @@ from flask import Flask
 from flask.sessions import SessionInterface
 
 from harvester.guard import NetworkPolicy
+from replay.staff.context import EXTENSION
 from strata.errors import ConfigError
 from strata.settings import Setting, apply_settings, check_bool, check_int
-
-EXTENSION = "strata_staff"
 
 
 def _hosts(value: Any) -> tuple[str, ...]:
@@ -112,7 +111,7 @@ def create_staff_app(root: Path, config: dict | None = None) -> Flask:
 
 class _NoFlaskSession(SessionInterface):
     """Flask's signed-cookie session is not used: sessions live in the staff database
-    (``strata.users``), so logging out really ends them."""
+    (``replay.staff.users``), so logging out really ends them."""
 
     def open_session(self, app, request):
         return None

@@ -13,6 +13,7 @@ from harvester.scheduler import iter_jobs, set_paused
 from index.collection import Collection, check_name, list_collections
 from index.lookup import open_readonly
 from replay.staff import charts
+from replay.staff.context import ext
 from replay.staff.forms import (
     CHOICES,
     FREQUENCY_SUGGESTIONS,
@@ -22,7 +23,7 @@ from replay.staff.forms import (
     validate_form,
     write_job,
 )
-from replay.staff.security import ext, queue
+from replay.staff.security import queue
 from strata.errors import CollectionError, ConfigError, StrataError
 
 bp = Blueprint("jobs", __name__)

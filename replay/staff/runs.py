@@ -9,7 +9,8 @@ from flask import Blueprint, abort, jsonify, redirect, render_template, url_for
 from harvester.job import load_job_file
 from index.collection import Collection
 from index.queue import QueuedRun
-from replay.staff.security import ext, queue
+from replay.staff.context import ext
+from replay.staff.security import queue
 from strata.errors import StrataError
 
 bp = Blueprint("runs", __name__)

@@ -2,7 +2,7 @@
 response headers, and the one error handler.
 
 - **Session**: an HttpOnly, SameSite=Lax, host-only cookie (``__Host-`` prefixed and Secure over
-  HTTPS) holding a random token; the staff database (``strata.users``) maps its hash to the user.
+  HTTPS) holding a random token; the staff database (``replay.staff.users``) maps its hash to the user.
 - **Other sites' pages**: a browser labels each request with ``Sec-Fetch-Site``. The replay origin
   (``archive.example.org``) is *same-site* with the console (``staff.example.org``), so SameSite
   cookies do not stop its scripts; the console therefore refuses every cross-site or same-site
@@ -28,8 +28,9 @@ from flask import Flask, g, jsonify, redirect, render_template, request, url_for
 from werkzeug.exceptions import BadRequest, HTTPException, SecurityError
 
 from index.queue import open_queue
+from replay.staff.context import ext
+from replay.staff.users import Users
 from strata.errors import StrataError
-from strata.users import Users
 
 log = logging.getLogger(__name__)
 
@@ -49,14 +50,6 @@ HEADERS = {
     "Cross-Origin-Opener-Policy": "same-origin",
     "Cross-Origin-Resource-Policy": "same-origin",
 }
-
-
-def ext() -> dict:
-    from flask import current_app
-
-    from replay.staff.app import EXTENSION
-
-    return current_app.extensions[EXTENSION]
 
 
 def users() -> Users:

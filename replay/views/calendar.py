@@ -10,7 +10,7 @@ from flask import render_template
 from index import lookup
 from replay.address import Address
 from replay.asof import pad_as_of
-from replay.views import ext
+from replay.context import ext
 
 KIND_LABELS = {
     "new": "new",

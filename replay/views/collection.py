@@ -6,8 +6,8 @@ from flask import Blueprint, redirect, render_template, request
 
 from index import lookup
 from replay.address import check_url
+from replay.context import ext
 from replay.filters import replay_url
-from replay.views import ext
 
 bp = Blueprint("collection", __name__)
 

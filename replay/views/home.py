@@ -5,7 +5,7 @@ from __future__ import annotations
 from flask import Blueprint, render_template
 
 from index import lookup
-from replay.views import ext
+from replay.context import ext
 
 bp = Blueprint("home", __name__)
 

@@ -13,7 +13,8 @@ from flask import Blueprint, Response, request, url_for
 
 from replay.address import Address, parse_address
 from replay.asof import pad_as_of
-from replay.views import calendar, ext
+from replay.context import ext
+from replay.views import calendar
 
 bp = Blueprint("replay", __name__)
 METHODS = ["GET", "HEAD", "POST"]

@@ -8,8 +8,8 @@ import sys
 import click
 
 # Each module adds its commands to the group.
-from strata.cli import harvesting, searching, serving, staffing  # noqa: E402,F401,I001
-from strata.cli._base import cli, root_option
+from cli import harvesting, searching, serving, staffing  # noqa: E402,F401,I001
+from cli._base import cli, root_option
 from strata.errors import StrataError
 
 __all__ = ["cli", "main", "root_option"]

@@ -9,8 +9,8 @@ import sys
 
 import click
 
-from strata.cli._base import ProgressLine, cli, human_size, root_option
-from strata.cli.serving import serve_archive
+from cli._base import ProgressLine, cli, human_size, root_option
+from cli.serving import serve_archive
 from strata.errors import ConfigError, StrataError
 
 

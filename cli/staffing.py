@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from strata.cli._base import allow_network_option, cli, root_option
+from cli._base import allow_network_option, cli, root_option
 from strata.errors import ConfigError
 
 # -- staff console: accounts, worker, scheduler (harvester.worker, harvester.scheduler) -------------
@@ -26,7 +26,7 @@ def user_group() -> None:
 @root_option
 def user_add(name, replace, password_stdin, root) -> None:
     """Add staff user NAME; the password is prompted for (twice) and stored as an scrypt hash."""
-    from strata.users import Users
+    from replay.staff.users import Users
 
     if password_stdin:
         password = sys.stdin.readline().rstrip("\r\n")
@@ -45,7 +45,7 @@ def user_add(name, replace, password_stdin, root) -> None:
 @root_option
 def user_list(root) -> None:
     """List staff users."""
-    from strata.users import Users
+    from replay.staff.users import Users
 
     users = Users.for_root(root)
     try:
@@ -60,7 +60,7 @@ def user_list(root) -> None:
 @root_option
 def user_remove(name, root) -> None:
     """Remove staff user NAME and end their sessions."""
-    from strata.users import Users
+    from replay.staff.users import Users
 
     users = Users.for_root(root)
     try:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from strata.cli._base import allow_network_option, cli, root_option
+from cli._base import allow_network_option, cli, root_option
 from strata.errors import ConfigError
 
 

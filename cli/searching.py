@@ -6,7 +6,7 @@ import json
 
 import click
 
-from strata.cli._base import ProgressLine, cli, root_option
+from cli._base import ProgressLine, cli, root_option
 from strata.errors import ConfigError
 
 
