@@ -150,8 +150,8 @@ def recover(collection, root) -> None:
 @root_option
 def report(collection, run_id, as_json, root) -> None:
     """Per site: pages, change rate, pages due; per run: what it stored and saved against the last full run."""
+    from harvester.collection_report import build_report
     from index.collection import Collection
-    from index.report import build_report
     from index.state import HarvestState
 
     coll = Collection.open(root, collection)

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from harvester.warcfile import OPEN_SUFFIX, seal_file
 from index.collection import Collection
+from index.seal import index_sealed_file
 from index.state import HarvestState
 
 
@@ -120,8 +121,6 @@ def recover(collection: Collection, state: HarvestState) -> RecoveryReport:
         if not (archive / row["filename"]).exists() and not (archive / (row["filename"] + OPEN_SUFFIX)).exists():
             _forget_records(state, row["filename"], 0)
             state.conn.execute("DELETE FROM warcs WHERE filename=?", (row["filename"],))
-
-    from harvester.run import index_sealed_file
 
     known = {row["filename"]: row["state"] for row in state.warcs()}
     for name in collection.warc_files():

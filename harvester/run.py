@@ -26,6 +26,7 @@ from harvester.fetchproc import FetchProcess
 from harvester.frontier import Frontier, Item
 from harvester.job import JobSettings
 from harvester.links import LINK_TYPES, Link, links_of_payload
+from harvester.recovery import recover
 from harvester.report import RunFigures
 from harvester.robots import RobotsCache
 from harvester.schedule import (
@@ -41,6 +42,7 @@ from harvester.warcfile import WarcRoller
 from index import cdxj
 from index.collection import Collection
 from index.payload import DecodeError, decode_content, read_record
+from index.seal import index_sealed_file
 from index.state import Capture, HarvestState, Original
 from strata import __version__
 from strata.media import HTML_TYPES
@@ -101,8 +103,6 @@ class Harvest:
             task.cancel()
 
     async def run(self) -> dict:
-        from harvester.recovery import recover
-
         coll = self.collection
         coll.create()
         cdxj.preload_indexer()
@@ -629,13 +629,3 @@ class Harvest:
             "done": self.frontier.handed_out, "final": force, **self.figures.as_dict(),
             "bytes_stored": self.roller.bytes_written, "recent_errors": list(self.recent_errors[-5:]),
         })
-
-
-def index_sealed_file(collection: Collection, state: HarvestState, filename: str,
-                      lines: list[bytes] | None = None) -> None:
-    """Merge a sealed file's CDXJ lines (made as it was written, else read from it) into the
-    collection index; then its digests become usable."""
-    if lines is None:
-        lines = cdxj.index_warc(collection.archive_dir / filename, filename)
-    cdxj.merge_lines(collection.cdxj_path, lines)
-    state.warc_state(filename, "indexed")

@@ -28,6 +28,7 @@ from pathlib import Path
 from harvester.guard import NetworkPolicy
 from harvester.job import load_job_file
 from harvester.login import harvest_transport
+from harvester.run import Harvest
 from index.collection import Collection
 from index.queue import QueuedRun, RunQueue, open_queue, worker_id
 from strata.errors import StrataError
@@ -128,8 +129,6 @@ class Worker:
             self._wake.set()
 
     async def _harvest(self, active: _Active) -> dict:
-        from harvester.run import Harvest
-
         entry = active.entry
         coll = Collection.open(self.root, entry.collection)
         job = load_job_file(coll.job_path(entry.job))

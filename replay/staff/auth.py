@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from flask import Blueprint, g, redirect, render_template, request, url_for
 
-from replay.staff.security import LOGIN_COOKIE, SESSION_COOKIE, clear_cookie, set_cookie, users
+from replay.staff.security import LOGIN_COOKIE, SESSION_COOKIE, clear_cookie, cookie_name, set_cookie, users
+from strata.times import utc_now
 
 bp = Blueprint("auth", __name__)
 
@@ -40,8 +41,6 @@ def login():
 
 @bp.post("/logout")
 def logout():
-    from replay.staff.security import cookie_name
-
     users().end_session(request.cookies.get(cookie_name(SESSION_COOKIE)))
     response = redirect(url_for("auth.login"))
     clear_cookie(response, SESSION_COOKIE)
@@ -49,6 +48,4 @@ def logout():
 
 
 def _now():
-    from datetime import UTC, datetime
-
-    return datetime.now(UTC)
+    return utc_now()

@@ -10,6 +10,7 @@ from harvester.job import load_job_file
 from index.collection import Collection
 from index.queue import QueuedRun
 from replay.staff.context import ext
+from replay.staff.jobs import snapshot_url
 from replay.staff.security import queue
 from strata.errors import StrataError
 
@@ -34,8 +35,6 @@ def _seed(entry: QueuedRun) -> str | None:
 
 def progress_view(entry: QueuedRun) -> dict:
     """What the progress page shows, for the page itself and for its JSON endpoint."""
-    from replay.staff.jobs import snapshot_url
-
     figures = dict(entry.progress)
     if entry.summary:
         figures.update(entry.summary)

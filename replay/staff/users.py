@@ -23,6 +23,7 @@ import sqlite3
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from index.queue import state_dir
 from strata.errors import ConfigError
 from strata.times import iso_micro as _iso
 from strata.times import parse_iso_micro as _parse
@@ -113,8 +114,6 @@ class Users:
 
     @classmethod
     def for_root(cls, root: Path, **kwargs) -> Users:
-        from index.queue import state_dir
-
         return cls(state_dir(root) / "staff.sqlite", **kwargs)
 
     def close(self) -> None:

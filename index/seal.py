@@ -1,0 +1,19 @@
+"""A sealed WARC file joins the collection's indexes: its CDXJ lines are merged into the collection
+index, then its digest entries become usable (never before: a revisit must not point at a record
+that a crash could still take away)."""
+
+from __future__ import annotations
+
+from index import cdxj
+from index.collection import Collection
+from index.state import HarvestState
+
+
+def index_sealed_file(collection: Collection, state: HarvestState, filename: str,
+                      lines: list[bytes] | None = None) -> None:
+    """Merge a sealed file's CDXJ lines (made as it was written, else read from it) into the
+    collection index; then its digests become usable."""
+    if lines is None:
+        lines = cdxj.index_warc(collection.archive_dir / filename, filename)
+    cdxj.merge_lines(collection.cdxj_path, lines)
+    state.warc_state(filename, "indexed")
