@@ -15,11 +15,11 @@ One invocation:
    metadata fields and the title, description, keywords and text as ``TEXT`` fields with its
    default analyzer; (c) the same with Whoosh's ``CJKAnalyzer`` (unigrams): docs/s, size, RSS;
 3. runs a fixed set of Chinese words (2, 3 and 4 characters, frequent to rare in the site's
-   vocabulary) against each index, the way each would be queried (Strata: ``index.matching``, with
+   vocabulary) against each index, the way each would be queried (Strata: ``index.fulltext.matching``, with
    its phrase checks; plain Whoosh: its ``MultifieldParser``), and compares with the documents
    whose text contains the word: recall and precision;
 4. synthesises 10,000 and 100,000 documents from the same vocabulary (with capture dates over
-   three years) into Strata indexes and times 50 fixed queries through ``index.query.search`` (the
+   three years) into Strata indexes and times 50 fixed queries through ``index.fulltext.query.search`` (the
    whole path: parse, search, group by URL, facets, histogram, snippets): p50 and p95.
 
     .venv/bin/python bench/search_bench.py                 # issue2 preset, 10k and 100k
@@ -110,7 +110,7 @@ def harvest(root: Path, preset: str) -> tuple[list[dict], object]:
 
 def index_run_in_child(root: str, name: str, run_id: str) -> dict:
     from index.collection import Collection
-    from index.fulltext import index_run
+    from index.fulltext.update import index_run
 
     started = time.monotonic()
     figures = index_run(Collection(Path(root), name), run_id)
@@ -142,7 +142,8 @@ def extract_docs(coll) -> tuple[list[tuple], float]:
     """(url, digest, Payload, {timestamp}) for every 2xx payload of the collection (text types parsed)."""
     from warcio.archiveiterator import ArchiveIterator
 
-    from index.fulltext import Payload, _ts14, indexable
+    from index.fulltext.documents import Payload, indexable
+    from strata.times import ts14_of as _ts14
 
     docs = []
     started = time.monotonic()
@@ -180,9 +181,9 @@ def plain_schema(kind: str):
 
 
 def plain_document(url: str, digest: str, payload) -> dict:
-    from index.fulltext import _document
+    from index.fulltext.documents import make_document
 
-    doc = _document(url, digest, payload)
+    doc = make_document(url, digest, payload)
     del doc["parts"], doc["content"]
     doc.update({name: getattr(payload, name) or "" for name, _ in TEXTS})
     return doc
@@ -253,8 +254,8 @@ def _found(kind: str, target: str, docs: list, words: list[str]):
 
     if kind == "strata":
         from index.collection import Collection
-        from index.matching import IndexView, matching_docs
-        from index.query import parse_query
+        from index.fulltext.matching import IndexView, matching_docs
+        from index.fulltext.query import parse_query
 
         view = IndexView(Collection(Path(target), "ix"))
         for word in words:
@@ -278,9 +279,9 @@ def synthesise(root: str, name: str, count: int, seed: int, preset: str) -> dict
     """``count`` documents from the site's vocabulary in a collection, with capture dates."""
     from sitegen import GeneratedSite, SiteSpec
 
-    from index import fulltext
     from index.collection import Collection
-    from index.fulltext import Payload
+    from index.fulltext import rebuild as fulltext
+    from index.fulltext.documents import Payload
 
     site = GeneratedSite(SiteSpec.preset(preset))
     rng = random.Random(seed)
@@ -322,7 +323,7 @@ def latency_queries(site) -> list[dict]:
 
 
 def latency(root: str, name: str, queries: list[dict]) -> dict:
-    from index.query import SearchParams, search
+    from index.fulltext.query import SearchParams, search
 
     times, totals, cold, timed_out, per_query = [], [], None, 0, []
     for i, spec in enumerate(queries):
@@ -404,7 +405,7 @@ def main(argv: list[str] | None = None) -> None:
         report["recall"][kind] = in_child(recall, kind, str(target), str(docs_file), words)
         print(kind, figures, {k: report["recall"][kind][k] for k in ("recall", "precision")}, flush=True)
     started = time.monotonic()
-    from index.fulltext import rebuild
+    from index.fulltext.rebuild import rebuild
 
     rebuilt = rebuild(coll)
     report["strata_rebuild_from_warcs"] = {"docs": rebuilt["documents"], "seconds": round(time.monotonic() - started, 1)}

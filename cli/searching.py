@@ -10,7 +10,7 @@ from cli._base import ProgressLine, cli, root_option
 from strata.errors import ConfigError
 
 
-# -- search and the full-text index (index.fulltext, index.query) ----------------------------------
+# -- search and the full-text index (index.fulltext, index.fulltext.query) ----------------------------------
 @cli.command()
 @click.argument("collection")
 @click.argument("query", default="")
@@ -25,8 +25,8 @@ from strata.errors import ConfigError
 def search(collection, query, date_from, date_to, site, mime_type, sort, limit, as_json, root) -> None:
     """Full-text search of COLLECTION: words, "phrases", AND, OR, NOT, -word, parentheses."""
     from index.collection import Collection
-    from index.query import SearchParams
-    from index.query import search as run_search
+    from index.fulltext.query import SearchParams
+    from index.fulltext.query import search as run_search
 
     Collection.open(root, collection)
     result = run_search(root, SearchParams(q=query, date_from=date_from, date_to=date_to, site=site,
@@ -67,7 +67,7 @@ def index_group() -> None:
 def index_rebuild(collection, as_json, root, only) -> None:
     """Rebuild COLLECTION's indexes (CDXJ, harvest state, digests, full text) from its WARC files."""
     from index.collection import Collection
-    from index.fulltext import rebuild
+    from index.fulltext.rebuild import rebuild
     from index.rebuild import rebuild_state
 
     coll = Collection.open(root, collection)

@@ -120,7 +120,7 @@ class Harvest:
     def _index_fulltext(self) -> dict:
         """Add this run's new payloads to the collection's Whoosh index. A failure here never costs
         the harvest: the index can be rebuilt from the WARCs (`strata index rebuild`)."""
-        from index.fulltext import index_run
+        from index.fulltext.update import index_run
         from strata.errors import StrataError
 
         try:

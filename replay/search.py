@@ -1,7 +1,7 @@
 """Full-text search in the replay application: the search page (``/search``) and a JSON API
 (``/api/search``) with the same parameters.
 
-    q         the query: words, "phrases", AND / OR / NOT, -word, parentheses (index.query)
+    q         the query: words, "phrases", AND / OR / NOT, -word, parentheses (index.fulltext.query)
     from, to  capture dates: 2024, 2024-03, 2024-03-05, an ISO 8601 date-time or 14 digits
     site      host or domain; type: html, pdf, image ... or a MIME type
     c         collection (repeatable; default: all)
@@ -20,8 +20,8 @@ from urllib.parse import urlencode
 
 from flask import Blueprint, current_app, jsonify, render_template, request
 
-from index.query import MAX_PER_PAGE, SearchParams, search
-from index.text import MIME_GROUPS
+from index.fulltext.query import MAX_PER_PAGE, SearchParams, search
+from index.fulltext.text import MIME_GROUPS
 from strata.errors import StrataError
 
 bp = Blueprint("search", __name__, template_folder="templates")

@@ -40,3 +40,8 @@ def warc_date(dt: datetime) -> str:
 
 def ts14(dt: datetime) -> str:
     return dt.strftime("%Y%m%d%H%M%S")
+
+
+def ts14_of(warc_date: str) -> str:
+    """The 14-digit timestamp of a WARC-Date (or any ISO 8601 date), padded with zeros."""
+    return "".join(ch for ch in warc_date if ch.isdigit())[:14].ljust(14, "0")

@@ -14,10 +14,13 @@ import time
 
 import pytest
 
-from index import fulltext
 from index.collection import Collection
-from index.fulltext import IndexUnusable, index_run, open_index, rebuild
-from index.query import TIME_LIMIT, SearchParams, parse_query, parse_when, search
+from index.fulltext import store as fulltext
+from index.fulltext.documents import IndexUnusable, indexable
+from index.fulltext.query import TIME_LIMIT, SearchParams, parse_query, parse_when, search
+from index.fulltext.rebuild import rebuild
+from index.fulltext.store import open_index
+from index.fulltext.update import index_run
 from strata.errors import CollectionBusy, QueryError
 from tests.conftest import REPO
 from tests.search_fixtures import copy_collection, harvest_and_index, searched  # noqa: F401 - fixture
@@ -242,7 +245,7 @@ def test_one_writer_at_a_time(searched, tmp_path):  # noqa: F811
     holder = subprocess.Popen(
         [sys.executable, "-c",
          "import sys, time; from pathlib import Path; from index.collection import Collection; "
-         "from index.fulltext import write_lock\n"
+         "from index.fulltext.store import write_lock\n"
          "with write_lock(Collection(Path(sys.argv[1]), sys.argv[2])):\n"
          "    print('locked', flush=True); time.sleep(30)",
          str(copy.root), copy.name],
@@ -287,7 +290,7 @@ def test_killed_writer_leaves_an_index_that_opens(searched, tmp_path):  # noqa: 
     copy = copy_collection(searched, tmp_path / "collections")
     before = _documents(copy.coll)
     script = ("import sys; from pathlib import Path; from index.collection import Collection; "
-              "from index.fulltext import rebuild\n"
+              "from index.fulltext.rebuild import rebuild\n"
               "for _ in range(1000): rebuild(Collection(Path(sys.argv[1]), sys.argv[2]))")
     for delay in (0.05, 0.2, 0.45, 0.7, 1.1):
         proc = subprocess.Popen([sys.executable, "-c", script, str(copy.root), copy.name], cwd=REPO)
@@ -307,10 +310,11 @@ def test_killed_writer_leaves_an_index_that_opens(searched, tmp_path):  # noqa: 
 def test_several_captures_in_one_month_are_one_posting(tmp_path):
     """Whoosh's NUMERIC put such a document twice in a tier term's posting list, and a text query
     with a date filter then failed (AssertionError in IntersectionMatcher, seen at 10,000 documents).
-    Capture dates are now rows of index.captures, one per (document, timestamp): a document
+    Capture dates are now rows of index.fulltext.captures, one per (document, timestamp): a document
     captured on several days of a month is one posting of the date filter and one hit."""
-    from index.captures import CaptureStore, CaptureTable
-    from index.fulltext import Payload, create
+    from index.fulltext.captures import CaptureStore, CaptureTable
+    from index.fulltext.documents import Payload
+    from index.fulltext.rebuild import create
 
     coll = Collection.open(tmp_path, "months", create=True)
     docs = [(f"http://example.org/{n}", f"sha1:{n}", Payload(mime="text/html", text=f"common words {n}"),
@@ -331,7 +335,7 @@ def test_several_captures_in_one_month_are_one_posting(tmp_path):
 # -- the index's own structures ----------------------------------------------------------------
 
 def _joined(reader, fieldname: str, term: str):
-    from index.postings import Postings, read_postings
+    from index.fulltext.postings import Postings, read_postings
 
     leaves = reader.leaf_readers() if not reader.is_atomic() else [(reader, 0)]
     parts = [p.rebased(base) for leaf, base in leaves if (p := read_postings(leaf, fieldname, term.encode()))]
@@ -339,18 +343,18 @@ def _joined(reader, fieldname: str, term: str):
 
 
 def test_bulk_writer_keeps_document_numbers_when_it_merges(tmp_path):
-    """index.captures keys capture dates by document number: BulkWriter only appends and, when it
+    """index.fulltext.captures keys capture dates by document number: BulkWriter only appends and, when it
     merges a tail of segments, puts their documents first, so every document keeps its number.
     The merged posting lists equal a one-shot build's, and Whoosh's own queries read them."""
     from whoosh import index as whoosh_index
     from whoosh import query as wq
 
-    from index.fulltext import Payload, _document, schema
-    from index.postings import BulkWriter
+    from index.fulltext.documents import Payload, make_document, schema
+    from index.fulltext.postings import BulkWriter
 
     def doc(n: int) -> dict:
         text = f"国立国会図書館 {'数据安全' * (n % 3)} word{n % 5} library {n} ウェブ{n % 4}"
-        return _document(f"http://example.org/{n}", f"sha1:{n}", Payload(mime="text/html", title=f"第{n}页", text=text))
+        return make_document(f"http://example.org/{n}", f"sha1:{n}", Payload(mime="text/html", title=f"第{n}页", text=text))
 
     (tmp_path / "one").mkdir()
     (tmp_path / "many").mkdir()
@@ -393,7 +397,7 @@ def test_unchanged_pages_add_capture_rows_not_documents(searched):  # noqa: F811
     for figures, run in zip(searched.index_figures[1:], searched.runs[1:], strict=True):
         with HarvestState(searched.coll.db_path) as state:
             keys = {(c["url"], c["digest"]) for c in state.captures(run_id=run["run_id"]) if c["digest"]
-                    and fulltext.indexable(c["url"], c["status"] if c["status"] != 304 else None)}
+                    and indexable(c["url"], c["status"] if c["status"] != 304 else None)}
         assert figures["added"] + figures["updated"] + figures["unchanged"] == len(keys)
         assert 0 < figures["added"] < len(keys) and figures["parsed"] <= figures["added"]
         assert figures["captures"] >= len(keys) - figures["unchanged"]
@@ -407,7 +411,7 @@ def test_unchanged_pages_add_capture_rows_not_documents(searched):  # noqa: F811
 def test_crash_between_the_two_commits_is_caught_up(tmp_path, monkeypatch):
     """Killed after Whoosh committed a run's documents and before their capture rows: the next
     index_run adds the rows and the run's captures; the result equals a rebuild's."""
-    from index.captures import CaptureStore
+    from index.fulltext.captures import CaptureStore
 
     root = tmp_path / "collections"
     root.mkdir()
@@ -435,8 +439,9 @@ def test_crash_between_the_two_commits_is_caught_up(tmp_path, monkeypatch):
 def test_search_sees_captures_added_after_it_opened_the_index(tmp_path):
     """Searches keep the index open per thread; a commit of capture rows alone (a run that found
     every page unchanged) must show."""
-    from index.captures import CaptureStore
-    from index.fulltext import Payload, create
+    from index.fulltext.captures import CaptureStore
+    from index.fulltext.documents import Payload
+    from index.fulltext.rebuild import create
 
     coll = Collection.open(tmp_path, "live", create=True)
     create(coll, [("http://example.org/", "sha1:1", Payload(mime="text/html", text="国会 archive"), {"20240101000000"})])

@@ -1,4 +1,4 @@
-"""Text extraction (index.text) and CJK analysis (index.cjk) on hand-made payloads."""
+"""Text extraction (index.fulltext.text) and CJK analysis (index.fulltext.cjk) on hand-made payloads."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import gzip
 import zlib
 
 from demo.sample_site import SampleSite
-from index.cjk import CJKBigramAnalyzer
-from index.text import MAX_TEXT_CHARS, extract, mime_group
+from index.fulltext.cjk import CJKBigramAnalyzer
+from index.fulltext.text import MAX_TEXT_CHARS, extract, mime_group
 
 
 def html(body: str, head: str = "", lang: str = "en") -> str:
@@ -111,7 +111,7 @@ def _positions(text: str) -> dict[str, set[int]]:
 def test_content_weights_are_the_analyzers_terms():
     from collections import Counter
 
-    from index.cjk import content_weights
+    from index.fulltext.cjk import content_weights
 
     analyzer = CJKBigramAnalyzer()
     title, body = "国立国会図書館 Web Archive", SampleSite.text(1, "/ja/index.html") + " AI技术 国家图书馆。会议 the x"
@@ -130,7 +130,7 @@ def test_phrase_in_follows_the_analyzers_positions():
     consecutive positions across a run boundary (``图书。书馆``) are not ``图书馆``."""
     import random
 
-    from index.cjk import is_cjk, phrase_in
+    from index.fulltext.cjk import is_cjk, phrase_in
 
     analyzer = CJKBigramAnalyzer()
     rng = random.Random(5)

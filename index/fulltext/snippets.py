@@ -12,7 +12,7 @@ import bisect
 import html
 import re
 
-from index.cjk import CJK_CHARS, is_cjk
+from index.fulltext.cjk import CJK_CHARS, is_cjk
 
 __all__ = ["SNIPPET_CHARS", "snippet"]
 

@@ -13,7 +13,7 @@ Here a term's posting list is one array of 64-bit integers, written and read by 
 - ``docnum``: the segment's document number, ascending;
 - ``impact``: the posting's BM25 term-frequency factor, quantised to 1..255 when the document is
   indexed (its length normalised against a fixed ``REFERENCE_LENGTH``, so it never changes); a
-  query's score is the sum of ``idf x impact`` over its terms (``index.matching``);
+  query's score is the sum of ``idf x impact`` over its terms (``index.fulltext.matching``);
 - ``count``: occurrences in the document, boosts included (Whoosh's weight).
 
 The pool appends each document's postings to its terms' arrays with ``map`` (no Python step per
@@ -21,7 +21,7 @@ posting), a segment writes each array's bytes as they are, and a reader gets the
 impacts and counts as strided slices of those bytes.
 
 No positions: phrases are checked against the stored text of the few candidates ranked
-(``index.cjk.phrase_in``). Positions cost more to build than everything else per token.
+(``index.fulltext.cjk.phrase_in``). Positions cost more to build than everything else per token.
 
 It stays a Whoosh index: segments, stored fields, columns, term dictionary and table of contents
 are Whoosh 3's own; ``StrataCodec`` (recorded in each segment) gives Whoosh's queries a
@@ -30,7 +30,7 @@ are Whoosh 3's own; ``StrataCodec`` (recorded in each segment) gives Whoosh's qu
 
 ``BulkWriter`` keeps document numbers stable: documents are only ever appended (a document is one
 immutable payload of a URL), and a commit merges only a tail of small segments, their documents
-first. ``index.captures`` keys capture dates by these numbers.
+first. ``index.fulltext.captures`` keys capture dates by these numbers.
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ from whoosh.system import pack_ushort
 from whoosh.util.numeric import length_to_byte
 from whoosh.writing import SegmentWriter
 
-from index.cjk import CJKBigramAnalyzer, content_weights, is_cjk
+from index.fulltext.cjk import CJKBigramAnalyzer, content_weights, is_cjk
 
 __all__ = ["BulkWriter", "CharTerms", "Content", "Postings", "StrataCodec", "read_postings"]
 
@@ -84,7 +84,7 @@ _consume = deque(maxlen=0).extend
 class Content(fields.FieldType):
     """The searchable text of a document, given as ``((text, boost), ...)`` parts (title, meta
     description, keywords, body): the terms of ``CJKBigramAnalyzer`` with weights
-    (``index.cjk.content_weights``), indexed by ``BulkWriter``. Not stored, no positions.
+    (``index.fulltext.cjk.content_weights``), indexed by ``BulkWriter``. Not stored, no positions.
 
     ``chars`` names a ``CharTerms`` field that ``BulkWriter`` fills from this one."""
 
@@ -111,7 +111,7 @@ class CharTerms(fields.FieldType):
         super().__init__(formats.Frequency(field_boost=1.0), CJKBigramAnalyzer())
 
     def index(self, value, **kwargs):
-        raise ValueError("a CharTerms field is filled by index.postings.BulkWriter from its Content field")
+        raise ValueError("a CharTerms field is filled by index.fulltext.postings.BulkWriter from its Content field")
 
 
 _ID = analysis.IDAnalyzer()

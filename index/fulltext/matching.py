@@ -1,8 +1,8 @@
-"""Evaluating a parsed query (``index.query``) over one collection's posting lists.
+"""Evaluating a parsed query (``index.fulltext.query``) over one collection's posting lists.
 
 Whoosh's matchers step through postings one Python call at a time: a term found in 96,000 of
 100,000 documents took 330 ms to score. Here a term's postings are read whole
-(``index.postings``: document numbers and impacts as arrays) and combined with C-level set and
+(``index.fulltext.postings``: document numbers and impacts as arrays) and combined with C-level set and
 ``map`` operations; only the documents that are ranked are looked at one by one.
 
 - A word is its term; its score in a document is ``idf x impact`` (BM25 with lengths normalised
@@ -11,12 +11,12 @@ Whoosh's matchers step through postings one Python call at a time: a term found 
   the ``chars`` field).
 - A phrase (or a word that analyses to several terms, such as a Chinese word of three characters
   or more) matches documents holding all its terms, then each candidate is checked against its
-  stored text (``index.cjk.phrase_in``). Checks are made lazily, best candidates first
+  stored text (``index.fulltext.cjk.phrase_in``). Checks are made lazily, best candidates first
   (``rank``), so a common phrase costs about the page of documents ranked, not every candidate;
   its count is then estimated from the share of checked candidates that passed.
 
 ``IndexView`` is the collection's index opened at one generation, with its capture table; one per
-thread (``index.query`` keeps them).
+thread (``index.fulltext.query`` keeps them).
 """
 
 from __future__ import annotations
@@ -33,11 +33,12 @@ from dataclasses import dataclass
 from itertools import compress, repeat
 from operator import add, mul
 
-from index.captures import FILENAME, CaptureStore, CaptureTable
-from index.cjk import chained_word, is_cjk, phrase_in
 from index.collection import Collection
-from index.fulltext import open_index, unpack_texts
-from index.postings import Postings, read_postings
+from index.fulltext.captures import FILENAME, CaptureStore, CaptureTable
+from index.fulltext.cjk import chained_word, is_cjk, phrase_in
+from index.fulltext.documents import unpack_texts
+from index.fulltext.postings import Postings, read_postings
+from index.fulltext.store import build_id, open_index
 
 __all__ = ["IndexView", "Matches", "Ranked", "TimeUp", "evaluate", "matching_docs", "rank"]
 
@@ -76,8 +77,6 @@ class IndexView:
         self.columns = {name: reader.column_reader(name) for name in ("url", "host", "mtype", "parts")}
 
     def is_current(self) -> bool:
-        from index.fulltext import build_id
-
         try:
             # the captures are committed after the Whoosh segment: both must be unchanged
             return (build_id(self.coll) == self.build
@@ -221,7 +220,7 @@ class _Context:
 
 
 def evaluate(view: IndexView, tree, deadline: float = math.inf) -> Matches:
-    """The candidates of a parse tree (``index.query._analyse``) in this index; ``None`` (no
+    """The candidates of a parse tree (``index.fulltext.query._analyse``) in this index; ``None`` (no
     query) matches every document with score 0."""
     ctx = _Context(view, deadline)
     if tree is None:
@@ -261,7 +260,7 @@ def _token(ctx: _Context, token: str, is_word: bool) -> Matches:
 
 
 def _character(ctx: _Context, char: str) -> Matches:
-    """A character wherever it is: its term in ``chars`` (``index.postings.CharTerms``)."""
+    """A character wherever it is: its term in ``chars`` (``index.fulltext.postings.CharTerms``)."""
     p = ctx.view.postings(char, CHARS)
     if p is None:
         return Matches({})

@@ -13,8 +13,8 @@ candidates only).
 
 A word is searched in the title, meta description and keywords, and the text (one field, the
 title's words weighing 3, meta 1.5; ``index.fulltext``). A Chinese or Japanese word of several
-characters is the phrase of its bigrams, checked against the stored text (``index.cjk``); a single
-CJK character matches wherever it is. Evaluation: ``index.matching``; snippets: ``index.snippets``.
+characters is the phrase of its bigrams, checked against the stored text (``index.fulltext.cjk``); a single
+CJK character matches wherever it is. Evaluation: ``index.fulltext.matching``; snippets: ``index.fulltext.snippets``.
 
 ``search(root, params)`` returns a JSON-ready dict: hits grouped by (collection, URL), each with
 its capture timestamps in the date range, count, first and last, the capture to replay (the
@@ -32,11 +32,11 @@ from collections import Counter, defaultdict
 from datetime import UTC, datetime
 from pathlib import Path
 
-from index.cjk import CJKBigramAnalyzer, is_cjk, normalize
 from index.collection import Collection, list_collections
-from index.matching import IndexView, TimeUp, evaluate, rank
-from index.snippets import snippet
-from index.text import MIME_GROUPS
+from index.fulltext.cjk import CJKBigramAnalyzer, is_cjk, normalize
+from index.fulltext.matching import IndexView, TimeUp, evaluate, rank
+from index.fulltext.snippets import snippet
+from index.fulltext.text import MIME_GROUPS
 from strata.errors import QueryError
 
 __all__ = ["SearchParams", "parse_query", "parse_when", "search"]

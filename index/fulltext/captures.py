@@ -4,7 +4,7 @@ A document of the full-text index is one payload of one URL; it is captured agai
 harvest that finds the same payload (a revisit, a 304). Keeping those dates in the Whoosh
 documents meant re-writing every unchanged page's document, text and all, after every run. Here
 they are rows, keyed by the document's Whoosh number, which never changes
-(``index.postings.BulkWriter`` only appends and keeps numbers when it merges):
+(``index.fulltext.postings.BulkWriter`` only appends and keeps numbers when it merges):
 
     docs(docnum, key)              key = "<url> <payload digest>"
     captures(docnum, ts)           ts = 14-digit timestamp, one row per capture

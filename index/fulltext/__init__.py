@@ -1,0 +1,39 @@
+"""The full-text engine: the collection's Whoosh index, one document per distinct payload of a URL.
+
+A document is keyed ``(url, payload digest)`` and holds the payload's text and metadata; the
+timestamps at which that payload was captured (the response that stored it and every later
+revisit, identical payload or ``304 Not Modified``) are rows of ``index.fulltext.captures`` beside it,
+keyed by the document's number. A date-range query therefore finds an unchanged page at every
+harvest in the range, and a harvest that finds a page unchanged adds a row, not a document.
+
+The text is indexed by ``index.fulltext.postings`` (Whoosh segments whose posting lists are written and
+read as arrays) in one field, ``content``: the words and CJK bigrams of the title (weight 3),
+meta description and keywords (1.5) and body (1), no positions. The four texts are kept in one
+column, ``parts`` (UTF-8, uncompressed: phrases are checked on the bytes of the candidates ranked;
+compressing it cost indexing 5% and each check a decompression), for snippets and phrases.
+
+Two ways in, one writer at a time (``fulltext.lock`` beside the index, then Whoosh's own lock):
+
+- ``index_run(collection, run_id)``, at the end of each harvest run: reads the run's captures from
+  the harvest state, parses only payloads the index does not hold under that URL (a payload
+  already indexed under another URL is copied from its document), appends their documents, and
+  adds every capture's row. Its cost follows the new payloads, not the unchanged ones. It also
+  catches up runs the index has not seen (a crash before indexing) and is idempotent: a run
+  whose captures are in is recorded in ``captures.runs``, committed with them.
+- ``rebuild(collection, progress)``, from the WARC files alone: a first pass reads record headers
+  (which keys exist, all their timestamps, where each payload is stored), a second reads and parses
+  each payload once, into a new directory that replaces the old one by rename. A crash leaves the
+  old index in place.
+
+Whoosh commits by renaming a new table of contents over the old one, so a killed process leaves
+the previous commit readable; the captures are committed after it (``index.fulltext.captures`` says how
+a crash between the two is caught up). After a power loss segment files may be torn:
+``open_index`` checks what it opens, and ``index_run`` rebuilds from the WARCs when the index is
+missing, of an older format, or fails to open or to update.
+
+Modules, from the bottom up: ``cjk`` (analysis), ``text`` (text extraction from payloads),
+``postings`` and ``mapfile`` (segments as arrays, memory-mapped), ``captures`` (capture dates as
+rows), ``documents`` (schema, one document), ``store`` (open, check, lock), ``payloads``,
+``rebuild`` and ``update`` (the two ways in), ``matching``, ``snippets`` and ``query`` (the way out).
+Import from the module itself: importing the package imports nothing.
+"""
