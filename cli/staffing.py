@@ -11,7 +11,7 @@ import click
 from cli._base import allow_network_option, cli, root_option
 from strata.errors import ConfigError
 
-# -- staff console: accounts, worker, scheduler (harvester.worker, harvester.scheduler) -------------
+# -- staff console: accounts, worker, scheduler (harvester.jobs.worker, harvester.jobs.scheduler) -------------
 
 
 @cli.group("user")
@@ -84,7 +84,7 @@ def worker(parallel, once, with_scheduler, poll, allow_networks, root) -> None:
     import threading
 
     from harvester.guard import NetworkPolicy
-    from harvester.worker import run_worker
+    from harvester.jobs.worker import run_worker
 
     policy = NetworkPolicy.from_env(allow_networks)
     Path(root).mkdir(parents=True, exist_ok=True)
@@ -100,8 +100,8 @@ def worker(parallel, once, with_scheduler, poll, allow_networks, root) -> None:
 
 
 def _scheduler_loop(root: Path, interval: float, stop, once: bool = False) -> None:
-    from harvester.scheduler import Scheduler
-    from index.queue import open_queue
+    from harvester.jobs.queue import open_queue
+    from harvester.jobs.scheduler import Scheduler
 
     queue = open_queue(root)
 

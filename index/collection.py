@@ -27,6 +27,11 @@ def default_root() -> Path:
     return Path(os.environ.get("STRATA_ROOT") or "collections")
 
 
+def root_state_dir(root: Path) -> Path:
+    """Strata's per-root state (queue, staff accounts): not a collection (names cannot start with '.')."""
+    return Path(root) / ".strata"
+
+
 def check_name(name: str) -> str:
     if not NAME_RE.match(name or "") or name.endswith(".") or name.lower() in RESERVED_NAMES:
         raise CollectionError(

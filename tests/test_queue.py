@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from index.queue import MAX_ATTEMPTS, ScheduleEntry, SQLiteQueue, open_queue, worker_alive, worker_id
+from harvester.jobs.queue import MAX_ATTEMPTS, ScheduleEntry, SQLiteQueue, open_queue, worker_alive, worker_id
 from strata.errors import ConfigError, HarvestError
 
 T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)

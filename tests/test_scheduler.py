@@ -6,11 +6,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from harvester.frequency import add_months, check_frequency, next_slot
 from harvester.job import validate_job
-from harvester.scheduler import Scheduler, set_paused
+from harvester.jobs.frequency import add_months, check_frequency, next_slot
+from harvester.jobs.queue import SQLiteQueue
+from harvester.jobs.scheduler import Scheduler, set_paused
 from index.collection import Collection
-from index.queue import SQLiteQueue
 from index.state import HarvestState
 from strata.errors import ConfigError
 

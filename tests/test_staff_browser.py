@@ -22,7 +22,7 @@ import pytest
 
 from demo.sample_site import MARKERS, serve_sample_site
 from demo.site_server import Resource, SiteServer
-from index.queue import open_queue
+from harvester.jobs.queue import open_queue
 from tests.conftest import VENV_BIN, free_port, harvest
 from tests.staff_helpers import PASSWORD, USER, add_user
 

@@ -12,9 +12,9 @@ import pytest
 from demo.sample_site import serve_sample_site
 from harvester.guard import NetworkPolicy
 from harvester.job import JOB_SETTINGS, load_job_file, validate_job
-from harvester.worker import Worker
+from harvester.jobs.queue import open_queue
+from harvester.jobs.worker import Worker
 from index.collection import Collection
-from index.queue import open_queue
 from replay.staff.forms import CHOICES
 from strata.errors import ConfigError
 from tests.staff_helpers import ARCHIVE_URL

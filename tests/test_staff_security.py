@@ -7,8 +7,8 @@ import secrets
 
 import pytest
 
+from harvester.jobs.queue import open_queue
 from index.collection import Collection
-from index.queue import open_queue
 from replay.hosts import HostDispatcher, build_site
 from replay.staff import create_staff_app
 from replay.staff.security import PUBLIC_ENDPOINTS

@@ -19,10 +19,10 @@ from warcio.archiveiterator import ArchiveIterator
 from demo.sample_site import serve_sample_site
 from harvester.guard import GuardedTransport, NetworkPolicy
 from harvester.job import validate_job
+from harvester.jobs.queue import open_queue
+from harvester.jobs.worker import Worker
 from harvester.login import CookieTransport, harvest_transport, parse_cookies
-from harvester.worker import Worker
 from index.collection import Collection
-from index.queue import open_queue
 from index.state import HarvestState
 from strata.errors import ConfigError
 from tests.conftest import VENV_BIN

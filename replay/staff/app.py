@@ -73,7 +73,7 @@ STAFF_SETTINGS: tuple[Setting, ...] = (
     Setting("max_request_size", 64 * 1024, check_int(1024, 16 * 1024 * 1024), "Largest request body accepted, in bytes."),
     Setting("session_hours", 12, check_int(1, 24 * 30), "A login lasts at most this long."),
     Setting("idle_minutes", 120, check_int(1, 24 * 60), "A login ends after this long without a request."),
-    Setting("queue_backend", "sqlite", _name, "Run queue backend (index.queue.open_queue)."),
+    Setting("queue_backend", "sqlite", _name, "Run queue backend (harvester.jobs.queue.open_queue)."),
     Setting("debug", False, check_bool, "Let Flask show tracebacks (development only)."),
 )
 

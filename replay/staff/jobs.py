@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from flask import Blueprint, abort, g, redirect, render_template, request, url_for
 
 from harvester.job import JOB_SETTINGS, SECRET_SETTINGS, JobSettings, load_job_file
-from harvester.scheduler import iter_jobs, set_paused
+from harvester.jobs.scheduler import iter_jobs, set_paused
 from index.collection import Collection, check_name, list_collections
 from index.lookup import open_readonly
 from replay.staff import charts

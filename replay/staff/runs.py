@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 from flask import Blueprint, abort, jsonify, redirect, render_template, url_for
 
 from harvester.job import load_job_file
+from harvester.jobs.queue import QueuedRun
 from index.collection import Collection
-from index.queue import QueuedRun
 from replay.staff.context import ext
 from replay.staff.jobs import snapshot_url
 from replay.staff.security import queue

@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 from flask import Flask, g, jsonify, redirect, render_template, request, url_for
 from werkzeug.exceptions import BadRequest, HTTPException, SecurityError
 
-from index.queue import open_queue
+from harvester.jobs.queue import open_queue
 from replay.staff.context import ext
 from replay.staff.users import Users
 from strata.errors import StrataError

@@ -23,7 +23,7 @@ import sqlite3
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from index.queue import state_dir
+from index.collection import root_state_dir
 from strata.errors import ConfigError
 from strata.times import iso_micro as _iso
 from strata.times import parse_iso_micro as _parse
@@ -114,7 +114,7 @@ class Users:
 
     @classmethod
     def for_root(cls, root: Path, **kwargs) -> Users:
-        return cls(state_dir(root) / "staff.sqlite", **kwargs)
+        return cls(root_state_dir(root) / "staff.sqlite", **kwargs)
 
     def close(self) -> None:
         self.conn.close()

@@ -24,11 +24,11 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
-from harvester.frequency import first_due, next_slot
 from harvester.job import JobSettings, load_job_file
+from harvester.jobs.frequency import first_due, next_slot
+from harvester.jobs.queue import QueuedRun, RunQueue, ScheduleEntry
 from index.collection import Collection, list_collections
 from index.lookup import open_readonly
-from index.queue import QueuedRun, RunQueue, ScheduleEntry
 from strata.errors import ConfigError, StrataError
 from strata.times import utc_now
 

@@ -28,6 +28,7 @@ import sqlite3
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from index.collection import root_state_dir
 from index.db import immediate_transaction
 from strata.errors import ConfigError, HarvestError
 from strata.times import iso_micro as iso
@@ -38,11 +39,6 @@ MAX_ATTEMPTS = 3
 ACTIVE = ("queued", "running")
 DONE = ("finished", "failed", "cancelled", "interrupted")
 MODES = ("auto", "incremental", "full")
-
-
-def state_dir(root: Path) -> Path:
-    """Strata's per-root state (queue, staff accounts): not a collection (names cannot start with '.')."""
-    return Path(root) / ".strata"
 
 
 @dataclasses.dataclass
@@ -204,7 +200,7 @@ class SQLiteQueue(RunQueue):
 
     @classmethod
     def for_root(cls, root: Path) -> SQLiteQueue:
-        return cls(state_dir(root) / "queue.sqlite")
+        return cls(root_state_dir(root) / "queue.sqlite")
 
     def close(self) -> None:
         self.conn.close()

@@ -1,6 +1,6 @@
 """``strata worker``: runs the harvests the console and the scheduler queued, in this process.
 
-The worker claims queued runs (``index.queue``), at most ``max_parallel`` at once and never two of
+The worker claims queued runs (``harvester.jobs.queue``), at most ``max_parallel`` at once and never two of
 one collection, and drives each as a ``harvester.run.Harvest`` on its own asyncio loop. While a run
 goes, a heartbeat task writes its progress to the queue once a second and reads back whether staff
 asked to cancel it; a cancel calls ``Harvest.request_stop()``, which seals the WARC files and
@@ -27,10 +27,10 @@ from pathlib import Path
 
 from harvester.guard import NetworkPolicy
 from harvester.job import load_job_file
+from harvester.jobs.queue import QueuedRun, RunQueue, open_queue, worker_id
 from harvester.login import harvest_transport
 from harvester.run import Harvest
 from index.collection import Collection
-from index.queue import QueuedRun, RunQueue, open_queue, worker_id
 from strata.errors import StrataError
 
 log = logging.getLogger(__name__)
