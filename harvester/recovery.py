@@ -105,60 +105,38 @@ def recover(collection: Collection, state: HarvestState) -> RecoveryReport:
                 os.fsync(fh.fileno())
         if good == 0:
             path.unlink()
-            _forget_records(state, sealed_name, 0)
-            state.conn.execute("DELETE FROM warcs WHERE filename=?", (sealed_name,))
+            state.forget_records(sealed_name, 0)
+            state.forget_warc(sealed_name)
             report.repaired.append((sealed_name, old_size, 0))
             continue
-        _forget_records(state, sealed_name, good)
+        state.forget_records(sealed_name, good)
         seal_file(archive, sealed_name)
-        if state.conn.execute("SELECT 1 FROM warcs WHERE filename=?", (sealed_name,)).fetchone() is None:
-            state.conn.execute("INSERT INTO warcs VALUES (?,?,?,?)", (sealed_name, None, "sealed", good))
+        state.add_warc(sealed_name, "sealed", good)
         state.warc_state(sealed_name, "sealed", good)
         report.repaired.append((sealed_name, old_size, good))
 
     # Rows for files that no longer exist at all.
     for row in state.warcs():
         if not (archive / row["filename"]).exists() and not (archive / (row["filename"] + OPEN_SUFFIX)).exists():
-            _forget_records(state, row["filename"], 0)
-            state.conn.execute("DELETE FROM warcs WHERE filename=?", (row["filename"],))
+            state.forget_records(row["filename"], 0)
+            state.forget_warc(row["filename"])
 
     known = {row["filename"]: row["state"] for row in state.warcs()}
     for name in collection.warc_files():
         if known.get(name) != "indexed":
             if name not in known:
-                state.conn.execute("INSERT INTO warcs VALUES (?,?,?,?)", (name, None, "sealed",
-                                                                          (archive / name).stat().st_size))
+                state.add_warc(name, "sealed", (archive / name).stat().st_size)
             index_sealed_file(collection, state, name)
             report.indexed.append(name)
 
     for run in state.runs(statuses=("running",)):
         figures = run["figures"] or {}
-        for cls, count in state.conn.execute(
-            "SELECT class, COUNT(*) FROM captures WHERE run_id=? GROUP BY class", (run["run_id"],)
-        ):
+        for cls, count in state.class_counts(run["run_id"]).items():
             figures[cls if cls != "error" else "errors"] = count
         files = [r["filename"] for r in state.warcs() if r["run_id"] == run["run_id"]]
         figures["warc_files"] = files
-        last = state.conn.execute("SELECT MAX(timestamp) FROM captures WHERE run_id=?", (run["run_id"],)).fetchone()[0]
+        last = state.last_capture_timestamp(run["run_id"])
         state.update_run(run["run_id"], status="interrupted", figures=figures,
                          snapshot=last or run["started"].replace("-", "").replace(":", "").replace("T", "")[:14])
         report.interrupted_runs.append(run["run_id"])
     return report
-
-
-def _forget_records(state: HarvestState, filename: str, good_end: int) -> None:
-    """Delete capture and digest rows for records at or past ``good_end`` of ``filename``."""
-    lost = [
-        row["record_id"]
-        for row in state.conn.execute("SELECT record_id FROM captures WHERE warc=? AND offset>=?", (filename, good_end))
-    ]
-    with state.transaction():
-        state.conn.execute("DELETE FROM captures WHERE warc=? AND offset>=?", (filename, good_end))
-        state.conn.execute("DELETE FROM digests WHERE warc=? AND record_id NOT IN "
-                           "(SELECT record_id FROM captures WHERE warc=?)", (filename, filename))
-        for record_id in lost:
-            state.conn.execute(
-                "UPDATE urls SET digest=NULL, orig_uri=NULL, orig_date=NULL, orig_record_id=NULL, orig_warc=NULL, "
-                "etag=NULL, last_modified=NULL WHERE orig_record_id=?", (record_id,))
-        # Revisits elsewhere that refer to a lost original would not resolve; none can exist, because
-        # digests become usable only once their file is indexed, and 304s only point at sealed originals.

@@ -1,8 +1,14 @@
 """Harvest state: what the collection knows about runs, WARC files, URLs and captures.
 
-A thin layer over ``index.db`` with the queries the harvester, the recovery code, the reports and
-the replay app share. Writes are short transactions; the harvester is the only writer of a collection
-at a time (``Collection.harvest_lock``), readers may come from any process (WAL).
+The one owner of ``strata/harvest.sqlite``: its schema, every write (``HarvestState``) and every
+read-only question (the functions over ``open_readonly``'s connection, for readers such as the
+replay app). Nothing else holds SQL on that database. It holds derived state only; ``index.rebuild``
+re-derives all of it from the WARC files. Schema changes bump ``SCHEMA_VERSION``: an older database
+is rebuilt rather than migrated. Writes are short transactions; the harvester is the only writer of
+a collection at a time (``Collection.harvest_lock``), readers may come from any process (WAL): a
+reader opens the database ``mode=ro`` and never creates, migrates or locks it. A collection without
+a database (WARCs indexed by ``wb-manager`` alone) answers ``None`` to ``open_readonly`` and the
+caller falls back to what the CDXJ index says.
 """
 
 from __future__ import annotations
@@ -14,6 +20,63 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from index.db import connect, immediate_transaction
+
+SCHEMA_VERSION = 1
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY,
+    job TEXT, mode TEXT, status TEXT,           -- running | finished | cancelled | interrupted | failed
+    started TEXT, finished TEXT,                -- ISO 8601 UTC
+    snapshot TEXT,                              -- 14-digit timestamp that addresses the run's snapshot
+    pid INTEGER,
+    figures TEXT                                -- JSON
+);
+CREATE TABLE IF NOT EXISTS warcs (
+    filename TEXT PRIMARY KEY,                  -- relative to archive/, without .open
+    run_id TEXT, state TEXT,                    -- open | sealed | indexed
+    size INTEGER
+);
+CREATE TABLE IF NOT EXISTS captures (
+    id INTEGER PRIMARY KEY,
+    run_id TEXT, url TEXT, timestamp TEXT,      -- timestamp: 14 digits, as in the CDXJ index
+    warc_date TEXT,                             -- WARC-Date, full precision
+    record_type TEXT,                           -- response | revisit
+    class TEXT,                                 -- new | changed | soft | unchanged | not_modified | deleted | error
+    status INTEGER, digest TEXT, mime TEXT, payload_length INTEGER,
+    warc TEXT, offset INTEGER, length INTEGER, record_id TEXT,
+    refers_to_uri TEXT, refers_to_date TEXT, location TEXT
+);
+CREATE INDEX IF NOT EXISTS captures_url ON captures (url, timestamp);
+CREATE INDEX IF NOT EXISTS captures_run ON captures (run_id);
+CREATE INDEX IF NOT EXISTS captures_warc ON captures (warc);
+CREATE INDEX IF NOT EXISTS captures_record ON captures (record_id);
+CREATE TABLE IF NOT EXISTS urls (
+    url TEXT PRIMARY KEY,
+    host TEXT,
+    first_seen TEXT, first_run TEXT, found_on TEXT, depth INTEGER, link_kind TEXT, page_kind TEXT,
+    last_status INTEGER, last_class TEXT, last_checked TEXT, last_run TEXT,
+    digest TEXT,                                -- payload digest of the last 2xx capture
+    orig_uri TEXT, orig_date TEXT, orig_record_id TEXT, orig_warc TEXT,  -- the response holding it
+    etag TEXT, last_modified TEXT,
+    fingerprint TEXT,                           -- main-content fingerprint (change detection)
+    checks INTEGER DEFAULT 0, changes INTEGER DEFAULT 0,
+    next_due TEXT, deleted_at TEXT
+);
+CREATE INDEX IF NOT EXISTS urls_host ON urls (host);
+CREATE TABLE IF NOT EXISTS digests (
+    digest TEXT PRIMARY KEY,                    -- sha1:BASE32, as in WARC-Payload-Digest
+    url TEXT, warc_date TEXT, record_id TEXT, warc TEXT
+);
+CREATE TABLE IF NOT EXISTS outlinks (          -- a cache: the links of the payload a URL last had
+    url TEXT PRIMARY KEY, digest TEXT, links TEXT
+);
+CREATE TABLE IF NOT EXISTS checks (             -- URLs looked at but not written as a capture
+    run_id TEXT, url TEXT, outcome TEXT, reason TEXT, at TEXT
+);
+CREATE INDEX IF NOT EXISTS checks_run ON checks (run_id);
+"""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,7 +113,7 @@ class Capture:
 class HarvestState:
     def __init__(self, db_path: Path):
         self.db_path = Path(db_path)
-        self.conn: sqlite3.Connection = connect(self.db_path)
+        self.conn: sqlite3.Connection = connect(self.db_path, SCHEMA, SCHEMA_VERSION)
 
     def close(self) -> None:
         self.conn.close()
@@ -200,8 +263,164 @@ class HarvestState:
         self.conn.execute("INSERT OR REPLACE INTO outlinks VALUES (?,?,?)", (url, digest, json.dumps(links)))
 
     # -- checks (looked at, nothing written) ---------------------------------------------------
+    def add_warc(self, filename: str, state: str, size: int, run_id: str | None = None) -> None:
+        """A WARC file found on disk (recovery, rebuild): added unless already known."""
+        if self.conn.execute("SELECT 1 FROM warcs WHERE filename=?", (filename,)).fetchone() is None:
+            self.conn.execute("INSERT INTO warcs VALUES (?,?,?,?)", (filename, run_id, state, size))
+
+    def forget_warc(self, filename: str) -> None:
+        self.conn.execute("DELETE FROM warcs WHERE filename=?", (filename,))
+
+    def forget_records(self, filename: str, good_end: int) -> None:
+        """Delete capture and digest rows for records at or past ``good_end`` of ``filename``, and the
+        URL state that pointed at them (a torn file's tail, or a file that is gone)."""
+        lost = [row["record_id"] for row in self.conn.execute(
+            "SELECT record_id FROM captures WHERE warc=? AND offset>=?", (filename, good_end))]
+        with self.transaction():
+            self.conn.execute("DELETE FROM captures WHERE warc=? AND offset>=?", (filename, good_end))
+            self.conn.execute("DELETE FROM digests WHERE warc=? AND record_id NOT IN "
+                              "(SELECT record_id FROM captures WHERE warc=?)", (filename, filename))
+            for record_id in lost:
+                self.conn.execute(
+                    "UPDATE urls SET digest=NULL, orig_uri=NULL, orig_date=NULL, orig_record_id=NULL, "
+                    "orig_warc=NULL, etag=NULL, last_modified=NULL WHERE orig_record_id=?", (record_id,))
+
+    def class_counts(self, run_id: str) -> dict[str, int]:
+        """How many of the run's captures fell in each class."""
+        return {cls: count for cls, count in self.conn.execute(
+            "SELECT class, COUNT(*) FROM captures WHERE run_id=? GROUP BY class", (run_id,))}
+
+    def last_capture_timestamp(self, run_id: str) -> str | None:
+        return self.conn.execute("SELECT MAX(timestamp) FROM captures WHERE run_id=?", (run_id,)).fetchone()[0]
+
+    def response_locations(self, digest: str) -> list[dict]:
+        """Where responses holding ``digest`` are stored (warc, offset, url), oldest first."""
+        return [dict(r) for r in self.conn.execute(
+            "SELECT warc, offset, url FROM captures WHERE digest=? AND record_type='response' "
+            "ORDER BY timestamp, id", (digest,))]
+
     def add_check(self, run_id: str, url: str, outcome: str, reason: str, at: str) -> None:
         self.conn.execute("INSERT INTO checks VALUES (?,?,?,?,?)", (run_id, url, outcome, reason, at))
 
     def checks(self, run_id: str) -> list[dict]:
         return [dict(r) for r in self.conn.execute("SELECT * FROM checks WHERE run_id=? ORDER BY at", (run_id,))]
+
+
+# -- read-only questions -------------------------------------------------------------------------
+
+GONE_STATUSES = (404, 410)
+
+
+def open_readonly(db_path: Path) -> sqlite3.Connection | None:
+    path = Path(db_path)
+    if not path.is_file():
+        return None
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=5.0,
+                               check_same_thread=False)
+        conn.row_factory = sqlite3.Row
+        conn.execute("SELECT 1 FROM captures LIMIT 1")
+    except sqlite3.Error:
+        return None
+    return conn
+
+
+@dataclasses.dataclass(frozen=True)
+class Deletion:
+    """A URL that answered 404/410 after answering 2xx."""
+
+    url: str
+    removed_seen: str       # 14-digit timestamp of the capture that found it gone
+    status: int             # 404 or 410
+    last_archived: str      # 14-digit timestamp of the last 2xx (or 304) capture before that
+
+
+def deletion(conn: sqlite3.Connection, url: str, timestamp: str) -> Deletion | None:
+    """The deletion in force at ``timestamp``: the latest capture at or before it is a 404/410,
+    and a capture classed ``deleted`` follows the last 2xx capture. None otherwise."""
+    rows = conn.execute(
+        "SELECT timestamp, status, class FROM captures WHERE url=? AND timestamp<=? AND status IS NOT NULL "
+        "ORDER BY timestamp DESC, id DESC LIMIT 200", (url, timestamp),
+    ).fetchall()
+    if not rows or rows[0]["status"] not in GONE_STATUSES:
+        return None
+    removed = None
+    for row in rows:
+        if 200 <= row["status"] < 300 or row["status"] == 304:  # 304: confirmed unchanged, still there
+            if removed is None:
+                return None
+            return Deletion(url, removed["timestamp"], removed["status"], row["timestamp"])
+        if row["class"] == "deleted":
+            removed = row
+    return None
+
+
+def capture_details(conn: sqlite3.Connection, url: str) -> dict[tuple[str, int], dict]:
+    """(warc file, offset) -> capture row, for labelling CDX lines of ``url`` with their class."""
+    rows = conn.execute(
+        "SELECT timestamp, record_type, class, status, warc, offset, run_id, refers_to_date FROM captures "
+        "WHERE url=?", (url,),
+    )
+    return {(r["warc"], r["offset"]): dict(r) for r in rows}
+
+
+def runs(conn: sqlite3.Connection) -> list[dict]:
+    out = []
+    for row in conn.execute("SELECT * FROM runs ORDER BY started DESC, run_id DESC"):
+        run = dict(row)
+        run["figures"] = json.loads(run.get("figures") or "{}")
+        out.append(run)
+    return out
+
+
+def summary(conn: sqlite3.Connection) -> dict:
+    """Counts for a collection: captures, URLs, runs, and its latest run."""
+    captures = conn.execute("SELECT COUNT(*) FROM captures").fetchone()[0]
+    urls = conn.execute("SELECT COUNT(DISTINCT url) FROM captures").fetchone()[0]
+    all_runs = runs(conn)
+    return {"captures": captures, "urls": urls, "runs": len(all_runs), "latest": all_runs[0] if all_runs else None}
+
+
+def sites(conn: sqlite3.Connection) -> list[dict]:
+    """Per host: first and last capture, number of snapshots (runs) it appears in, seeds."""
+    rows = conn.execute(
+        "SELECT u.host AS host, MIN(c.timestamp) AS first, MAX(c.timestamp) AS last, "
+        "COUNT(DISTINCT c.run_id) AS snapshots, COUNT(*) AS captures, COUNT(DISTINCT c.url) AS urls "
+        "FROM captures c JOIN urls u ON u.url = c.url GROUP BY u.host ORDER BY u.host"
+    ).fetchall()
+    by_host: dict[str, list[str]] = {}
+    for row in conn.execute(f"SELECT url, host FROM urls WHERE {_SEED} ORDER BY url"):
+        by_host.setdefault(row["host"], []).append(row["url"])
+    return [{**dict(r), "seeds": by_host.get(r["host"], [])} for r in rows]
+
+
+# Seeds are queued as navigation links from nowhere; robots.txt is fetched from nowhere too, as an embed.
+_SEED = "depth=0 AND found_on IS NULL AND link_kind='navigation'"
+
+
+def seeds(conn: sqlite3.Connection) -> list[str]:
+    """The seed URLs of the collection's harvests: where its snapshots are entered."""
+    return [r[0] for r in conn.execute(f"SELECT url FROM urls WHERE {_SEED} ORDER BY url")]
+
+
+def job_runs(conn: sqlite3.Connection, job: str) -> list[dict]:
+    """One job's runs, oldest first, figures decoded."""
+    out = []
+    for row in conn.execute("SELECT * FROM runs WHERE job=? ORDER BY started, run_id", (job,)):
+        run = dict(row)
+        run["figures"] = json.loads(run.get("figures") or "{}")
+        out.append(run)
+    return out
+
+
+def last_started(conn: sqlite3.Connection, job: str) -> str | None:
+    """When the job's latest run started (ISO 8601), or None."""
+    row = conn.execute("SELECT MAX(started) FROM runs WHERE job=?", (job,)).fetchone()
+    return row[0] if row and row[0] else None
+
+
+def indexed_original(conn: sqlite3.Connection, record_id: str) -> sqlite3.Row | None:
+    """The response record ``record_id`` if its file is sealed and indexed: (warc, offset, length, digest)."""
+    return conn.execute(
+        "SELECT c.warc, c.offset, c.length, c.digest FROM captures c JOIN warcs w ON w.filename = c.warc "
+        "WHERE c.record_id=? AND c.record_type='response' AND w.state='indexed' LIMIT 1", (record_id,)).fetchone()

@@ -7,8 +7,8 @@ import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
-from index import lookup
 from index.collection import Collection, list_collections
+from index.state import Deletion, deletion, open_readonly
 from replay.errors import UnknownCollection
 from strata.errors import CollectionError
 
@@ -33,13 +33,13 @@ class Collections:
     @contextlib.contextmanager
     def db(self, name: str) -> Iterator[sqlite3.Connection | None]:
         """The collection's harvest database, read-only, or None when it has none."""
-        conn = lookup.open_readonly(Collection(self.root, name).db_path)
+        conn = open_readonly(Collection(self.root, name).db_path)
         try:
             yield conn
         finally:
             if conn is not None:
                 conn.close()
 
-    def deletion(self, name: str, url: str, timestamp: str) -> lookup.Deletion | None:
+    def deletion(self, name: str, url: str, timestamp: str) -> Deletion | None:
         with self.db(name) as conn:
-            return lookup.deletion(conn, url, timestamp) if conn is not None else None
+            return deletion(conn, url, timestamp) if conn is not None else None

@@ -37,19 +37,14 @@ from pywb.warcserver.resource.resolvingloader import ResolvingLoader
 from pywb.warcserver.resource.responseloader import WARCPathLoader
 from warcio.recordloader import ArchiveLoadFailed
 
-from index import lookup
 from index.collection import Collection
+from index.state import indexed_original, open_readonly
 from replay.asof import AsOfIndexSource
 from replay.recordload import PayloadRecordLoader, RecordLoader
 from strata.errors import CollectionError
 
+
 # Only records of indexed WARCs are in the CDXJ index: exactly the ones pywb's lookup could find.
-_ORIGINAL_SQL = (
-    "SELECT c.warc, c.offset, c.length, c.digest FROM captures c JOIN warcs w ON w.filename = c.warc "
-    "WHERE c.record_id=? AND c.record_type='response' AND w.state='indexed' LIMIT 1"
-)
-
-
 def _bare_digest(digest: str | None) -> str:
     """``sha1:ABC`` (WARC header, harvest state) and ``ABC`` (CDXJ) compare equal."""
     digest = (digest or "").strip()
@@ -80,7 +75,7 @@ class _HarvestDatabases:
             cached[1].close()
         if inode is None:
             return None
-        conn = lookup.open_readonly(db_path)
+        conn = open_readonly(db_path)
         if conn is not None:
             self._open[coll] = (inode, conn)
         return conn
@@ -155,7 +150,7 @@ class _RevisitLoader(ResolvingLoader):
         if conn is None:
             return None
         try:
-            row = conn.execute(_ORIGINAL_SQL, (record_id,)).fetchone()
+            row = indexed_original(conn, record_id)
         except sqlite3.Error:
             return None
         if row is None or _bare_digest(row["digest"]) != digest:

@@ -28,7 +28,7 @@ from harvester.job import JobSettings, load_job_file
 from harvester.jobs.frequency import first_due, next_slot
 from harvester.jobs.queue import QueuedRun, RunQueue, ScheduleEntry
 from index.collection import Collection, list_collections
-from index.lookup import open_readonly
+from index.state import last_started, open_readonly
 from strata.errors import ConfigError, StrataError
 from strata.times import utc_now
 
@@ -60,12 +60,11 @@ def last_run_started(root: Path, collection: str, job: str) -> datetime | None:
     if conn is None:
         return None
     try:
-        row = conn.execute("SELECT MAX(started) FROM runs WHERE job=?", (job,)).fetchone()
+        text = last_started(conn, job)
     finally:
         conn.close()
-    if not row or not row[0]:
+    if not text:
         return None
-    text = row[0]
     return datetime.strptime(text[:19], "%Y-%m-%dT%H:%M:%S").replace(tzinfo=UTC)
 
 

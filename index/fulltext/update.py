@@ -174,10 +174,7 @@ def _payload_for(collection: Collection, state: HarvestState, searcher, digest: 
 
 
 def _original_location(state: HarvestState, digest: str, refers: tuple[str, str] | None) -> tuple[str, int] | None:
-    rows = state.conn.execute(
-        "SELECT warc, offset, url FROM captures WHERE digest=? AND record_type='response' ORDER BY timestamp, id",
-        (digest,),
-    ).fetchall()
+    rows = state.response_locations(digest)
     if refers:
         rows = sorted(rows, key=lambda r: r["url"] != refers[0])
     return (rows[0]["warc"], rows[0]["offset"]) if rows else None

@@ -3,7 +3,6 @@ history with its charts. Job files under ``<root>/<collection>/jobs/`` are the s
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 
 from flask import Blueprint, abort, g, redirect, render_template, request, url_for
@@ -11,7 +10,8 @@ from flask import Blueprint, abort, g, redirect, render_template, request, url_f
 from harvester.job import JOB_SETTINGS, SECRET_SETTINGS, JobSettings, load_job_file
 from harvester.jobs.scheduler import iter_jobs, set_paused
 from index.collection import Collection, check_name, list_collections
-from index.lookup import open_readonly
+from index.state import job_runs as job_runs_of
+from index.state import open_readonly
 from replay.staff import charts
 from replay.staff.context import ext
 from replay.staff.forms import (
@@ -181,13 +181,12 @@ def job_runs(coll: Collection, name: str) -> list[dict]:
     if conn is None:
         return []
     try:
-        rows = conn.execute("SELECT * FROM runs WHERE job=? ORDER BY started, run_id", (name,)).fetchall()
+        rows = job_runs_of(conn, name)
     finally:
         conn.close()
     runs = []
-    for row in rows:
-        run = dict(row)
-        figures = json.loads(run.pop("figures") or "{}")
+    for run in rows:
+        figures = run.pop("figures")
         run.update({k: v for k, v in figures.items() if k not in run})
         run["full_estimate"] = (figures.get("bytes_stored") or 0) + (figures.get("bytes_saved") or 0)
         runs.append(run)

@@ -7,7 +7,7 @@ import itertools
 
 from flask import render_template
 
-from index import lookup
+from index.state import capture_details
 from replay.address import Address
 from replay.asof import pad_as_of
 from replay.context import ext
@@ -33,7 +33,7 @@ def render(addr: Address):
     if not cdx_lines:
         raise engine.not_archived(addr)
     with ext()["collections"].db(addr.coll) as conn:
-        details = lookup.capture_details(conn, cdx_lines[0]["url"]) if conn is not None else {}
+        details = capture_details(conn, cdx_lines[0]["url"]) if conn is not None else {}
     captures = [_capture(cdx, details) for cdx in cdx_lines]
     as_of = pad_as_of(addr.timestamp) if addr.timestamp else None
     current = None

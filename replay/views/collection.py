@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from flask import Blueprint, redirect, render_template, request
 
-from index import lookup
+from index import state
 from replay.address import check_url
 from replay.context import ext
 from replay.filters import replay_url
@@ -27,6 +27,6 @@ def index(coll: str):
         if conn is None:
             sites, runs, seeds = [], [], []
         else:
-            sites, runs, seeds = lookup.sites(conn), lookup.runs(conn), lookup.seeds(conn)
+            sites, runs, seeds = state.sites(conn), state.runs(conn), state.seeds(conn)
     return render_template("collection/index.html", coll=coll, sites=sites, runs=runs, seeds=seeds,
                            has_db=conn is not None)

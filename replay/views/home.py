@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from flask import Blueprint, render_template
 
-from index import lookup
+from index import state
 from replay.context import ext
 
 bp = Blueprint("home", __name__)
@@ -16,7 +16,7 @@ def index():
     rows = []
     for name in collections.names():
         with collections.db(name) as conn:
-            info = lookup.summary(conn) if conn is not None else None
-            seeds = lookup.seeds(conn) if conn is not None else []
+            info = state.summary(conn) if conn is not None else None
+            seeds = state.seeds(conn) if conn is not None else []
         rows.append({"name": name, "summary": info, "seeds": seeds})
     return render_template("home/index.html", collections=rows)
