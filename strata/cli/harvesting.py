@@ -141,6 +141,8 @@ def recover(collection, root) -> None:
         click.echo(f"indexed {name}")
     for run_id in report.interrupted_runs:
         click.echo(f"run {run_id} marked interrupted")
+    for name in report.removed:
+        click.echo(f"removed leftover temp file {name}")
 
 
 @cli.command()
