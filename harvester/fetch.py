@@ -122,7 +122,7 @@ async def fetch(client: httpx.AsyncClient, url: str, headers: dict[str, str] | N
     try:
         request = client.build_request("GET", url, headers=headers or {})
         target = request.url.raw_path.decode("ascii", "replace") or "/"
-        result.request_line = f"GET {target}"
+        result.request_line = f"GET {target} HTTP/1.1"   # what httpcore sends (h11 speaks 1.1 only)
         result.request_headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.headers.raw]
         async with asyncio.timeout(deadline):
             response = await _send(client, request)

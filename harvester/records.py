@@ -52,8 +52,8 @@ def response_record(result: FetchResult, warc_date: str, ip: str | None = None):
 
 
 def request_record(result: FetchResult, warc_date: str, concurrent_to: str):
-    http = StatusAndHeaders(result.request_line, list(result.request_headers), protocol="HTTP/1.1",
-                            is_http_request=True)
+    # is_http_request: warcio splits the method off as its "protocol" and writes the line back whole
+    http = StatusAndHeaders(result.request_line, list(result.request_headers), is_http_request=True)
     return _BUILDER.create_warc_record(
         result.url, "request", http_headers=http,
         warc_headers_dict={"WARC-Date": warc_date, "WARC-Concurrent-To": concurrent_to},
