@@ -40,6 +40,7 @@ class FetchResult:
     wire_bytes: int = 0
     error: str | None = None
     elapsed: float = 0.0
+    ip: str | None = None                # the address connected to (WARC-IP-Address); a proxy's, through one
 
     def header(self, name: str) -> str | None:
         lname = name.lower()
@@ -112,6 +113,13 @@ async def _send(client: httpx.AsyncClient, request: httpx.Request) -> httpx.Resp
     return response
 
 
+def _peer_address(response: httpx.Response) -> str | None:
+    """The IP address of the socket the response came over (httpcore's ``network_stream``)."""
+    stream = response.extensions.get("network_stream")
+    peer = stream.get_extra_info("server_addr") if stream is not None else None
+    return peer[0] if isinstance(peer, tuple) and peer else None
+
+
 async def fetch(client: httpx.AsyncClient, url: str, headers: dict[str, str] | None = None,
                 deadline: float = 60.0, max_size: int = 100 * 10**6) -> FetchResult:
     """GET ``url``; never raises for network trouble (``result.error`` says what happened)."""
@@ -127,6 +135,7 @@ async def fetch(client: httpx.AsyncClient, url: str, headers: dict[str, str] | N
         async with asyncio.timeout(deadline):
             response = await _send(client, request)
             try:
+                result.ip = _peer_address(response)
                 result.status = response.status_code
                 # httpx decodes the reason as ASCII and drops other bytes; keep them (as Latin-1, like headers)
                 raw_reason = response.extensions.get("reason_phrase")

@@ -2,6 +2,7 @@
 
 - ``response_record``: the response as received (headers minus Transfer-Encoding, body as received).
 - ``request_record``: the request as sent, ``WARC-Concurrent-To`` the response or revisit.
+- Each of them carries ``WARC-IP-Address``, the address the fetch was connected to (when known).
 - ``identical_revisit``: WARC 1.1 identical-payload-digest profile, HTTP headers kept,
   ``WARC-Truncated: length`` (the block stops before the payload), and the three Refers-To headers
   pywb needs to find the original in the same collection.
@@ -40,10 +41,13 @@ def _truncation(result: FetchResult) -> dict[str, str]:
     return {"WARC-Truncated": result.truncated} if result.truncated else {}
 
 
-def response_record(result: FetchResult, warc_date: str, ip: str | None = None):
-    headers = {"WARC-Date": warc_date, "WARC-Payload-Digest": result.digest, **_truncation(result)}
-    if ip:
-        headers["WARC-IP-Address"] = ip
+def _address(result: FetchResult) -> dict[str, str]:
+    return {"WARC-IP-Address": result.ip} if result.ip else {}
+
+
+def response_record(result: FetchResult, warc_date: str):
+    headers = {"WARC-Date": warc_date, "WARC-Payload-Digest": result.digest, **_address(result),
+               **_truncation(result)}
     result.body.seek(0)
     return _BUILDER.create_warc_record(
         result.url, "response", payload=result.body, length=result.body_length,
@@ -56,7 +60,7 @@ def request_record(result: FetchResult, warc_date: str, concurrent_to: str):
     http = StatusAndHeaders(result.request_line, list(result.request_headers), is_http_request=True)
     return _BUILDER.create_warc_record(
         result.url, "request", http_headers=http,
-        warc_headers_dict={"WARC-Date": warc_date, "WARC-Concurrent-To": concurrent_to},
+        warc_headers_dict={"WARC-Date": warc_date, "WARC-Concurrent-To": concurrent_to, **_address(result)},
     )
 
 
@@ -64,7 +68,7 @@ def identical_revisit(result: FetchResult, warc_date: str, original: Original):
     record = _BUILDER.create_revisit_record(
         result.url, result.digest, original.url, original.warc_date,
         http_headers=_http_headers(result),
-        warc_headers_dict={"WARC-Date": warc_date},
+        warc_headers_dict={"WARC-Date": warc_date, **_address(result)},
     )
     record.rec_headers.add_header("WARC-Refers-To", original.record_id)
     record.rec_headers.add_header("WARC-Truncated", "length")
@@ -74,7 +78,7 @@ def identical_revisit(result: FetchResult, warc_date: str, original: Original):
 def not_modified_revisit(result: FetchResult, warc_date: str, original: Original, digest: str):
     record = _BUILDER.create_revisit_record(
         result.url, digest, original.url, original.warc_date, http_headers=None,
-        warc_headers_dict={"WARC-Date": warc_date},
+        warc_headers_dict={"WARC-Date": warc_date, **_address(result)},
     )
     record.rec_headers.replace_header("WARC-Profile", NOT_MODIFIED_PROFILE)
     record.rec_headers.add_header("WARC-Refers-To", original.record_id)

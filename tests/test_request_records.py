@@ -43,3 +43,18 @@ def test_request_lines_carry_the_http_version(root, site):
     with open(sorted(Collection.open(root, "sample").archive_dir.glob("*.warc.gz"))[0], "rb") as fh:
         parsed = [r.http_headers for r in ArchiveIterator(fh) if r.rec_type == "request"]
     assert parsed and all(h.protocol == "GET" and h.statusline.endswith(" HTTP/1.1") for h in parsed)
+
+
+def test_every_capture_says_the_address_it_was_fetched_from(root, site):
+    for fetch_process in (True, False):
+        name = f"ip{int(fetch_process)}"
+        harvest(root, site, name=name, depth=1, fetch_process=fetch_process)
+        harvest(root, site, name=name, depth=1, fetch_process=fetch_process)   # 304s: revisit records
+        kinds = {}
+        for kind, uri, headers, _ in records(root, name):
+            if kind == "warcinfo":
+                assert headers.get_header("WARC-IP-Address") is None
+                continue
+            kinds[kind] = kinds.get(kind, 0) + 1
+            assert headers.get_header("WARC-IP-Address") == "127.0.0.1", (kind, uri)
+        assert kinds.get("response") and kinds.get("request") and kinds.get("revisit"), kinds
