@@ -1,10 +1,15 @@
 """One HTTP fetch, recorded as received.
 
-The body is read with ``aiter_raw()``: de-chunked but still content-encoded, exactly the bytes a WARC
-``response`` payload must hold (and what ``WARC-Payload-Digest`` covers). Since the stored body is no
-longer chunked, ``Transfer-Encoding`` is dropped from the stored headers. Every fetch has an overall
-deadline (a read timeout alone does not bound a slow trickle) and a size cap; redirects are not
-followed here: each hop is its own capture.
+The body is read from ``response.stream`` (what ``aiter_raw()`` iterates): de-chunked but still
+content-encoded, exactly the bytes a WARC ``response`` payload must hold (and what
+``WARC-Payload-Digest`` covers). Since the stored body is no longer chunked, ``Transfer-Encoding`` is
+dropped from the stored headers. Every fetch has an overall deadline (a read timeout alone does not
+bound a slow trickle) and a size cap; redirects are not followed here: each hop is its own capture.
+
+Not through ``aiter_raw()``, because that closes the response as soon as the body ends, which hands
+the connection back to the pool: bytes the server sent past the message must be looked for before
+that (``harvester.surplus``). When there are any, the connection is closed, never reused, and
+``FetchResult.surplus`` says how many had arrived (the record is flagged).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import time
 import httpx
 
 from harvester.netbackend import AsyncioTransport
+from harvester.surplus import bytes_past_message, close_connection
 
 SPOOL_IN_MEMORY = 2 * 1024 * 1024
 DROPPED_RESPONSE_HEADERS = {b"transfer-encoding"}
@@ -41,6 +47,7 @@ class FetchResult:
     error: str | None = None
     elapsed: float = 0.0
     ip: str | None = None                # the address connected to (WARC-IP-Address); a proxy's, through one
+    surplus: int = 0                     # bytes received past the message's end (connection then closed)
 
     def header(self, name: str) -> str | None:
         lname = name.lower()
@@ -113,6 +120,7 @@ async def _send(client: httpx.AsyncClient, request: httpx.Request) -> httpx.Resp
     return response
 
 
+
 def _peer_address(response: httpx.Response) -> str | None:
     """The IP address of the socket the response came over (httpcore's ``network_stream``)."""
     stream = response.extensions.get("network_stream")
@@ -147,7 +155,7 @@ async def fetch(client: httpx.AsyncClient, url: str, headers: dict[str, str] | N
                 ]
                 result.wire_bytes = len(result.http_version) + 6 + len(result.reason) + sum(len(k) + len(v) + 4 for k, v in raw) + 2
                 try:
-                    async for chunk in response.aiter_raw():
+                    async for chunk in response.stream:
                         result.wire_bytes += len(chunk)
                         room = max_size - result.body_length
                         if len(chunk) > room:
@@ -158,6 +166,10 @@ async def fetch(client: httpx.AsyncClient, url: str, headers: dict[str, str] | N
                         result.body_length += len(chunk)
                         if result.truncated:
                             break
+                    else:
+                        result.surplus = bytes_past_message(response)
+                        if result.surplus:
+                            await close_connection(response)   # never read as the next URL's response
                 except httpx.HTTPError:
                     if result.body_length == 0:
                         raise

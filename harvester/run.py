@@ -107,6 +107,7 @@ class Harvest:
         self._last_progress = 0.0
         self.recent_errors: list[tuple[str, str]] = []
         self.notes: list[str] = []
+        self.surplus_urls: list[str] = []      # captures whose server sent more than the message held
 
     # -- public ------------------------------------------------------------------------------------
     def request_stop(self) -> None:
@@ -212,6 +213,10 @@ class Harvest:
             await self.client.aclose()
             self.roller.close()
             finished = utc_now()
+            if self.surplus_urls:
+                self.notes.append(f"{len(self.surplus_urls)} response(s) came with bytes past their end (more than "
+                                  f"Content-Length), e.g. {self.surplus_urls[0]}: their connections were closed "
+                                  "and their records carry WARC-Strata-Note: content-length-surplus")
             self.figures.warc_files = list(self.roller.files)
             self.figures.bytes_stored = self.roller.bytes_written
             state.update_run(self.run_id, status=self.status, finished=iso(finished), snapshot=ts14(finished),
@@ -358,6 +363,8 @@ class Harvest:
             state.add_check(self.run_id, item.url, "error", result.error, iso(now))
             return
         figures.urls_fetched += 1
+        if result.surplus:
+            self.surplus_urls.append(item.url)
         cls = decide.classify(previous, result.status, result.digest)
         date = warc_date(now)
         link_source = None   # () -> (raw body, Content-Type, Content-Encoding), called on a cache miss

@@ -46,6 +46,8 @@ def print_summary(s: dict, coll) -> None:
         click.echo(f"  WARC files in {coll.archive_dir}:")
     for name in s["warc_files"]:
         click.echo(f"    {name}")
+    for note in s.get("notes") or []:
+        click.echo(f"  note: {note}")
     if s.get("recent_errors"):
         click.echo("  latest errors:")
         for err in s["recent_errors"][-5:]:
