@@ -18,6 +18,7 @@ import asyncio
 import base64
 import dataclasses
 import hashlib
+import http.cookiejar
 import tempfile
 import time
 
@@ -117,8 +118,20 @@ async def _send(client: httpx.AsyncClient, request: httpx.Request) -> httpx.Resp
     response.request = request
     if "set-cookie" in response.headers:
         client.cookies.extract_cookies(response)
+        drop_unsendable_cookies(client.cookies.jar)
     return response
 
+
+def drop_unsendable_cookies(jar: http.cookiejar.CookieJar) -> None:
+    """Drop cookies whose name or value is not ASCII. httpx writes the Cookie header of every later
+    request to their host as ASCII and raises ``UnicodeEncodeError`` instead: one such Set-Cookie
+    would fail the rest of the run on that host. A browser would send the bytes back, but httpx
+    keeps only their decoded text, so no faithful copy is possible; the Set-Cookie header itself is
+    archived (its bytes beyond ASCII %-encoded, as ``harvester.records`` writes every header). Runs
+    only on responses that set cookies."""
+    for cookie in list(jar):
+        if not (cookie.name.isascii() and (cookie.value is None or cookie.value.isascii())):
+            jar.clear(cookie.domain, cookie.path, cookie.name)
 
 
 def _peer_address(response: httpx.Response) -> str | None:
