@@ -89,6 +89,10 @@ def harvest(collection, seeds, job_name, depth, delay, concurrency, mode, as_jso
     if summary["urls_fetched"] == 0 and summary["errors"]:
         click.echo("Error: no URL could be fetched; see the errors above.", err=True)
         sys.exit(1)
+    if summary.get("failed_hosts"):
+        click.echo(f"Error: every request to {', '.join(summary['failed_hosts'])} failed; see the errors above.",
+                   err=True)
+        sys.exit(1)
 
 
 @cli.command()
