@@ -43,7 +43,7 @@ def bytes_past_message(response: httpx.Response) -> int:
     once the body has been read to its end and before the response is closed."""
     pending = 0
     state = h11_connection(response)
-    if state is not None and state.their_state is h11.DONE:
+    if state is not None and state.their_state in (h11.DONE, h11.MUST_CLOSE):   # the message has ended
         pending = len(state.trailing_data[0])
     stream = response.extensions.get("network_stream")
     if isinstance(stream, AsyncioStream):

@@ -96,6 +96,7 @@ def test_every_url_is_archived_with_its_own_bytes(root, fetch_process):
 def test_the_fetch_sees_the_surplus_and_h11_is_reachable():
     """The two private paths the check depends on (httpx -> httpcore -> h11) still lead to h11."""
     routes, _ = site_routes()
+    routes["/closing.html"] = http_response(200, HTML + [(b"Connection", b"close")], b"<p>bye</p>", after=b"more")
 
     async def go():
         client = make_client(1, 5.0, 5.0, "strata-test")
@@ -105,6 +106,8 @@ def test_the_fetch_sees_the_surplus_and_h11_is_reachable():
                 await response.aread()             # read to its end: the connection is kept
             zh = await fetch(client, server.base_url + "/zh.html")
             after = await fetch(client, server.base_url + "/a.html")
+            closing = await fetch(client, server.base_url + "/closing.html")
+            assert closing.surplus == 4 and closing.read_body() == b"<p>bye</p>"   # flagged, though not kept alive
             return zh, after
         finally:
             await client.aclose()
@@ -114,7 +117,7 @@ def test_the_fetch_sees_the_surplus_and_h11_is_reachable():
         log = list(server.log)
     assert zh.surplus == len(ZH_BODY) - len(ZH_TEXT) and zh.read_body() == ZH_BODY[:len(ZH_TEXT)]
     assert after.surplus == 0 and after.read_body() == page("/a.html")
-    assert [r.connection for r in log] == [1, 1, 2]
+    assert [r.connection for r in log] == [1, 1, 2, 2]
 
 
 def test_a_transport_without_h11_has_no_surplus():
