@@ -37,6 +37,9 @@ def test_a_host_that_never_answered_fails_the_run(root):
         assert f"Error: every request to {dead} failed; see the errors above." in text.stderr
     runs = json.loads(run(root, "runs", "c", "--json").stdout)
     assert [r["failed_hosts"] for r in runs] == [[dead], [dead]]
+    report = run(root, "report", "c", "--json")
+    assert [r["failed_hosts"] for r in json.loads(report.stdout)["runs"]] == [[dead], [dead]]
+    assert f"every request failed to: {dead}" in run(root, "report", "c").stdout
 
 
 def test_a_run_whose_hosts_all_answered_names_none(root):

@@ -185,6 +185,8 @@ def report(collection, run_id, as_json, root) -> None:
         secs = f"{r['seconds']:.1f}" if r["seconds"] is not None else "-"
         click.echo(f"{r['run_id']:<20} {r['mode']:<11} {secs:>6} {r['requests']:>6} {human_size(r['bytes_stored']):>9} "
                    f"{human_size(r['bytes_saved']):>9}  {cmp}")
+        if r.get("failed_hosts"):
+            click.echo(f"{'':<20} every request failed to: {', '.join(r['failed_hosts'])}")
     for c in data.get("checks", []):
         click.echo(f"{c['outcome']:<13} {c['url']}  {c['reason']}")
 
