@@ -130,3 +130,26 @@ def test_a_transport_without_h11_has_no_surplus():
 
     result = asyncio.run(go())
     assert result.status == 200 and result.surplus == 0 and result.read_body() == b"x"
+
+
+def test_through_the_network_guard_too():
+    """The console's harvests fetch through ``GuardedTransport``: the same check holds there."""
+    from harvester.guard import GuardedTransport, NetworkPolicy
+
+    routes, stored = site_routes()
+
+    async def go():
+        transport = GuardedTransport(NetworkPolicy.from_strings(["127.0.0.0/8"]))
+        client = make_client(1, 5.0, 5.0, "strata-test", transport=transport)
+        try:
+            return [await fetch(client, server.base_url + p) for p in ("/zh.html", "/a.html", "/junk.html", "/b.html")]
+        finally:
+            await client.aclose()
+
+    with WireServer(routes) as server:
+        results = asyncio.run(go())
+        log = list(server.log)
+    assert [r.read_body() for r in results] == [stored[p] for p in ("/zh.html", "/a.html", "/junk.html", "/b.html")]
+    assert [bool(r.surplus) for r in results] == [True, False, True, False]
+    assert {r.ip for r in results} == {"127.0.0.1"}
+    assert [r.connection for r in log] == [1, 2, 2, 3]
