@@ -46,6 +46,8 @@ def print_summary(s: dict, coll) -> None:
         click.echo(f"  WARC files in {coll.archive_dir}:")
     for name in s["warc_files"]:
         click.echo(f"    {name}")
+    for note in s.get("notes") or []:
+        click.echo(f"  note: {note}")
     if s.get("recent_errors"):
         click.echo("  latest errors:")
         for err in s["recent_errors"][-5:]:
@@ -86,6 +88,10 @@ def harvest(collection, seeds, job_name, depth, delay, concurrency, mode, as_jso
         sys.exit(130)
     if summary["urls_fetched"] == 0 and summary["errors"]:
         click.echo("Error: no URL could be fetched; see the errors above.", err=True)
+        sys.exit(1)
+    if summary.get("failed_hosts"):
+        click.echo(f"Error: every request to {', '.join(summary['failed_hosts'])} failed; see the errors above.",
+                   err=True)
         sys.exit(1)
 
 
@@ -141,6 +147,8 @@ def recover(collection, root) -> None:
         click.echo(f"indexed {name}")
     for run_id in report.interrupted_runs:
         click.echo(f"run {run_id} marked interrupted")
+    for name in report.removed:
+        click.echo(f"removed leftover temp file {name}")
 
 
 @cli.command()
@@ -177,6 +185,8 @@ def report(collection, run_id, as_json, root) -> None:
         secs = f"{r['seconds']:.1f}" if r["seconds"] is not None else "-"
         click.echo(f"{r['run_id']:<20} {r['mode']:<11} {secs:>6} {r['requests']:>6} {human_size(r['bytes_stored']):>9} "
                    f"{human_size(r['bytes_saved']):>9}  {cmp}")
+        if r.get("failed_hosts"):
+            click.echo(f"{'':<20} every request failed to: {', '.join(r['failed_hosts'])}")
     for c in data.get("checks", []):
         click.echo(f"{c['outcome']:<13} {c['url']}  {c['reason']}")
 

@@ -47,6 +47,7 @@ def build_report(state: HarvestState, min_interval: float = 86400.0, max_interva
                "seconds": seconds, "requests": fig.get("requests", 0), "urls_fetched": fig.get("urls_fetched", 0),
                "bytes_downloaded": fig.get("bytes_downloaded", 0), "bytes_stored": fig.get("bytes_stored", 0),
                "bytes_saved": fig.get("bytes_saved", 0), "skipped": fig.get("skipped", 0),
+               "failed_hosts": fig.get("failed_hosts", []),
                **{k: fig.get(k, 0) for k in ("new", "changed", "soft", "unchanged", "not_modified", "deleted",
                                              "errors")}}
         if run["mode"] == "full" and run["status"] == "finished":

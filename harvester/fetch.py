@@ -1,10 +1,15 @@
 """One HTTP fetch, recorded as received.
 
-The body is read with ``aiter_raw()``: de-chunked but still content-encoded, exactly the bytes a WARC
-``response`` payload must hold (and what ``WARC-Payload-Digest`` covers). Since the stored body is no
-longer chunked, ``Transfer-Encoding`` is dropped from the stored headers. Every fetch has an overall
-deadline (a read timeout alone does not bound a slow trickle) and a size cap; redirects are not
-followed here: each hop is its own capture.
+The body is read from ``response.stream`` (what ``aiter_raw()`` iterates): de-chunked but still
+content-encoded, exactly the bytes a WARC ``response`` payload must hold (and what
+``WARC-Payload-Digest`` covers). Since the stored body is no longer chunked, ``Transfer-Encoding`` is
+dropped from the stored headers. Every fetch has an overall deadline (a read timeout alone does not
+bound a slow trickle) and a size cap; redirects are not followed here: each hop is its own capture.
+
+Not through ``aiter_raw()``, because that closes the response as soon as the body ends, which hands
+the connection back to the pool: bytes the server sent past the message must be looked for before
+that (``harvester.surplus``). When there are any, the connection is closed, never reused, and
+``FetchResult.surplus`` says how many had arrived (the record is flagged).
 """
 
 from __future__ import annotations
@@ -13,12 +18,14 @@ import asyncio
 import base64
 import dataclasses
 import hashlib
+import http.cookiejar
 import tempfile
 import time
 
 import httpx
 
 from harvester.netbackend import AsyncioTransport
+from harvester.surplus import bytes_past_message, close_connection
 
 SPOOL_IN_MEMORY = 2 * 1024 * 1024
 DROPPED_RESPONSE_HEADERS = {b"transfer-encoding"}
@@ -40,6 +47,8 @@ class FetchResult:
     wire_bytes: int = 0
     error: str | None = None
     elapsed: float = 0.0
+    ip: str | None = None                # the address connected to (WARC-IP-Address); a proxy's, through one
+    surplus: int = 0                     # bytes received past the message's end (connection then closed)
 
     def header(self, name: str) -> str | None:
         lname = name.lower()
@@ -109,7 +118,27 @@ async def _send(client: httpx.AsyncClient, request: httpx.Request) -> httpx.Resp
     response.request = request
     if "set-cookie" in response.headers:
         client.cookies.extract_cookies(response)
+        drop_unsendable_cookies(client.cookies.jar)
     return response
+
+
+def drop_unsendable_cookies(jar: http.cookiejar.CookieJar) -> None:
+    """Drop cookies whose name or value is not ASCII. httpx writes the Cookie header of every later
+    request to their host as ASCII and raises ``UnicodeEncodeError`` instead: one such Set-Cookie
+    would fail the rest of the run on that host. A browser would send the bytes back, but httpx
+    keeps only their decoded text, so no faithful copy is possible; the Set-Cookie header itself is
+    archived (its bytes beyond ASCII %-encoded, as ``harvester.records`` writes every header). Runs
+    only on responses that set cookies."""
+    for cookie in list(jar):
+        if not (cookie.name.isascii() and (cookie.value is None or cookie.value.isascii())):
+            jar.clear(cookie.domain, cookie.path, cookie.name)
+
+
+def _peer_address(response: httpx.Response) -> str | None:
+    """The IP address of the socket the response came over (httpcore's ``network_stream``)."""
+    stream = response.extensions.get("network_stream")
+    peer = stream.get_extra_info("server_addr") if stream is not None else None
+    return peer[0] if isinstance(peer, tuple) and peer else None
 
 
 async def fetch(client: httpx.AsyncClient, url: str, headers: dict[str, str] | None = None,
@@ -122,11 +151,12 @@ async def fetch(client: httpx.AsyncClient, url: str, headers: dict[str, str] | N
     try:
         request = client.build_request("GET", url, headers=headers or {})
         target = request.url.raw_path.decode("ascii", "replace") or "/"
-        result.request_line = f"GET {target}"
+        result.request_line = f"GET {target} HTTP/1.1"   # what httpcore sends (h11 speaks 1.1 only)
         result.request_headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.headers.raw]
         async with asyncio.timeout(deadline):
             response = await _send(client, request)
             try:
+                result.ip = _peer_address(response)
                 result.status = response.status_code
                 # httpx decodes the reason as ASCII and drops other bytes; keep them (as Latin-1, like headers)
                 raw_reason = response.extensions.get("reason_phrase")
@@ -138,7 +168,7 @@ async def fetch(client: httpx.AsyncClient, url: str, headers: dict[str, str] | N
                 ]
                 result.wire_bytes = len(result.http_version) + 6 + len(result.reason) + sum(len(k) + len(v) + 4 for k, v in raw) + 2
                 try:
-                    async for chunk in response.aiter_raw():
+                    async for chunk in response.stream:
                         result.wire_bytes += len(chunk)
                         room = max_size - result.body_length
                         if len(chunk) > room:
@@ -149,6 +179,10 @@ async def fetch(client: httpx.AsyncClient, url: str, headers: dict[str, str] | N
                         result.body_length += len(chunk)
                         if result.truncated:
                             break
+                    else:
+                        result.surplus = bytes_past_message(response)
+                        if result.surplus:
+                            await close_connection(response)   # never read as the next URL's response
                 except httpx.HTTPError:
                     if result.body_length == 0:
                         raise

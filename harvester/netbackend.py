@@ -224,6 +224,10 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
         self._closed = True    # this plain-text view is done with; the TLS stream owns the socket
         return AsyncioStream(tls_transport, self._protocol)
 
+    def unread_bytes(self) -> int:
+        """Bytes received and buffered here that no read has taken yet (``harvester.surplus``)."""
+        return self._protocol.buffered
+
     def get_extra_info(self, info: str) -> typing.Any:
         transport = self._transport
         if info == "ssl_object":

@@ -2,6 +2,12 @@
 
 - ``response_record``: the response as received (headers minus Transfer-Encoding, body as received).
 - ``request_record``: the request as sent, ``WARC-Concurrent-To`` the response or revisit.
+- Each of them carries ``WARC-IP-Address``, the address the fetch was connected to (when known).
+- A capture whose server sent bytes past the end of its message (more than its ``Content-Length``)
+  carries ``WARC-Strata-Note: content-length-surplus (at least N bytes past the end of the message;
+  connection closed)``: the block holds the message as its framing says, and the surplus, which
+  HTTP gives no meaning, is not stored. (``WARC-Truncated`` would say the harvester cut the block
+  short, which it did not.) The field's first word is the machine-readable part.
 - ``identical_revisit``: WARC 1.1 identical-payload-digest profile, HTTP headers kept,
   ``WARC-Truncated: length`` (the block stops before the payload), and the three Refers-To headers
   pywb needs to find the original in the same collection.
@@ -40,10 +46,23 @@ def _truncation(result: FetchResult) -> dict[str, str]:
     return {"WARC-Truncated": result.truncated} if result.truncated else {}
 
 
-def response_record(result: FetchResult, warc_date: str, ip: str | None = None):
-    headers = {"WARC-Date": warc_date, "WARC-Payload-Digest": result.digest, **_truncation(result)}
-    if ip:
-        headers["WARC-IP-Address"] = ip
+def _address(result: FetchResult) -> dict[str, str]:
+    return {"WARC-IP-Address": result.ip} if result.ip else {}
+
+
+SURPLUS_NOTE = "content-length-surplus"
+
+
+def _notes(result: FetchResult) -> dict[str, str]:
+    if not result.surplus:
+        return {}
+    return {"WARC-Strata-Note": f"{SURPLUS_NOTE} (at least {result.surplus} bytes past the end of the message; "
+                                "connection closed)"}
+
+
+def response_record(result: FetchResult, warc_date: str):
+    headers = {"WARC-Date": warc_date, "WARC-Payload-Digest": result.digest, **_address(result),
+               **_truncation(result), **_notes(result)}
     result.body.seek(0)
     return _BUILDER.create_warc_record(
         result.url, "response", payload=result.body, length=result.body_length,
@@ -52,11 +71,11 @@ def response_record(result: FetchResult, warc_date: str, ip: str | None = None):
 
 
 def request_record(result: FetchResult, warc_date: str, concurrent_to: str):
-    http = StatusAndHeaders(result.request_line, list(result.request_headers), protocol="HTTP/1.1",
-                            is_http_request=True)
+    # is_http_request: warcio splits the method off as its "protocol" and writes the line back whole
+    http = StatusAndHeaders(result.request_line, list(result.request_headers), is_http_request=True)
     return _BUILDER.create_warc_record(
         result.url, "request", http_headers=http,
-        warc_headers_dict={"WARC-Date": warc_date, "WARC-Concurrent-To": concurrent_to},
+        warc_headers_dict={"WARC-Date": warc_date, "WARC-Concurrent-To": concurrent_to, **_address(result)},
     )
 
 
@@ -64,7 +83,7 @@ def identical_revisit(result: FetchResult, warc_date: str, original: Original):
     record = _BUILDER.create_revisit_record(
         result.url, result.digest, original.url, original.warc_date,
         http_headers=_http_headers(result),
-        warc_headers_dict={"WARC-Date": warc_date},
+        warc_headers_dict={"WARC-Date": warc_date, **_address(result), **_notes(result)},
     )
     record.rec_headers.add_header("WARC-Refers-To", original.record_id)
     record.rec_headers.add_header("WARC-Truncated", "length")
@@ -74,7 +93,7 @@ def identical_revisit(result: FetchResult, warc_date: str, original: Original):
 def not_modified_revisit(result: FetchResult, warc_date: str, original: Original, digest: str):
     record = _BUILDER.create_revisit_record(
         result.url, digest, original.url, original.warc_date, http_headers=None,
-        warc_headers_dict={"WARC-Date": warc_date},
+        warc_headers_dict={"WARC-Date": warc_date, **_address(result), **_notes(result)},
     )
     record.rec_headers.replace_header("WARC-Profile", NOT_MODIFIED_PROFILE)
     record.rec_headers.add_header("WARC-Refers-To", original.record_id)

@@ -7,7 +7,9 @@ Run under the collection's harvest lock, before every harvest (and by ``strata r
 2. capture and digest rows pointing past the cut are deleted, and URLs whose payload was held there
    lose their validators (the next run fetches them in full: the safe, bigger write);
 3. every sealed file not yet in the CDXJ index is indexed, which makes its digest entries usable;
-4. runs left ``running`` by a dead process are marked ``interrupted`` with figures from their captures.
+4. runs left ``running`` by a dead process are marked ``interrupted`` with figures from their captures;
+5. temp files a killed writer left (``indexes/.index.*.tmp`` from a CDXJ merge, the rebuild's
+   ``strata/harvest.sqlite.rebuild``) are removed: their writers run under the same lock, so none is live.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import zlib
 from pathlib import Path
 
 from harvester.warcfile import OPEN_SUFFIX, seal_file
+from index import cdxj
 from index.collection import Collection
 from index.seal import index_sealed_file
 from index.state import HarvestState
@@ -30,9 +33,10 @@ class RecoveryReport:
     repaired: list[tuple[str, int, int]] = dataclasses.field(default_factory=list)  # (file, old size, new size)
     indexed: list[str] = dataclasses.field(default_factory=list)
     interrupted_runs: list[str] = dataclasses.field(default_factory=list)
+    removed: list[str] = dataclasses.field(default_factory=list)   # leftover temp files, relative paths
 
     def __bool__(self) -> bool:
-        return bool(self.repaired or self.indexed or self.interrupted_runs)
+        return bool(self.repaired or self.indexed or self.interrupted_runs or self.removed)
 
 
 def complete_prefix(path: Path) -> int:
@@ -88,8 +92,17 @@ def _record_verifies(record: bytes) -> bool:
     return True
 
 
+def leftover_temp_files(collection: Collection) -> list[Path]:
+    """Temp files of writers that hold the harvest lock, which a kill can leave behind."""
+    found = sorted(collection.indexes_dir.glob(f"{cdxj.TEMP_PREFIX}*{cdxj.TEMP_SUFFIX}"))
+    return found + sorted(collection.state_dir.glob(collection.db_path.name + ".rebuild*"))
+
+
 def recover(collection: Collection, state: HarvestState) -> RecoveryReport:
     report = RecoveryReport()
+    for path in leftover_temp_files(collection):
+        path.unlink(missing_ok=True)
+        report.removed.append(str(path.relative_to(collection.path)))
     archive = collection.archive_dir
     for name in sorted(os.listdir(archive)) if archive.is_dir() else []:
         if not name.endswith(OPEN_SUFFIX):

@@ -24,6 +24,7 @@ class RunFigures:
     bytes_stored: int = 0        # WARC bytes written by this run
     bytes_saved: int = 0         # payload bytes not stored again thanks to revisits and 304s
     warc_files: list[str] = dataclasses.field(default_factory=list)
+    failed_hosts: list[str] = dataclasses.field(default_factory=list)   # host[:port]s every request to which failed
 
     def count(self, cls: str) -> None:
         if cls == "error":

@@ -16,6 +16,7 @@ import secrets
 import time
 from collections.abc import Callable
 from datetime import datetime
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -94,6 +95,9 @@ class Harvest:
         self._last_progress = 0.0
         self.recent_errors: list[tuple[str, str]] = []
         self.notes: list[str] = []
+        self.surplus_urls: list[str] = []      # captures whose server sent more than the message held
+        self.host_errors: dict[str, tuple[int, str]] = {}   # host[:port] -> (errors, first error)
+        self.hosts_answered: set[str] = set()               # hosts[:port] that sent at least one response
 
     # -- public ------------------------------------------------------------------------------------
     def request_stop(self) -> None:
@@ -197,12 +201,26 @@ class Harvest:
             await self.client.aclose()
             self.roller.close()
             finished = utc_now()
+            self._note_failed_hosts()
+            if self.surplus_urls:
+                self.notes.append(f"{len(self.surplus_urls)} response(s) came with bytes past their end (more than "
+                                  f"Content-Length), e.g. {self.surplus_urls[0]}: their connections were closed "
+                                  "and their records carry WARC-Strata-Note: content-length-surplus")
             self.figures.warc_files = list(self.roller.files)
             self.figures.bytes_stored = self.roller.bytes_written
             state.update_run(self.run_id, status=self.status, finished=iso(finished), snapshot=ts14(finished),
                              figures=self.figures.as_dict())
             self._report(force=True)
         return self.summary(started, finished)
+
+    def _note_failed_hosts(self) -> None:
+        """Hosts every request to which failed: a figure of the run, a note, and (CLI) a non-zero exit."""
+        failed = sorted(h for h in self.host_errors if h not in self.hosts_answered)
+        self.figures.failed_hosts = failed
+        for host in failed:
+            count, first = self.host_errors[host]
+            self.notes.append(f"every request to {host or 'a URL without a host'} failed ({count} request(s); "
+                              f"first error: {first})")
 
     def summary(self, started: datetime, finished: datetime) -> dict:
         return {
@@ -341,8 +359,14 @@ class Harvest:
             figures.errors += 1
             self.recent_errors = (self.recent_errors + [(item.url, result.error)])[-20:]
             state.add_check(self.run_id, item.url, "error", result.error, iso(now))
+            host = urlsplit(item.url).netloc
+            count, first = self.host_errors.get(host, (0, result.error))
+            self.host_errors[host] = (count + 1, first)
             return
         figures.urls_fetched += 1
+        self.hosts_answered.add(urlsplit(item.url).netloc)
+        if result.surplus:
+            self.surplus_urls.append(item.url)
         cls = decide.classify(previous, result.status, result.digest)
         date = warc_date(now)
         link_source = None   # () -> (raw body, Content-Type, Content-Encoding), called on a cache miss

@@ -11,7 +11,7 @@ import heapq
 import io
 import json
 import os
-import tempfile
+import secrets
 import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -109,12 +109,28 @@ class _Unclosable(io.BufferedIOBase):
         pass
 
 
+TEMP_PREFIX = ".index."     # temp files beside the index: ``.index.<random>.tmp`` (recovery removes leftovers)
+TEMP_SUFFIX = ".tmp"
+
+
+def _temp_beside(index_path: Path) -> tuple[int, str]:
+    """A new temp file next to ``index_path``, open for writing. Created with mode 0666 less the
+    umask, as ``open()`` creates files (``tempfile.mkstemp`` makes them 0600): once renamed into
+    place it is as readable as the WARCs are, so a pywb running as another user can read it."""
+    while True:
+        tmp = str(index_path.parent / f"{TEMP_PREFIX}{secrets.token_hex(6)}{TEMP_SUFFIX}")
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666), tmp
+        except FileExistsError:
+            continue
+
+
 def merge_lines(index_path: Path, new_lines: Iterable[bytes]) -> None:
     """Merge sorted ``new_lines`` into the sorted index file, dropping exact duplicates (so that
     re-indexing a file after recovery is idempotent). Crash-safe: temp file, fsync, rename."""
     new_lines = sorted(new_lines)
     index_path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".index.", suffix=".tmp", dir=index_path.parent)
+    fd, tmp = _temp_beside(index_path)
     try:
         with os.fdopen(fd, "wb") as out:
             existing = open(index_path, "rb") if index_path.exists() else io.BytesIO()
@@ -138,14 +154,19 @@ def remove_file_lines(index_path: Path, filename: str) -> None:
     if not index_path.exists():
         return
     marker = b'"filename": ' + json.dumps(filename).encode()
-    fd, tmp = tempfile.mkstemp(prefix=".index.", suffix=".tmp", dir=index_path.parent)
-    with os.fdopen(fd, "wb") as out, open(index_path, "rb") as src:
-        for line in src:
-            if marker not in line:
-                out.write(line)
-        out.flush()
-        os.fsync(out.fileno())
-    os.replace(tmp, index_path)
+    fd, tmp = _temp_beside(index_path)
+    try:
+        with os.fdopen(fd, "wb") as out, open(index_path, "rb") as src:
+            for line in src:
+                if marker not in line:
+                    out.write(line)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, index_path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
 
 
 def write_index(index_path: Path, lines: Iterable[bytes]) -> None:
