@@ -1,4 +1,8 @@
-"""Shared fixtures: the sample site on a real socket, collection roots, harvests, and a real pywb."""
+"""Shared fixtures: the sample site on a real socket, collection roots, harvests, and a real pywb.
+
+Every fixture reaches the tests from here: the ones defined below, and those of the support modules
+named in ``pytest_plugins`` (replay archives and servers, the searched collection, the staff
+console). Test modules never import a fixture."""
 
 from __future__ import annotations
 
@@ -17,7 +21,9 @@ from demo.sample_site import serve_sample_site
 from harvester.job import validate_job
 from harvester.run import Harvest
 from index.collection import Collection
-from tests import hostile
+from tests.support import hostile
+
+pytest_plugins = ["tests.support.replay_fixtures", "tests.support.search_fixtures", "tests.support.staff_fixtures"]
 
 REPO = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent

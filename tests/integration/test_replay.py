@@ -19,8 +19,6 @@ from demo.site_server import _NOT_FOUND
 
 COLLECTIONS = ("two", "three")
 
-pytest_plugins = ["tests.replay_fixtures"]
-
 
 @pytest.fixture(scope="module")
 def http(strata_server):

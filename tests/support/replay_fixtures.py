@@ -6,7 +6,7 @@ The live site is stopped as soon as the harvests end, so every replay test also 
 nothing is fetched from it. ``strata_server`` runs ``strata serve`` on that root in a subprocess;
 ``wayback_server`` runs pywb's unmodified ``wayback`` on the same root.
 
-Test modules load this file with ``pytest_plugins = ["tests.replay_fixtures"]``, so the session
+The root ``tests/conftest.py`` loads this module as a plugin; test modules never import its fixtures. The session
 fixtures exist once however many modules use them.
 """
 

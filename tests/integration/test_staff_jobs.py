@@ -17,9 +17,7 @@ from harvester.jobs.worker import Worker
 from index.collection import Collection
 from replay.staff.forms import CHOICES
 from strata.errors import ConfigError
-from tests.staff_helpers import ARCHIVE_URL
-
-pytest_plugins = ["tests.staff_fixtures"]
+from tests.support.staff_helpers import ARCHIVE_URL
 
 BASE_FORM = {"collection": "c", "name": "news", "seeds": "http://127.0.0.1:9/", "scope": "same-host",
              "robots": "obey", "default_page_kind": "index", "embeds_offsite": "1", "store_soft_changes": "1",

@@ -20,7 +20,6 @@ import os
 import shutil
 import sqlite3
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pytest
 
@@ -29,11 +28,7 @@ from demo.site_server import _NOT_FOUND, Resource, SiteServer
 from index.collection import Collection
 from replay.asof import AsOfIndexSource
 from tests.conftest import harvest
-
-if TYPE_CHECKING:
-    from tests.replay_fixtures import Archive
-
-pytest_plugins = ["tests.replay_fixtures"]
+from tests.support.replay_fixtures import Archive
 
 HTML = (("Content-Type", "text/html"),)
 
@@ -57,8 +52,6 @@ class Copies:
 
 @pytest.fixture(scope="module")
 def copies(tmp_path_factory) -> Archive:
-    from tests.replay_fixtures import Archive
-
     root = tmp_path_factory.mktemp("revisits") / "collections"
     root.mkdir()
     snapshots = []
@@ -199,7 +192,7 @@ def test_a_replaced_harvest_database_is_opened_again(copies, copied, pywb_lookup
 
 @pytest.fixture
 def fast_paths(monkeypatch) -> dict[str, list[bool]]:
-    from tests.test_replay_loader import count_fast_paths
+    from tests.integration.test_replay_loader import count_fast_paths
 
     return count_fast_paths(monkeypatch)
 

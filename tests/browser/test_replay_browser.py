@@ -9,19 +9,18 @@ from __future__ import annotations
 
 import shutil
 import socket
-from pathlib import Path
 from urllib.parse import urlsplit
 
 import lxml.html
 import pytest
 
 from demo.sample_site import MARKERS, SampleSite
+from tests.conftest import REPO
 
-pytest_plugins = ["tests.replay_fixtures"]
 pytestmark = pytest.mark.browser
 
 CHROMIUM = "/usr/bin/chromium"
-ARTIFACTS = Path(__file__).parent / "artifacts"
+ARTIFACTS = REPO / "tests" / "artifacts"
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
          "--disable-component-update", "--disable-sync"]
 

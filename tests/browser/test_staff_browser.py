@@ -15,7 +15,6 @@ import shutil
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import httpx
 import pytest
@@ -23,13 +22,13 @@ import pytest
 from demo.sample_site import MARKERS, serve_sample_site
 from demo.site_server import Resource, SiteServer
 from harvester.jobs.queue import open_queue
-from tests.conftest import VENV_BIN, free_port, harvest
-from tests.staff_helpers import PASSWORD, USER, add_user
+from tests.conftest import REPO, VENV_BIN, free_port, harvest
+from tests.support.staff_helpers import PASSWORD, USER, add_user
 
 pytestmark = pytest.mark.browser
 
 CHROMIUM = "/usr/bin/chromium"
-ARTIFACTS = Path(__file__).parent / "artifacts"
+ARTIFACTS = REPO / "tests" / "artifacts"
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
          "--disable-component-update", "--disable-sync"]
 SERVER = """

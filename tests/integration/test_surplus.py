@@ -15,7 +15,7 @@ from harvester.job import validate_job
 from harvester.run import Harvest
 from harvester.surplus import h11_connection
 from index.collection import Collection
-from tests.wire_server import WireServer, http_response
+from tests.support.wire_server import WireServer, http_response
 
 HTML = [(b"Content-Type", b"text/html; charset=utf-8")]
 # A Chinese page whose server counts characters, not UTF-8 bytes: its Content-Length is a third of

@@ -23,7 +23,7 @@ from index.fulltext.store import open_index
 from index.fulltext.update import index_run
 from strata.errors import CollectionBusy, QueryError
 from tests.conftest import REPO
-from tests.search_fixtures import copy_collection, harvest_and_index, searched  # noqa: F401 - fixture
+from tests.support.search_fixtures import copy_collection, harvest_and_index
 
 
 def paths(s, result) -> set[str]:
@@ -57,7 +57,7 @@ TABLE = [
 
 
 @pytest.mark.parametrize("q,terms,exclude", TABLE, ids=[t[0] for t in TABLE])
-def test_exact_hits_over_all_harvests(searched, q, terms, exclude):  # noqa: F811
+def test_exact_hits_over_all_harvests(searched, q, terms, exclude):
     expected = searched.expected(terms, exclude=exclude)
     assert expected, f"the ground truth for {q!r} is empty: the table is wrong"
     assert paths(searched, run_query(searched, q)) == expected
@@ -65,7 +65,7 @@ def test_exact_hits_over_all_harvests(searched, q, terms, exclude):  # noqa: F81
 
 @pytest.mark.parametrize("version", [1, 2, 3])
 @pytest.mark.parametrize("q,terms,exclude", TABLE[:8], ids=[t[0] for t in TABLE[:8]])
-def test_exact_hits_per_harvest(searched, q, terms, exclude, version):  # noqa: F811
+def test_exact_hits_per_harvest(searched, q, terms, exclude, version):
     lo, hi = searched.window(version)
     result = run_query(searched, q, date_from=lo, date_to=hi)
     assert paths(searched, result) == searched.expected(terms, versions=(version,), exclude=exclude)
@@ -74,7 +74,7 @@ def test_exact_hits_per_harvest(searched, q, terms, exclude, version):  # noqa: 
         assert hit["replay_ts"] in hit["captures"]
 
 
-def test_range_with_only_revisits_finds_unchanged_pages(searched):  # noqa: F811
+def test_range_with_only_revisits_finds_unchanged_pages(searched):
     """v1 -> v2: the Japanese page is byte-identical (a revisit), the PDF answers 304."""
     lo, hi = searched.window(2)
     run2 = searched.captured(2)
@@ -89,7 +89,7 @@ def test_range_with_only_revisits_finds_unchanged_pages(searched):  # noqa: F811
     assert pdf["status"] == 304 and pdf["class"] == "not_modified"
 
 
-def test_hits_group_by_url_with_capture_counts(searched):  # noqa: F811
+def test_hits_group_by_url_with_capture_counts(searched):
     result = run_query(searched, "国会")
     (hit,) = result["hits"]
     stamps = sorted(c["timestamp"] for v in (1, 2, 3) for c in searched.captured(v).get("/ja/index.html", []))
@@ -101,7 +101,7 @@ def test_hits_group_by_url_with_capture_counts(searched):  # noqa: F811
     assert hit["title"] == "ウェブアーカイブ" and hit["lang"] == "ja"
 
 
-def test_filters_and_facets(searched):  # noqa: F811
+def test_filters_and_facets(searched):
     pdf = run_query(searched, "library", type="pdf")
     assert paths(searched, pdf) == {"/docs/report.pdf"}
     assert paths(searched, run_query(searched, "library", type="application/pdf")) == {"/docs/report.pdf"}
@@ -122,7 +122,7 @@ def test_filters_and_facets(searched):  # noqa: F811
     assert before["hits"] == [] and before["total_documents"] == 0
 
 
-def test_sort_and_pages(searched):  # noqa: F811
+def test_sort_and_pages(searched):
     full = run_query(searched, "library")
     count = run_query(searched, "library", per_page=2)["pages"]
     assert count == -(-len(full["hits"]) // 2) > 2
@@ -135,7 +135,7 @@ def test_sort_and_pages(searched):  # noqa: F811
     assert [h["first"] for h in oldest] == sorted(h["first"] for h in oldest)
 
 
-def test_rebuild_from_warcs_equals_incremental(searched, tmp_path):  # noqa: F811
+def test_rebuild_from_warcs_equals_incremental(searched, tmp_path):
     copy = copy_collection(searched, tmp_path / "collections")
     before = _documents(copy.coll)
     (copy.coll.db_path).unlink()     # the WARCs alone
@@ -152,7 +152,7 @@ def _hitset(result) -> set:
     return {(h["url"], tuple(h["captures"]), h["title"], h["snippet"]) for h in result["hits"]}
 
 
-def test_incremental_parses_only_new_payloads(searched):  # noqa: F811
+def test_incremental_parses_only_new_payloads(searched):
     first, second, third = searched.index_figures
     assert first["rebuilt"] and first["reason"] == "no full-text index yet"
     assert not second["rebuilt"] and not third["rebuilt"]
@@ -192,7 +192,7 @@ HOSTILE = [
 
 
 @pytest.mark.parametrize("q", HOSTILE, ids=[q[:30] for q in HOSTILE])
-def test_hostile_queries_are_refused_or_bounded(searched, tmp_path, q):  # noqa: F811
+def test_hostile_queries_are_refused_or_bounded(searched, tmp_path, q):
     started = time.monotonic()
     try:
         result = run_query(searched, q)
@@ -205,7 +205,7 @@ def test_hostile_queries_are_refused_or_bounded(searched, tmp_path, q):  # noqa:
     assert time.monotonic() - started < TIME_LIMIT + 1.0
 
 
-def test_filter_fields_cannot_be_reached_from_the_query(searched, tmp_path):  # noqa: F811
+def test_filter_fields_cannot_be_reached_from_the_query(searched, tmp_path):
     root = tmp_path / "collections"
     copy_collection(searched, root, "public")
     copy_collection(searched, root, "private")
@@ -218,7 +218,7 @@ def test_filter_fields_cannot_be_reached_from_the_query(searched, tmp_path):  # 
     assert run_query(searched, "site:example.org")["hits"] == []
 
 
-def test_time_bound_returns_partial_results(searched):  # noqa: F811
+def test_time_bound_returns_partial_results(searched):
     result = search(searched.root, SearchParams(q="", collections=[searched.name]), time_limit=0.0)
     assert result["timed_out"] and not result["exhaustive"]
 
@@ -240,7 +240,7 @@ def test_parse_when():
 
 # -- one writer, crashes -----------------------------------------------------------------------
 
-def test_one_writer_at_a_time(searched, tmp_path):  # noqa: F811
+def test_one_writer_at_a_time(searched, tmp_path):
     copy = copy_collection(searched, tmp_path / "collections")
     holder = subprocess.Popen(
         [sys.executable, "-c",
@@ -262,7 +262,7 @@ def test_one_writer_at_a_time(searched, tmp_path):  # noqa: F811
 
 
 @pytest.mark.parametrize("damage", ["garbage-toc", "truncated-segment", "missing-dir", "old-format"])
-def test_damaged_index_is_detected_and_rebuilt(searched, tmp_path, damage):  # noqa: F811
+def test_damaged_index_is_detected_and_rebuilt(searched, tmp_path, damage):
     copy = copy_collection(searched, tmp_path / "collections")
     before = _documents(copy.coll)
     ft = copy.coll.fulltext_dir
@@ -284,7 +284,7 @@ def test_damaged_index_is_detected_and_rebuilt(searched, tmp_path, damage):  # n
     assert _documents(copy.coll) == before
 
 
-def test_killed_writer_leaves_an_index_that_opens(searched, tmp_path):  # noqa: F811
+def test_killed_writer_leaves_an_index_that_opens(searched, tmp_path):
     """SIGKILL a rebuild at several points: the index left behind opens (the old one, or none
     at all between the two renames), and index_run brings it back to the same documents."""
     copy = copy_collection(searched, tmp_path / "collections")
@@ -389,7 +389,7 @@ def test_bulk_writer_keeps_document_numbers_when_it_merges(tmp_path):
             assert [(v >> 32, v & 0xFFFF) for v in packed] == [(d, c) for d, c in counts.items() if c], char
 
 
-def test_unchanged_pages_add_capture_rows_not_documents(searched):  # noqa: F811
+def test_unchanged_pages_add_capture_rows_not_documents(searched):
     """After runs 2 and 3, only keys (URL, payload) new to the index became documents; the others
     got their new dates as rows. Indexing a run again writes nothing."""
     from index.state import HarvestState

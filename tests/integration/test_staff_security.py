@@ -13,9 +13,7 @@ from replay.hosts import HostDispatcher, build_site
 from replay.staff import create_staff_app
 from replay.staff.security import PUBLIC_ENDPOINTS
 from strata.errors import ConfigError
-from tests.staff_helpers import STAFF_HOST, csrf_from, log_in, make_client, write_job
-
-pytest_plugins = ["tests.staff_fixtures"]
+from tests.support.staff_helpers import STAFF_HOST, csrf_from, log_in, make_client, write_job
 
 SAMPLE_ARGS = {"collection": "c", "name": "j", "entry_id": 1, "filename": "staff.css"}
 

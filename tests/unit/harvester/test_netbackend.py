@@ -25,7 +25,7 @@ from demo.site_server import Resource, SiteServer
 from harvester.fetch import fetch, make_client
 from harvester.netbackend import AsyncioBackend, AsyncioStream, AsyncioTransport
 from tests.conftest import free_port
-from tests.test_worker import _Proxy
+from tests.integration.test_worker import _Proxy
 
 TEXT = ("<!DOCTYPE html><title>t</title>" + "<p>Strata harvests, line by line.</p>\n" * 4000).encode()
 BLOB = os.urandom(3 * 1024 * 1024 + 17)   # bigger than a socket read, incompressible

@@ -12,16 +12,17 @@ from click.testing import CliRunner
 from lxml import html as lxml_html
 
 from cli import cli
-from tests.search_fixtures import searched  # noqa: F401 - fixture
+from tests.conftest import REPO
+from tests.support.replay_fixtures import StrataServer
 
-ARTIFACTS = Path(__file__).parent / "artifacts"
+ARTIFACTS = REPO / "tests" / "artifacts"
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 
 @pytest.fixture
-def client(searched):  # noqa: F811
+def client(searched):
     from replay import create_app
 
     app = create_app(searched.root)
@@ -29,7 +30,7 @@ def client(searched):  # noqa: F811
     return app.test_client()
 
 
-def test_search_page_lists_hits_with_replay_and_calendar_links(client, searched):  # noqa: F811
+def test_search_page_lists_hits_with_replay_and_calendar_links(client, searched):
     response = client.get("/search?q=" + quote("保存"))
     assert response.status_code == 200
     doc = lxml_html.fromstring(response.get_data(as_text=True))
@@ -48,7 +49,7 @@ def test_search_page_lists_hits_with_replay_and_calendar_links(client, searched)
     assert doc.xpath("//svg[@id='histogram']//rect")
 
 
-def test_date_filter_and_pagination(client, searched):  # noqa: F811
+def test_date_filter_and_pagination(client, searched):
     lo, hi = searched.window(2)
     response = client.get(f"/search?q=quinquennial+OR+%E5%9B%BD%E4%BC%9A&from={lo}&to={hi}")
     doc = lxml_html.fromstring(response.get_data(as_text=True))
@@ -60,7 +61,7 @@ def test_date_filter_and_pagination(client, searched):  # noqa: F811
     assert len(doc.xpath("//article")) == 2 and doc.xpath("//nav[@id='pager']//a[@rel='prev']")
 
 
-def test_json_api_has_the_same_parameters(client, searched):  # noqa: F811
+def test_json_api_has_the_same_parameters(client, searched):
     data = client.get("/api/search?q=library&type=pdf").get_json()
     assert [h["url"][len(searched.base_url):] for h in data["hits"]] == ["/docs/report.pdf"]
     hit = data["hits"][0]
@@ -90,7 +91,7 @@ def test_bad_parameters_get_400(client):
     assert client.get("/api/search", query_string={"q": "library", "c": "nosuch"}).status_code == 404
 
 
-def test_cli_search_and_rebuild(searched, tmp_path):  # noqa: F811
+def test_cli_search_and_rebuild(searched, tmp_path):
     runner = CliRunner()
     root = str(searched.root)
     result = runner.invoke(cli, ["search", searched.name, "国会", "--json", "--root", root])
@@ -114,12 +115,10 @@ def test_cli_search_and_rebuild(searched, tmp_path):  # noqa: F811
 
 
 @pytest.mark.browser
-def test_browser_search_filter_and_follow_into_replay(searched, tmp_path):  # noqa: F811
+def test_browser_search_filter_and_follow_into_replay(searched, tmp_path):
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium")
     from playwright.sync_api import sync_playwright
-
-    from tests.replay_fixtures import StrataServer
 
     server = StrataServer(searched.root, tmp_path / "serve.log")
     ARTIFACTS.mkdir(exist_ok=True)

@@ -6,7 +6,7 @@ import json
 import subprocess
 
 from tests.conftest import VENV_BIN, free_port
-from tests.wire_server import WireServer, http_response
+from tests.support.wire_server import WireServer, http_response
 
 STRATA = str(VENV_BIN / "strata")
 HTML = [(b"Content-Type", b"text/html")]

@@ -35,7 +35,7 @@ from demo.sample_site import (
     serve_sample_site,
 )
 from demo.site_server import SiteServer
-from tests import hostile
+from tests.support import hostile
 
 IDENTITY = {"Accept-Encoding": "identity"}
 KINDS = {"new", "changed", "soft", "unchanged", "deleted", "absent"}

@@ -1,6 +1,6 @@
 """Fixtures for the staff console tests: a root with one user, the app, logged-in clients.
 
-Test modules load them with ``pytest_plugins = ["tests.staff_fixtures"]``.
+The root ``tests/conftest.py`` loads this module as a plugin; test modules never import its fixtures.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from replay.staff import create_staff_app
-from tests.staff_helpers import ARCHIVE_URL, STAFF_HOST, add_user, log_in, make_client
+from tests.support.staff_helpers import ARCHIVE_URL, STAFF_HOST, add_user, log_in, make_client
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Helpers for the staff console tests (the fixtures are in ``tests.staff_fixtures``)."""
+"""Helpers for the staff console tests (the fixtures are in ``tests.support.staff_fixtures``)."""
 
 from __future__ import annotations
 

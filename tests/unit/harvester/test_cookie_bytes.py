@@ -10,7 +10,7 @@ from warcio.archiveiterator import ArchiveIterator
 
 from index.collection import Collection
 from tests.conftest import VENV_BIN
-from tests.wire_server import WireServer, http_response
+from tests.support.wire_server import WireServer, http_response
 
 STRATA = str(VENV_BIN / "strata")
 HTML = [(b"Content-Type", b"text/html; charset=utf-8")]

@@ -14,8 +14,6 @@ from replay.config import REPLAY_SETTINGS
 from strata.errors import ConfigError
 from tests.conftest import harvest
 
-pytest_plugins = ["tests.replay_fixtures"]
-
 
 def page(response):
     return lxml.html.fromstring(response.get_data())
