@@ -93,12 +93,13 @@ class Collection:
         return self.jobs_dir / f"{job}.toml"
 
     def warc_files(self, include_open: bool = False) -> list[str]:
-        """WARC file names (relative to archive/), sorted by name (which sorts by time)."""
+        """WARC (and ARC) file names (relative to archive/), sorted by name (which sorts by time for
+        Strata's own files)."""
         if not self.archive_dir.is_dir():
             return []
         names = []
         for entry in os.scandir(self.archive_dir):
-            if entry.name.endswith((".warc.gz", ".warc")) or (include_open and entry.name.endswith(".open")):
+            if entry.name.endswith((".warc.gz", ".warc", ".arc.gz", ".arc")) or (include_open and entry.name.endswith(".open")):
                 names.append(entry.name)
         return sorted(names)
 
