@@ -139,6 +139,8 @@ def _check(iterator: ArchiveIterator, record, start: int, scan: Scan) -> None:
     scan.versions.add("ARC/1.0" if scan.format == "arc" else headers.protocol)
     declared = headers.get_header("Content-Length")
     if declared is None or not declared.strip().isdigit():
+        if not scan.gzipped and _headers_cut(iterator.fh, start):
+            raise _Damaged(start, "record cut short inside its headers (the file ends there)")
         raise _Damaged(start, f"record has no valid Content-Length ({declared!r})")
     expected = record.length if record.length is not None else int(declared)
     digest = headers.get_header("WARC-Block-Digest")
@@ -162,6 +164,14 @@ def _check(iterator: ArchiveIterator, record, start: int, scan: Scan) -> None:
         raise _Damaged(start, "gzip member cut short (the file ends inside it)")
     if iterator.err_count > errors:
         raise _Damaged(start, "record is not followed by the blank lines that end a record (wrong Content-Length?)")
+
+
+def _headers_cut(fh, start: int) -> bool:
+    """The file ends before the blank line that ends the record's headers (we stop here: no need to
+    put the position back)."""
+    fh.seek(start)
+    head = fh.read(_CHUNK)
+    return len(head) < _CHUNK and b"\r\n\r\n" not in head and b"\n\n" not in head
 
 
 def _check_tail(fh, scan: Scan) -> None:
