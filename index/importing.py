@@ -148,12 +148,16 @@ def import_files(root: Path, name: str, paths: Iterable[Path], progress: Progres
             outcome = _place(collection, item, taken)
             (report.skipped if isinstance(outcome, Skipped) else report.imported).append(outcome)
         if report.imported:
-            if progress:
-                progress({"phase": "state", "file": "", "done": len(checked), "files": len(checked)})
-            report.state = rebuild_state(collection)
+            report.state = rebuild_state(collection, progress=_state_progress(progress))
             if fulltext:
                 report.fulltext = index_run(collection)
     return report
+
+
+def _state_progress(progress: ProgressFn | None) -> ProgressFn | None:
+    if progress is None:
+        return None
+    return lambda p: progress({"phase": "state", "file": "", "done": p["files_done"] - 1, "files": p["files"]})
 
 
 def _place(collection: Collection, item: _Checked, taken: set[str]) -> Imported | Skipped:

@@ -63,7 +63,8 @@ def rebuild_state(collection: Collection, progress: Callable[[dict], None] | Non
                 scan = warcscan.scan_file(collection.archive_dir / name, name)
                 limit = None if scan.whole else scan.good_end
                 damage.extend([scan.damage] if scan.damage else [])
-                if scan.records == 0:
+                if scan.records == 0:   # nothing readable: known (so recovery leaves it alone), no run
+                    state.conn.execute("INSERT OR REPLACE INTO warcs VALUES (?,?,?,?)", (name, None, "indexed", scan.size))
                     continue
                 records += _derive_file(collection, state, name, runs, limit)
                 lines.extend(cdxj.index_warc(collection.archive_dir / name, name, limit))

@@ -209,3 +209,16 @@ def test_kinds_follow_capture_time_whatever_the_file_names(tmp_path, root):
     assert kinds(Collection.open(root, "dates")) == [("http://dates.test/", "20200110000000", "new"),
                                                      ("http://dates.test/", "20210110000000", "unchanged"),
                                                      ("http://dates.test/", "20220110000000", "changed")]
+
+
+def test_import_into_a_collection_holding_a_damaged_file(tmp_path, root):
+    coll = Collection.open(root, "held", create=True)
+    damaged = write_warc(coll.archive_dir / "old.warc.gz", _site_captures("http://old.test"))
+    damaged.write_bytes(damaged.read_bytes()[:-30])          # cut inside its last gzip member
+    new = write_warc(tmp_path / "new.warc.gz", _site_captures()[:2])
+    result = strata_import(root, "held", new)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert f"imported {new} as archive/new.warc.gz" in result.stdout
+    assert "damaged: old.warc.gz: damaged at byte " in result.stderr and "cut short" in result.stderr
+    files = {line["filename"] for line in cdxj.iter_index(coll.cdxj_path)}
+    assert files == {"old.warc.gz", "new.warc.gz"}      # the old file's whole records are indexed

@@ -103,6 +103,18 @@ def test_rebuild_of_an_intact_collection_still_exits_0(harvested, root):
     assert _have(coll) == _expected_after(lines, None, 0)
 
 
+def test_a_file_with_nothing_readable_is_named_and_left_alone_by_recovery(harvested, root):
+    coll, lines, *_ = harvested
+    (coll.archive_dir / "junk.warc.gz").write_bytes(b"\x1f\x8b\x08\x00 not really gzip")
+    result = _rebuild_cli(root, "sample", "--only", "state")
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "junk.warc.gz: damaged at byte 0: gzip member does not inflate" in result.stderr
+    assert _have(coll) == _expected_after(lines, None, 0)
+    recovered = subprocess.run([str(VENV_BIN / "strata"), "recover", "sample", "--root", str(root)],
+                               capture_output=True, text=True, timeout=120)
+    assert recovered.returncode == 0 and "nothing to recover" in recovered.stdout, recovered.stderr
+
+
 @pytest.fixture
 def legacy(root):
     coll = Collection.open(root, "legacy", create=True)

@@ -29,8 +29,8 @@ def import_command(collection, paths, as_json, no_fulltext, root) -> None:
     def progress(p: dict) -> None:
         if not tty:
             return
-        what = {"check": "checking", "copy": "copying", "state": "deriving the index and state"}[p["phase"]]
-        text = f"{what} {p['file']} ({p['done'] + 1} of {p['files']})" if p["file"] else what
+        what = {"check": "checking", "copy": "copying", "state": "deriving the index and state: file"}[p["phase"]]
+        text = f"{what} {p['file']}{' ' if p['file'] else ''}({p['done'] + 1} of {p['files']})"
         click.echo("\r\033[K" + text, err=True, nl=False)
 
     report = import_files(root, collection, paths, progress=progress, fulltext=not no_fulltext)
