@@ -4,8 +4,9 @@ Each file is checked whole before anything of it enters the collection: every re
 checked by ``index.warcscan`` (lengths, block digests, gzip members), then read by pywb's own
 indexer, which replay will use. A file that fails is refused with the file, the byte offset and
 the reason; the other files are still imported. A file that passes is copied, never modified: to a
-temporary name in ``archive/``, synced, hashed again and compared with the source's SHA-256, and
-only then linked under its final name (a link never replaces a file). Its name is kept unless a
+temporary name in ``archive/``, synced, and linked under its final name (a link never replaces a
+file) only once both the bytes read for the copy and the copy itself have the SHA-256 of the bytes
+that were checked. Its name is kept unless a
 different file already has it; then it gets ``<stem>-<first 12 hex digits of its SHA-256><suffix>``,
 the same name at every import of the same bytes. A file whose bytes are already in the collection
 is skipped.
@@ -98,6 +99,7 @@ class ImportReport:
 class _Checked:
     path: Path
     scan: Scan
+    sha256: str                 # of the bytes that were checked: the copy must have the same
 
 
 def check_file(path: Path) -> Scan | Refused:
@@ -134,7 +136,7 @@ def import_files(root: Path, name: str, paths: Iterable[Path], progress: Progres
         if isinstance(result, Refused):
             report.refused.append(result)
         else:
-            checked.append(_Checked(path, result))
+            checked.append(_Checked(path, result, sha256_of(path)))
     if not checked:
         return report
     collection = Collection.open(root, name, create=True)
@@ -145,7 +147,11 @@ def import_files(root: Path, name: str, paths: Iterable[Path], progress: Progres
         for number, item in enumerate(checked, 1):
             if progress:
                 progress({"phase": "copy", "file": str(item.path), "done": number - 1, "files": len(checked)})
-            outcome = _place(collection, item, taken)
+            try:
+                outcome = _place(collection, item, taken)
+            except ArchiveError as exc:     # this file is not imported; the others still are
+                report.refused.append(Refused(str(item.path), None, exc.message))
+                continue
             (report.skipped if isinstance(outcome, Skipped) else report.imported).append(outcome)
         if report.imported:
             report.state = rebuild_state(collection, progress=_state_progress(progress))
@@ -164,8 +170,8 @@ def _place(collection: Collection, item: _Checked, taken: set[str]) -> Imported 
     """Copy one checked file into archive/ (see the module's docstring)."""
     archive = collection.archive_dir
     archive.mkdir(parents=True, exist_ok=True)
-    size = item.path.stat().st_size
-    digest = sha256_of(item.path)
+    size = item.scan.size
+    digest = item.sha256
     for existing in os.scandir(archive):
         if existing.is_file() and warcscan.is_archive_name(existing.name) and existing.stat().st_size == size \
                 and sha256_of(Path(existing.path)) == digest:
@@ -181,9 +187,12 @@ def _place(collection: Collection, item: _Checked, taken: set[str]) -> Imported 
     tmp = archive / f".import-{digest[:16]}-{os.getpid()}.tmp"
     try:
         copied = _copy(item.path, tmp)
-        if copied != digest or sha256_of(tmp) != digest:
-            raise ArchiveError(f"the copy of {item.path} in {archive} does not have the source's bytes "
-                               f"(SHA-256 differs: the source changed while it was copied?); it was not imported")
+        if copied != digest:
+            raise ArchiveError(f"{item.path} changed while it was imported (its SHA-256 is not the one checked); "
+                               f"it was not imported")
+        if sha256_of(tmp) != digest:
+            raise ArchiveError(f"the copy of {item.path} in {archive} does not have the source's bytes; "
+                               f"it was not imported")
         os.link(tmp, archive / target)      # never replaces a file
         _fsync_dir(archive)
     except OSError as exc:
