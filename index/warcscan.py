@@ -15,7 +15,6 @@ Nothing here raises on bad input: a file that cannot be read at all is damaged a
 from __future__ import annotations
 
 import base64
-import contextlib
 import dataclasses
 import hashlib
 import io
@@ -89,17 +88,21 @@ def scan_file(path: Path, filename: str | None = None) -> Scan:
         if size == 0:
             scan.damage = Damage(filename, 0, "the file is empty")
             return scan
-        # warcio prints a warning on stderr for a record not followed by blank lines; it is counted
-        # (err_count) and reported here instead
-        with contextlib.redirect_stderr(io.StringIO()):
-            _walk(fh, scan)
+        _walk(fh, scan)
     if scan.damage is None and scan.records == 0:
         scan.damage = Damage(filename, 0, "no WARC or ARC record in the file")
     return scan
 
 
+class _QuietIterator(ArchiveIterator):
+    """warcio prints a warning on stderr for a record not followed by blank lines; it is counted
+    (``err_count``) and reported as damage instead."""
+
+    INC_RECORD = ""
+
+
 def _walk(fh, scan: Scan) -> None:
-    iterator = ArchiveIterator(fh, no_record_parse=True, arc2warc=True)
+    iterator = _QuietIterator(fh, no_record_parse=True, arc2warc=True)
     records = iter(iterator)
     while True:
         start = iterator.offset

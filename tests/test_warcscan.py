@@ -114,3 +114,17 @@ def test_cut_arc(tmp_path):
     path.write_bytes(data[:-40])
     scan = scan_file(path)
     assert scan.records == 2 and scan.damage.offset == 434 and "cut short" in scan.damage.reason
+
+
+def test_wrong_content_length_without_digest(tmp_path, capfd):
+    def record(body: bytes, length: int) -> bytes:
+        return (b"WARC/1.0\r\nWARC-Type: resource\r\nWARC-Target-URI: http://x.test/\r\n"
+                b"WARC-Date: 2020-01-01T00:00:00Z\r\nWARC-Record-ID: <urn:uuid:00000000-0000-0000-0000-000000000001>\r\n"
+                b"Content-Type: text/plain\r\nContent-Length: " + str(length).encode() + b"\r\n\r\n" + body + b"\r\n\r\n")
+    first = record(b"0123456789", 10)
+    path = tmp_path / "hand.warc"
+    path.write_bytes(first + record(b"0123456789", 5) + record(b"abc", 3))
+    scan = scan_file(path)
+    assert scan.records == 1 and scan.damage.offset == len(first)
+    assert "blank lines" in scan.damage.reason
+    assert capfd.readouterr().err == ""      # warcio's own warning is not printed
