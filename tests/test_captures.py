@@ -14,13 +14,14 @@ from click.testing import CliRunner
 from warcio.archiveiterator import ArchiveIterator
 from warcio.warcwriter import WARCWriter
 
+from index import cdxj
 from index.collection import Collection
 from index.rebuild import rebuild_state
 from index.state import HarvestState
 from replay import create_app
 from strata.cli import cli
 from tests.conftest import VENV_BIN
-from tests.warc_makers import Cap, write_warc
+from tests.warc_makers import DATA, Cap, write_warc
 
 pytest_plugins = ["tests.replay_fixtures"]
 
@@ -149,3 +150,18 @@ def _strip_refers_to(path):
                                             payload=io.BytesIO(body), http_headers=record.http_headers,
                                             warc_headers=record.rec_headers)
             writer.write_record(new)
+
+
+def test_json_form_of_a_collection_without_harvest_state(root):
+    """WARCs indexed by pywb alone (wb-manager): the list comes from the CDXJ, kinds unknown."""
+    coll = Collection.open(root, "bare", create=True)
+    lines = []
+    for name in ("legacy-1998.arc", "legacy-2001.arc.gz"):
+        (coll.archive_dir / name).write_bytes((DATA / name).read_bytes())
+        lines += cdxj.index_warc(coll.archive_dir / name, name)
+    cdxj.write_index(coll.cdxj_path, lines)
+    assert not coll.db_path.exists()
+    data = create_app(root).test_client().get("/api/captures/bare/http://legacy.example/").get_json()
+    assert [(c["timestamp"], c["kind"], c["status"], c["warc"], c["offset"], c["digest"]) for c in data["captures"]] == [
+        ("19980301120005", None, 200, "legacy-1998.arc", 145, "sha1:CXPEU6NUOK55NX3N3FM734UR4DWXBLRY"),
+        ("20010615080004", None, 200, "legacy-2001.arc.gz", 355, "sha1:VSCCRTQ5UEBBMYACMUPGLJNZLOTYFV3C")]
