@@ -7,7 +7,7 @@ import json
 import click
 
 from cli._base import ProgressLine, cli, root_option
-from strata.errors import ConfigError
+from strata.errors import ArchiveError, ConfigError
 
 
 # -- search and the full-text index (index.fulltext, index.fulltext.query) ----------------------------------
@@ -72,6 +72,7 @@ def index_rebuild(collection, as_json, root, only) -> None:
 
     coll = Collection.open(root, collection)
     line = ProgressLine()
+    damaged: list[str] = []     # one line per damaged file: what was read of it, and where it stops
     if only in ("all", "state"):
         def state_progress(p: dict) -> None:
             if not as_json:
@@ -80,19 +81,24 @@ def index_rebuild(collection, as_json, root, only) -> None:
 
         state_figures = rebuild_state(coll, progress=state_progress)
         line.finish()
+        damaged = [f"{d['file']}: damaged at byte {d['offset']}: {d['reason']}" for d in state_figures["damage"]]
         if not as_json:
             click.echo(f"CDXJ index and harvest state of {collection} rebuilt: {state_figures['records']} captures "
                        f"in {state_figures['runs']} runs from {state_figures['files']} WARC files")
+            for text in damaged:
+                click.echo(f"damaged: {text}", err=True)
         if only == "state":
             if as_json:
                 click.echo(json.dumps(state_figures, ensure_ascii=False))
+            _fail_if_damaged(damaged)
             return
 
     def progress(p: dict) -> None:
         if as_json:
             return
         if "warning" in p:
-            click.echo(f"warning: {p['warning']}", err=True)
+            if p["warning"] not in damaged:
+                click.echo(f"warning: {p['warning']}", err=True)
         elif p["phase"] == "scan":
             text = f"reading WARC headers: file {p['files_done']} of {p['files']}, {p['documents']} documents"
             click.echo(("\r\033[K" + text) if line.tty else text, err=True, nl=not line.tty)
@@ -108,5 +114,13 @@ def index_rebuild(collection, as_json, root, only) -> None:
         click.echo(f"Full-text index of {collection} rebuilt: {figures['documents']} documents from "
                    f"{len(figures['runs'])} runs ({figures['parsed']} payloads parsed, {figures['orphans']} "
                    f"revisits without their original) in {figures['seconds']:.1f} s")
+    _fail_if_damaged(damaged)
+
+
+def _fail_if_damaged(damaged: list[str]) -> None:
+    if damaged:
+        files = "1 WARC file is" if len(damaged) == 1 else f"{len(damaged)} WARC files are"
+        raise ArchiveError(f"{files} damaged; every whole record before the damage was indexed, nothing after it "
+                           f"({damaged[0]}{'; ...' if len(damaged) > 1 else ''})")
 
 

@@ -16,16 +16,19 @@ import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from index.warcscan import open_prefix
+
 # The options wb-manager uses for `wb-manager add` / `reindex`.
 PYWB_INDEX_OPTIONS = dict(append_post=True, cdxj=True, sort=True)
 
 
-def index_warc(path: Path, filename: str) -> list[bytes]:
-    """Sorted CDXJ lines for one WARC file, as pywb's indexer writes them."""
+def index_warc(path: Path, filename: str, limit: int | None = None) -> list[bytes]:
+    """Sorted CDXJ lines for one WARC (or ARC) file, as pywb's indexer writes them; with ``limit``,
+    for its first ``limit`` bytes only (the whole records before a damage, see ``index.warcscan``)."""
     from pywb.indexer.cdxindexer import write_cdx_index  # pywb's indexer does not patch gevent
 
     out = io.BytesIO()
-    with open(path, "rb") as infile:
+    with open_prefix(path, limit) as infile:
         write_cdx_index(_Unclosable(out), infile, filename, **PYWB_INDEX_OPTIONS)
     return [line + b"\n" for line in out.getvalue().splitlines() if line.strip()]
 

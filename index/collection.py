@@ -12,12 +12,14 @@ from __future__ import annotations
 import fcntl
 import os
 import re
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from strata.errors import CollectionBusy, CollectionError
 
+_HELD = threading.local()      # state directories whose harvest lock this thread holds
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 # Path segments the web application uses at its root; a collection cannot take these names.
 RESERVED_NAMES = frozenset({"static", "search", "api", "staff", "login", "logout", "_", "collections", "favicon.ico"})
@@ -98,18 +100,27 @@ class Collection:
         return self.jobs_dir / f"{job}.toml"
 
     def warc_files(self, include_open: bool = False) -> list[str]:
-        """WARC file names (relative to archive/), sorted by name (which sorts by time)."""
+        """WARC (and ARC) file names (relative to archive/), sorted by name (which sorts by time for
+        Strata's own files)."""
         if not self.archive_dir.is_dir():
             return []
         names = []
         for entry in os.scandir(self.archive_dir):
-            if entry.name.endswith((".warc.gz", ".warc")) or (include_open and entry.name.endswith(".open")):
+            if entry.name.endswith((".warc.gz", ".warc", ".arc.gz", ".arc")) or (include_open and entry.name.endswith(".open")):
                 names.append(entry.name)
         return sorted(names)
 
     @contextmanager
     def harvest_lock(self) -> Iterator[None]:
-        """Held for the whole of a harvest (and of recovery): one writer per collection."""
+        """Held for the whole of a harvest (and of recovery): one writer per collection. A thread
+        that holds it may take it again (an import holds it and then rebuilds the state)."""
+        key = str(self.state_dir.resolve())
+        held = getattr(_HELD, "paths", None)
+        if held is None:
+            held = _HELD.paths = set()
+        if key in held:
+            yield
+            return
         self.state_dir.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.state_dir / "harvest.lock", os.O_RDWR | os.O_CREAT, 0o644)
         try:
@@ -119,7 +130,11 @@ class Collection:
                 raise CollectionBusy(
                     f"collection {self.name!r} is being harvested by another process; wait for it to finish"
                 ) from None
-            yield
+            held.add(key)
+            try:
+                yield
+            finally:
+                held.discard(key)
         finally:
             os.close(fd)
 

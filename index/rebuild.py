@@ -14,13 +14,14 @@ come back as ``changed``. A run's snapshot becomes the time of its last capture.
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 
 from warcio.archiveiterator import ArchiveIterator
 
 from harvester.decide import classify, is_success
-from index import cdxj
+from index import cdxj, warcscan
 from index.collection import Collection
 from index.state import Capture, HarvestState, Original
 
@@ -55,10 +56,18 @@ def rebuild_state(collection: Collection, progress: Callable[[dict], None] | Non
         lines: list[bytes] = []
         runs: dict[str, dict] = {}
         records = 0
+        damage: list[warcscan.Damage] = []
         try:
             for done, name in enumerate(files, 1):
-                records += _derive_file(collection, state, name, runs)
-                lines.extend(cdxj.index_warc(collection.archive_dir / name, name))
+                # a damaged file is read up to its damage: every whole record before it is indexed
+                scan = warcscan.scan_file(collection.archive_dir / name, name)
+                limit = None if scan.whole else scan.good_end
+                damage.extend([scan.damage] if scan.damage else [])
+                if scan.records == 0:   # nothing readable: known (so recovery leaves it alone), no run
+                    state.conn.execute("INSERT OR REPLACE INTO warcs VALUES (?,?,?,?)", (name, None, "indexed", scan.size))
+                    continue
+                records += _derive_file(collection, state, name, runs, limit)
+                lines.extend(cdxj.index_warc(collection.archive_dir / name, name, limit))
                 if progress:
                     progress({"phase": "state", "files_done": done, "files": len(files), "records": records})
             for run_id, run in runs.items():
@@ -88,17 +97,19 @@ def rebuild_state(collection: Collection, progress: Callable[[dict], None] | Non
             for suffix in ("", "-wal", "-shm"):
                 Path(str(tmp) + suffix).unlink(missing_ok=True)
             raise
-        return {"files": len(files), "records": records, "runs": len(runs), "cdxj_lines": len(lines)}
+        return {"files": len(files), "records": records, "runs": len(runs), "cdxj_lines": len(lines),
+                "damage": [d.as_dict() for d in damage]}
 
 
-def _derive_file(collection: Collection, state: HarvestState, name: str, runs: dict) -> int:
+def _derive_file(collection: Collection, state: HarvestState, name: str, runs: dict, limit: int | None = None) -> int:
     path = collection.archive_dir / name
     run_id = job = mode = None
     count = 0
     state.conn.execute("INSERT OR REPLACE INTO warcs VALUES (?,?,?,?)", (name, None, "indexed", path.stat().st_size))
-    referers = _referers(path)   # request records follow their responses: read them first
-    with open(path, "rb") as fh, state.transaction():
-        iterator = ArchiveIterator(fh)
+    arc = warcscan.file_format(path) == "arc"
+    referers = _referers(path, limit)   # request records follow their responses: read them first
+    with warcscan.open_prefix(path, limit) as fh, state.transaction():
+        iterator = ArchiveIterator(fh, arc2warc=True)   # an ARC record reads as a WARC response
         for record in iterator:
             headers = record.rec_headers
             kind = record.rec_type
@@ -107,13 +118,15 @@ def _derive_file(collection: Collection, state: HarvestState, name: str, runs: d
                 run_id, job, mode = info.get("run-id") or name, info.get("job"), info.get("mode")
                 state.conn.execute("UPDATE warcs SET run_id=? WHERE filename=?", (run_id, name))
                 continue
-            if kind not in ("response", "revisit"):
+            if kind not in ("response", "revisit") or not _is_web(headers.get_header("WARC-Target-URI")):
                 continue
             # read the payload before asking for the offset: get_record_offset() reads to the end
-            payload_length = len(record.raw_stream.read()) if kind == "response" else None
+            payload_length = warcscan.read_payload(record) if kind == "response" else None
             iterator.read_to_end(record)
             offset = iterator.get_record_offset()
             length = iterator.get_record_length()
+            if arc:
+                headers.replace_header("WARC-Record-ID", arc_record_id(name, offset))
             _derive_capture(state, record, run_id or name, name, offset, length, payload_length, referers)
             count += 1
             date = headers.get_header("WARC-Date")
@@ -126,9 +139,20 @@ def _derive_file(collection: Collection, state: HarvestState, name: str, runs: d
     return count
 
 
-def _referers(path: Path) -> dict[str, str]:
+def _is_web(url: str | None) -> bool:
+    """http(s) captures only, as pywb's indexer: not Heritrix's dns: records, not ARC file headers."""
+    return bool(url) and url.split(":", 1)[0].lower() in ("http", "https")
+
+
+def arc_record_id(filename: str, offset: int) -> str:
+    """ARC records have no record id; warcio invents a random one. This one is the same at every
+    rebuild: a name-based UUID of the file and the record's offset."""
+    return f"<urn:uuid:{uuid.uuid5(uuid.NAMESPACE_URL, f'strata-arc:{filename}#{offset}')}>"
+
+
+def _referers(path: Path, limit: int | None = None) -> dict[str, str]:
     out: dict[str, str] = {}
-    with open(path, "rb") as fh:
+    with warcscan.open_prefix(path, limit) as fh:
         for record in ArchiveIterator(fh):
             if record.rec_type == "request" and record.http_headers:
                 referer = record.http_headers.get_header("Referer")

@@ -16,10 +16,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from index.db import connect, immediate_transaction
+from strata.times import ts14_of
 
 SCHEMA_VERSION = 1
 
@@ -355,15 +356,6 @@ def deletion(conn: sqlite3.Connection, url: str, timestamp: str) -> Deletion | N
     return None
 
 
-def capture_details(conn: sqlite3.Connection, url: str) -> dict[tuple[str, int], dict]:
-    """(warc file, offset) -> capture row, for labelling CDX lines of ``url`` with their class."""
-    rows = conn.execute(
-        "SELECT timestamp, record_type, class, status, warc, offset, run_id, refers_to_date FROM captures "
-        "WHERE url=?", (url,),
-    )
-    return {(r["warc"], r["offset"]): dict(r) for r in rows}
-
-
 def runs(conn: sqlite3.Connection) -> list[dict]:
     out = []
     for row in conn.execute("SELECT * FROM runs ORDER BY started DESC, run_id DESC"):
@@ -424,3 +416,80 @@ def indexed_original(conn: sqlite3.Connection, record_id: str) -> sqlite3.Row | 
     return conn.execute(
         "SELECT c.warc, c.offset, c.length, c.digest FROM captures c JOIN warcs w ON w.filename = c.warc "
         "WHERE c.record_id=? AND c.record_type='response' AND w.state='indexed' LIMIT 1", (record_id,)).fetchone()
+
+
+# -- every capture of a URL (strata captures, the calendar) -----------------------------------------
+# Every capture of a URL, as ``strata captures`` prints it and the calendar page shows it.
+#
+# Read from the harvest state (``captures`` rows, over a read-only connection): for
+# each capture its 14-digit timestamp and WARC-Date, kind (the class the harvest or the rebuild gave
+# it), HTTP status, record type, payload digest, MIME type, run, WARC file, offset and length; for a
+# revisit, its original: the URL and date the revisit refers to (``WARC-Refers-To-Target-URI`` and
+# ``-Date``), or, for a revisit that does not say (wget's, wpull's), the latest response with the
+# same payload at or before it, this URL first; and where that original is, when the collection
+# holds it (``warc``/``offset`` None when it does not: a revisit of nothing).
+
+CAPTURE_FIELDS = ("timestamp", "date", "url", "kind", "status", "record_type", "digest", "mime", "run_id", "warc",
+          "offset", "length", "original")
+_CAPTURE_COLUMNS = ("id, url, timestamp, warc_date, record_type, class, status, digest, mime, run_id, warc, offset, "
+            "length, refers_to_uri, refers_to_date")
+
+
+def capture_entries(conn: sqlite3.Connection, url: str) -> list[dict]:
+    """Every capture of exactly ``url``, oldest first (same second: in the order written)."""
+    rows = conn.execute(f"SELECT {_CAPTURE_COLUMNS} FROM captures WHERE url=? ORDER BY timestamp, id", (url,)).fetchall()
+    return [_capture_entry(conn, row) for row in rows]
+
+
+def capture_entries_by_location(conn: sqlite3.Connection, urls: Iterable[str]) -> dict[tuple[str, int], dict]:
+    """(WARC file, offset) -> capture entry, for the captures of ``urls`` (to label CDX lines)."""
+    out: dict[tuple[str, int], dict] = {}
+    for url in dict.fromkeys(urls):
+        for entry in capture_entries(conn, url):
+            out[(entry["warc"], entry["offset"])] = entry
+    return out
+
+
+def find_captured_url(conn: sqlite3.Connection, url: str) -> str | None:
+    """The URL as the state holds it: ``url`` itself, or with ``http://`` / ``https://`` when it was
+    given without a scheme, or with the ``/`` a bare host name stands for. None when none is held."""
+    candidates = [url]
+    if "://" not in url:
+        candidates += [f"http://{url}", f"https://{url}"]
+    candidates += [c + "/" for c in candidates if c.count("/") == 2]
+    for candidate in candidates:
+        if conn.execute("SELECT 1 FROM captures WHERE url=? LIMIT 1", (candidate,)).fetchone():
+            return candidate
+    return None
+
+
+def _capture_entry(conn: sqlite3.Connection, row) -> dict:
+    entry = {
+        "timestamp": row["timestamp"], "date": row["warc_date"], "url": row["url"], "kind": row["class"],
+        "status": row["status"], "record_type": row["record_type"], "digest": row["digest"], "mime": row["mime"],
+        "run_id": row["run_id"], "warc": row["warc"], "offset": row["offset"], "length": row["length"],
+        "original": None,
+    }
+    if row["record_type"] == "revisit":
+        entry["original"] = _capture_original(conn, row)
+    return entry
+
+
+def _capture_original(conn: sqlite3.Connection, row) -> dict:
+    uri, date = row["refers_to_uri"], row["refers_to_date"]
+    held = None
+    if uri and date:
+        held = conn.execute(
+            "SELECT url, warc_date, timestamp, warc, offset FROM captures WHERE url=? AND warc_date=? "
+            "AND record_type='response' ORDER BY id LIMIT 1", (uri, date)).fetchone()
+    elif row["digest"]:
+        held = conn.execute(
+            "SELECT url, warc_date, timestamp, warc, offset FROM captures WHERE digest=? AND record_type='response' "
+            "AND timestamp<=? ORDER BY url=? DESC, timestamp DESC, id DESC LIMIT 1",
+            (row["digest"], row["timestamp"], row["url"])).fetchone()
+        if held is not None:
+            uri, date = held["url"], held["warc_date"]
+    return {
+        "url": uri, "date": date, "timestamp": ts14_of(date) if date else None,
+        "warc": held["warc"] if held is not None else None, "offset": held["offset"] if held is not None else None,
+    }

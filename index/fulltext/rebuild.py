@@ -12,6 +12,7 @@ from pathlib import Path
 
 from warcio.archiveiterator import ArchiveIterator
 
+from index import warcscan
 from index.collection import Collection
 from index.fulltext.captures import CaptureStore
 from index.fulltext.documents import (
@@ -49,8 +50,12 @@ def _scan(collection: Collection, progress: ProgressFn | None) -> tuple[dict, di
     files = collection.warc_files()
     for number, name in enumerate(files, 1):
         try:
-            with open(collection.archive_dir / name, "rb") as fh:
-                records = ArchiveIterator(fh)
+            # a damaged file is read up to its damage (index.warcscan); an ARC record reads as a WARC one
+            scan = warcscan.scan_file(collection.archive_dir / name, name)
+            if scan.damage and progress:
+                progress({"phase": "scan", "warning": str(scan.damage)})
+            with warcscan.open_prefix(collection.archive_dir / name, None if scan.whole else scan.good_end) as fh:
+                records = ArchiveIterator(fh, arc2warc=True)
                 for record in records:
                     rtype = record.rec_type
                     if rtype == "warcinfo":
@@ -62,6 +67,8 @@ def _scan(collection: Collection, progress: ProgressFn | None) -> tuple[dict, di
                         continue
                     headers = record.rec_headers
                     url = headers.get_header("WARC-Target-URI") or ""
+                    if rtype == "response" and not headers.get_header("WARC-Payload-Digest"):
+                        warcscan.read_payload(record)
                     digest = headers.get_header("WARC-Payload-Digest")
                     if not url or not digest:
                         continue

@@ -1,13 +1,15 @@
-"""The calendar of a URL (every capture, with its kind and HTTP status class), and the list of
-archived URLs under a prefix. Reached through ``/<coll>/*/<url>`` and ``/<coll>/*/<url>*``."""
+"""The calendar of a URL (every capture, with its kind, HTTP status class, run and, for a revisit,
+its original), and the list of archived URLs under a prefix. Reached through ``/<coll>/*/<url>`` and
+``/<coll>/*/<url>*``; the same list as JSON at ``/api/captures/<coll>/<url>`` (``render_json``).
+Each capture is described by ``index.state.capture_entries``, as ``strata captures`` prints it."""
 
 from __future__ import annotations
 
 import itertools
 
-from flask import render_template
+from flask import jsonify, render_template
 
-from index.state import capture_details
+from index import state
 from replay.address import Address
 from replay.asof import pad_as_of
 from replay.context import ext
@@ -29,12 +31,7 @@ def render(addr: Address):
         urls = engine.prefix(addr.coll, addr.url, settings["calendar_limit"])
         status = 200 if urls else 404
         return render_template("calendar/prefix.html", coll=addr.coll, url=addr.url, urls=urls), status
-    cdx_lines = engine.captures(addr.coll, addr.url, limit=settings["calendar_limit"])
-    if not cdx_lines:
-        raise engine.not_archived(addr)
-    with ext()["collections"].db(addr.coll) as conn:
-        details = capture_details(conn, cdx_lines[0]["url"]) if conn is not None else {}
-    captures = [_capture(cdx, details) for cdx in cdx_lines]
+    cdx_lines, captures = _captures(addr)
     as_of = pad_as_of(addr.timestamp) if addr.timestamp else None
     current = None
     if as_of:
@@ -45,6 +42,25 @@ def render(addr: Address):
                            captures=captures, as_of=as_of, current=current)
 
 
+def render_json(addr: Address):
+    """The calendar's list as JSON: ``{"collection", "url", "captures": [...]}``, each capture with
+    the fields of ``index.state.CAPTURE_FIELDS`` (what ``strata captures --json`` prints)."""
+    _, captures = _captures(addr)
+    fields = state.CAPTURE_FIELDS
+    return jsonify({"collection": addr.coll, "url": captures[0]["url"],
+                    "captures": [{k: c["entry"].get(k) for k in fields} for c in captures]})
+
+
+def _captures(addr: Address) -> tuple[list, list[dict]]:
+    engine, settings = ext()["engine"], ext()["settings"]
+    cdx_lines = engine.captures(addr.coll, addr.url, limit=settings["calendar_limit"])
+    if not cdx_lines:
+        raise engine.not_archived(addr)
+    with ext()["collections"].db(addr.coll) as conn:
+        details = state.capture_entries_by_location(conn, [c["url"] for c in cdx_lines]) if conn is not None else {}
+    return cdx_lines, [_capture(cdx, details) for cdx in cdx_lines]
+
+
 def _capture(cdx, details: dict) -> dict:
     try:
         row = details.get((cdx.get("filename"), int(cdx.get("offset", -1))))
@@ -52,7 +68,8 @@ def _capture(cdx, details: dict) -> dict:
         row = None
     revisit = cdx.get("mime") == "warc/revisit"
     status = str(row["status"]) if row and row["status"] is not None else cdx.get("status", "")
-    kind = row["class"] if row else ("revisit" if revisit else "capture")
+    kind = row["kind"] if row else ("revisit" if revisit else "capture")
+    entry = row or _entry_from_cdx(cdx, revisit)   # a collection indexed by wb-manager alone has no state
     return {
         "timestamp": cdx["timestamp"],
         "url": cdx["url"],
@@ -62,4 +79,17 @@ def _capture(cdx, details: dict) -> dict:
         "status": status or "-",
         "status_class": f"{status[0]}xx" if status[:1].isdigit() else "unknown",
         "run_id": row["run_id"] if row else None,
+        "original": row["original"] if row else None,
+        "entry": entry,
     }
+
+
+def _entry_from_cdx(cdx, revisit: bool) -> dict:
+    status = cdx.get("status", "")
+    digest = cdx.get("digest")
+    return {"timestamp": cdx["timestamp"], "date": None, "url": cdx["url"], "kind": None,
+            "status": int(status) if status.isdigit() else None, "record_type": "revisit" if revisit else "response",
+            "digest": f"sha1:{digest}" if digest and digest != "-" and ":" not in digest else digest,
+            "mime": cdx.get("mime"), "run_id": None, "warc": cdx.get("filename"),
+            "offset": int(cdx["offset"]) if str(cdx.get("offset", "")).isdigit() else None,
+            "length": int(cdx["length"]) if str(cdx.get("length", "")).isdigit() else None, "original": None}

@@ -1,0 +1,41 @@
+"""``/api/captures/<coll>/<url>``: the calendar of a URL as JSON (``calendar.render_json``).
+
+Beside ``/api/search`` rather than under ``/<coll>/``: there every path is a replay address and the
+archived URL's own query string belongs to it, so neither a ``?format=json`` nor a path segment
+could be told from an archived URL (and ``timemap/json/`` is pywb's TimeMap). ``api`` is a reserved
+collection name. The archived URL is read from the raw request URI, as replay does, so its
+percent-escapes and query string are looked up as they are.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import quote
+
+from flask import Blueprint, jsonify, request
+
+from replay.address import Address, check_url
+from replay.context import ext
+from replay.views import calendar
+from strata.errors import StrataError
+
+bp = Blueprint("capture_api", __name__)
+
+
+@bp.get("/api/captures/<coll>/<path:url>")
+def captures(coll: str, url: str):
+    try:
+        ext()["collections"].require(coll)
+        address = Address(coll, "calendar", check_url(coll, _raw_url(coll)))
+        return calendar.render_json(address)
+    except StrataError as exc:
+        return jsonify({"error": exc.message}), exc.http_status
+
+
+def _raw_url(coll: str) -> str:
+    prefix = f"{request.script_root}/api/captures/{coll}/"
+    raw = request.environ.get("REQUEST_URI") or request.environ.get("RAW_URI") or ""
+    if not raw.startswith(prefix):
+        raw = quote(request.script_root + request.path, safe="/:@!$&'()*+,;=~%")
+        if request.query_string:
+            raw += "?" + request.query_string.decode("latin-1")
+    return raw[len(prefix):]

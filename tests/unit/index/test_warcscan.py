@@ -1,0 +1,130 @@
+"""``index.warcscan``: every record of a WARC or ARC file checked, and the first damage found with
+its offset, on files written by warcio (WARC 1.0 and 1.1, gzipped and not) and the committed ARCs."""
+
+from __future__ import annotations
+
+import gzip
+
+import pytest
+from warcio.archiveiterator import ArchiveIterator
+
+from index.warcscan import open_prefix, scan_file
+from tests.support.warc_makers import DATA, Cap, flip_bytes, write_warc
+
+FORMATS = [("1.0", True), ("1.0", False), ("1.1", True), ("1.1", False)]
+
+
+def _file(tmp_path, version, gz):
+    caps = [Cap(f"http://example.test/p{i}", f"2020-01-0{i + 1}T00:00:00Z", b"<html>" + b"x" * 3000 + b"</html>")
+            for i in range(5)]
+    name = f"w{version}.warc" + (".gz" if gz else "")
+    return write_warc(tmp_path / name, caps, gzip=gz, version=version, warcinfo={"software": "warcio"})
+
+
+def _offsets(path):
+    with open(path, "rb") as fh:
+        it = ArchiveIterator(fh)
+        out = []
+        for record in it:
+            it.read_to_end(record)
+            out.append((record.rec_type, it.get_record_offset(), it.get_record_length()))
+        return out
+
+
+@pytest.mark.parametrize(("version", "gz"), FORMATS)
+def test_whole_file_passes(tmp_path, version, gz):
+    path = _file(tmp_path, version, gz)
+    scan = scan_file(path)
+    assert scan.damage is None and scan.whole
+    assert scan.records == 11 and scan.versions == {f"WARC/{version}"} and scan.gzipped == gz
+    last = _offsets(path)[-1]
+    assert scan.good_end == last[1] + last[2]
+
+
+@pytest.mark.parametrize(("version", "gz"), FORMATS)
+def test_truncated_mid_record_names_the_record(tmp_path, version, gz):
+    path = _file(tmp_path, version, gz)
+    records = _offsets(path)
+    _, start, length = records[5]          # the third response
+    path.write_bytes(path.read_bytes()[:start + length // 2])
+    scan = scan_file(path)
+    assert scan.damage is not None and scan.damage.offset == start
+    assert scan.records == 5 and scan.good_end <= start
+    assert ("cut short" in scan.damage.reason), scan.damage.reason
+
+
+@pytest.mark.parametrize(("version", "gz"), FORMATS)
+def test_flipped_bytes_inside_a_record(tmp_path, version, gz):
+    path = _file(tmp_path, version, gz)
+    records = _offsets(path)
+    _, start, length = records[3]
+    flip_bytes(path, start + length // 2)
+    scan = scan_file(path)
+    assert scan.damage is not None and scan.damage.offset == start, scan.damage
+    assert scan.records == 3
+    reason = scan.damage.reason
+    assert ("gzip" in reason) if gz else ("block digest does not match" in reason), reason
+
+
+def test_prefix_reads_only_whole_records(tmp_path):
+    path = _file(tmp_path, "1.1", True)
+    records = _offsets(path)
+    flip_bytes(path, records[7][1] + 40)
+    scan = scan_file(path)
+    with open_prefix(path, scan.good_end) as fh:
+        got = [r.rec_type for r in ArchiveIterator(fh)]
+    assert got == [r[0] for r in records[:7]]
+
+
+def test_bytes_after_the_last_record(tmp_path):
+    path = _file(tmp_path, "1.1", False)
+    size = path.stat().st_size
+    path.write_bytes(path.read_bytes() + b"WARC/1.1\r\nWARC-Type: resp")
+    scan = scan_file(path)
+    assert scan.records == 11 and scan.damage.offset == size
+
+
+def test_one_gzip_stream_for_the_whole_file_is_refused_with_the_fix(tmp_path):
+    plain = _file(tmp_path, "1.1", False)
+    whole = tmp_path / "whole.warc.gz"
+    whole.write_bytes(gzip.compress(plain.read_bytes()))
+    scan = scan_file(whole)
+    assert scan.damage.offset == 0 and scan.good_end == 0 and "warcio recompress" in scan.damage.reason
+
+
+@pytest.mark.parametrize(("content", "reason"), [(b"", "empty"), (b"hello world\n", "Unknown archive format"),
+                                                 (b"\x1f\x8b\x08\x00garbage", "gzip")])
+def test_not_an_archive(tmp_path, content, reason):
+    path = tmp_path / "x.warc.gz"
+    path.write_bytes(content)
+    scan = scan_file(path)
+    assert scan.damage.offset == 0 and reason in scan.damage.reason and scan.records == 0
+    assert "\n" not in scan.damage.reason
+
+
+@pytest.mark.parametrize("name", ["legacy-1998.arc", "legacy-2001.arc.gz"])
+def test_arc_files(name):
+    scan = scan_file(DATA / name)
+    assert scan.whole and scan.format == "arc" and scan.records == 3 and scan.versions == {"ARC/1.0"}
+
+
+def test_cut_arc(tmp_path):
+    path = tmp_path / "cut.arc"
+    data = (DATA / "legacy-1998.arc").read_bytes()
+    path.write_bytes(data[:-40])
+    scan = scan_file(path)
+    assert scan.records == 2 and scan.damage.offset == 434 and "cut short" in scan.damage.reason
+
+
+def test_wrong_content_length_without_digest(tmp_path, capfd):
+    def record(body: bytes, length: int) -> bytes:
+        return (b"WARC/1.0\r\nWARC-Type: resource\r\nWARC-Target-URI: http://x.test/\r\n"
+                b"WARC-Date: 2020-01-01T00:00:00Z\r\nWARC-Record-ID: <urn:uuid:00000000-0000-0000-0000-000000000001>\r\n"
+                b"Content-Type: text/plain\r\nContent-Length: " + str(length).encode() + b"\r\n\r\n" + body + b"\r\n\r\n")
+    first = record(b"0123456789", 10)
+    path = tmp_path / "hand.warc"
+    path.write_bytes(first + record(b"0123456789", 5) + record(b"abc", 3))
+    scan = scan_file(path)
+    assert scan.records == 1 and scan.damage.offset == len(first)
+    assert "blank lines" in scan.damage.reason
+    assert capfd.readouterr().err == ""      # warcio's own warning is not printed
