@@ -76,7 +76,7 @@ MAX_MERGE_DOCS = 200_000       # a segment this large is never merged again by B
 _TERMINFO = struct.Struct(W3TermInfo._struct.format + "qi")
 assert W3TermInfo._struct.format in ("!BfIBBfII", b"!BfIBBfII"), "Whoosh 3's term info layout changed"
 _MINLEN, _MAXLEN = length_to_byte(1), length_to_byte(0x7FFFFFFF)    # field lengths are not tracked per term
-_consume = deque(maxlen=0).extend
+_consume = deque[object](maxlen=0).extend
 
 
 # -- the field type --------------------------------------------------------------------------------
@@ -89,7 +89,8 @@ class Content(fields.FieldType):
     ``chars`` names a ``CharTerms`` field that ``BulkWriter`` fills from this one."""
 
     def __init__(self, chars: str | None = None):
-        super().__init__(formats.Frequency(field_boost=1.0), CJKBigramAnalyzer(), scorable=True)
+        # whoosh's annotation asks for an Analyzer; a Tokenizer is a one-stage one (whoosh's own fields pass them)
+        super().__init__(formats.Frequency(field_boost=1.0), CJKBigramAnalyzer(), scorable=True)  # type: ignore[arg-type]
         self.chars = chars
 
     def index(self, value, **kwargs):
@@ -175,7 +176,7 @@ class Postings:
 
     def __init__(self, packed: array):
         self.packed = packed
-        self._raw = None
+        self._raw: bytes | None = None
 
     def __len__(self) -> int:
         return len(self.packed)
@@ -487,7 +488,9 @@ class BulkWriter(SegmentWriter):
                     parts.append(source)
                 else:
                     reader, base, info = source
-                    parts.append(read_postings(reader, name, btext, info).rebased(base))
+                    postings = read_postings(reader, name, btext, info)
+                    assert postings is not None   # None only when looking the term up finds none
+                    parts.append(postings.rebased(base))
             yield btext, Postings.join(parts)
 
 
@@ -570,6 +573,7 @@ class _Pools:
         pool = self.fields.get(name)
         if pool is None:
             pool = self.fields[name] = _FieldPool()
+        assert isinstance(pool, _FieldPool)   # CharTerms pools are made only when a segment is flushed
         return pool
 
     def cleanup(self) -> None:
