@@ -15,6 +15,7 @@ import dataclasses
 import hashlib
 import tempfile
 import time
+from typing import IO
 
 import httpx
 
@@ -33,7 +34,7 @@ class FetchResult:
     status: int | None = None
     reason: str = ""
     headers: list[tuple[str, str]] = dataclasses.field(default_factory=list)
-    body: tempfile.SpooledTemporaryFile | None = None
+    body: IO[bytes] | None = None        # spooled while fetching; in memory or a file from fetchproc
     body_length: int = 0
     digest: str | None = None            # sha1:BASE32 of the stored body
     truncated: str | None = None         # None | "length" | "time"

@@ -44,6 +44,7 @@ def response_record(result: FetchResult, warc_date: str, ip: str | None = None):
     headers = {"WARC-Date": warc_date, "WARC-Payload-Digest": result.digest, **_truncation(result)}
     if ip:
         headers["WARC-IP-Address"] = ip
+    assert result.body is not None   # a fetch without an error has a body, empty or not
     result.body.seek(0)
     return _BUILDER.create_warc_record(
         result.url, "response", payload=result.body, length=result.body_length,
