@@ -109,7 +109,8 @@ class CharTerms(fields.FieldType):
     tenth of counting characters document by document (measured on issue 2's site)."""
 
     def __init__(self):
-        super().__init__(formats.Frequency(field_boost=1.0), CJKBigramAnalyzer())
+        # whoosh's annotation asks for an Analyzer; a Tokenizer is a one-stage one (whoosh's own fields pass them)
+        super().__init__(formats.Frequency(field_boost=1.0), CJKBigramAnalyzer())  # type: ignore[arg-type]
 
     def index(self, value, **kwargs):
         raise ValueError("a CharTerms field is filled by index.fulltext.postings.BulkWriter from its Content field")
@@ -339,6 +340,10 @@ class BulkWriter(SegmentWriter):
     copied O(log n) times; ``"all"`` merges every segment (after a bulk build); ``None`` none.
     Merged documents come first in the new segment: every document keeps its number."""
 
+    # The pools replace SegmentWriter's PostingPool: its uses of it are in methods overridden here
+    # (add_document, add_reader, _flush_segment) but for _close_segment's cleanup(), which _Pools has.
+    pool: _Pools  # type: ignore[assignment]
+
     def __init__(self, ix, expected: int = 0, merge: str | None = "tail", **kwargs):
         super().__init__(ix, codec=StrataCodec(), **kwargs)
         self.pool = _Pools()
@@ -356,7 +361,8 @@ class BulkWriter(SegmentWriter):
         250 a term (its string, dictionary slot and array). Measured on issue 2's site: 4.3 million
         postings of 157,000 terms grew the process by 91 MB."""
         fields = self.pool.fields.values()
-        return 12 * sum(map(len, fields)) + 250 * sum(len(f.packed) for f in fields)
+        # (CharTerms pools, made when the segment is flushed, are never here)
+        return 12 * sum(map(len, fields)) + 250 * sum(len(f.packed) for f in fields if isinstance(f, _FieldPool))
 
     # documents
 
@@ -425,7 +431,8 @@ class BulkWriter(SegmentWriter):
             self._sources.append((reader, base))
         self._added = True
 
-    def commit(self, mergetype=None, optimize=None, merge=None):
+    # SegmentWriter.commit's own signature, which whoosh's IndexWriter annotation (**kwargs) does not allow
+    def commit(self, mergetype=None, optimize=None, merge=None):  # type: ignore[override]
         kept = self._kept
         super().commit(mergetype=lambda writer, segments: list(kept))
 
@@ -442,7 +449,7 @@ class BulkWriter(SegmentWriter):
         fw = self.fieldwriter
         for name, field in self.schema.items():
             if isinstance(field, Content) and field.chars and name in self.pool.fields:
-                self.pool.fields[field.chars] = _CharPool(self.pool.fields[name], self.pool.rows)
+                self.pool.fields[field.chars] = _CharPool(self.pool.field(name), self.pool.rows)
         names = {n for n, pool in self.pool.fields.items() if len(pool)}
         for reader, _ in self._sources:
             names.update(n for n in reader.indexed_field_names() if n in self.schema)
