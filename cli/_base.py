@@ -50,7 +50,7 @@ class ProgressLine:
             click.echo("", err=True)
 
 
-def human_size(n: int) -> str:
+def human_size(n: float) -> str:
     for unit in ("B", "KB", "MB", "GB"):
         if n < 1000 or unit == "GB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"

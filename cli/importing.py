@@ -43,10 +43,10 @@ def import_command(collection, paths, as_json, no_fulltext, root) -> None:
             renamed = f" (renamed: {item.renamed_because})" if item.renamed_because else ""
             click.echo(f"imported {item.source} as archive/{item.name}{renamed}: {item.records} records, "
                        f"{'/'.join(item.versions)}, {human_size(item.size)}, sha256 {item.sha256}")
-        for item in report.skipped:
-            click.echo(f"skipped {item.source}: the same bytes are already in archive/{item.same_as}")
-        for item in report.refused:
-            click.echo(f"refused {item}", err=True)
+        for skipped in report.skipped:
+            click.echo(f"skipped {skipped.source}: the same bytes are already in archive/{skipped.same_as}")
+        for refused in report.refused:
+            click.echo(f"refused {refused}", err=True)
         for damage in report.damage:
             click.echo(f"damaged: {damage['file']}: damaged at byte {damage['offset']}: {damage['reason']}", err=True)
         summary = f"{collection}: {len(report.imported)} imported, {len(report.skipped)} skipped, " \

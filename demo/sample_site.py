@@ -36,13 +36,13 @@ import struct
 import sys
 import threading
 import zlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 from functools import lru_cache
 from html import escape
 
-from demo.site_server import Resource, SiteServer
+from demo.site_server import RequestHeaders, Resource, SiteServer
 
 __all__ = [
     "CONTENT_PATTERNS",
@@ -413,7 +413,7 @@ _PAGES: dict[str, Callable[[int, str], str]] = {
 # -- binary and static files -------------------------------------------------------------------
 
 
-def _png(width: int, height: int, pixel: Callable[[int, int], tuple[int, int, int]]) -> bytes:
+def _png(width: int, height: int, pixel: Callable[[int, int], tuple[int, ...]]) -> bytes:
     """A valid RGB PNG. Deflate "stored" blocks keep its bytes the same under any zlib build."""
     raw = b"".join(b"\x00" + bytes(c for x in range(width) for c in pixel(x, y)) for y in range(height))
     blocks = [raw[i : i + 65535] for i in range(0, len(raw), 65535)]
@@ -558,8 +558,8 @@ def _content(version: int, path: str) -> _Content | None:
         return None
     if path in _REDIRECTS:
         status, target = _REDIRECTS[path]
-        body = f'<!DOCTYPE html>\n<title>Moved</title>\n<p>Moved to <a href="{target}">{target}</a>.</p>\n'
-        return status, (("Content-Type", "text/html; charset=utf-8"), ("Location", target)), body.encode()
+        body = f'<!DOCTYPE html>\n<title>Moved</title>\n<p>Moved to <a href="{target}">{target}</a>.</p>\n'.encode()
+        return status, (("Content-Type", "text/html; charset=utf-8"), ("Location", target)), body
     if path in _FILES:
         ctype, body = _FILES[path](version)
         return 200, (("Content-Type", ctype),), body
@@ -567,7 +567,7 @@ def _content(version: int, path: str) -> _Content | None:
     if path in _PAGES:
         html = _PAGES[path](version, path)
     elif path == "/news/" or (m := re.fullmatch(r"/news/page/(\d+)\.html", path)):
-        html = _listing(version, 1 if path == "/news/" else int(m.group(1)))
+        html = _listing(version, 1 if path == "/news/" or m is None else int(m.group(1)))
     elif m := re.fullmatch(r"/news/article-(\d{4})\.html", path):
         n = int(m.group(1))
         if n in _articles(version):
@@ -631,7 +631,7 @@ class SampleSite:
 
     @classmethod
     def resolve(
-        cls, version: int, path: str, request_headers: Mapping[str, str] | None = None
+        cls, version: int, path: str, request_headers: RequestHeaders | None = None
     ) -> Resource | None:
         """What the server sends for ``path`` (query included) in ``version``; None means 404."""
         if path.startswith("/members/"):

@@ -18,7 +18,7 @@ import socket
 import socketserver
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from email.utils import formatdate, parsedate_to_datetime
 from http import HTTPStatus
@@ -68,8 +68,15 @@ class Resource:
         return self.header("Content-Type")
 
 
+class RequestHeaders(Protocol):
+    """What a content model reads of a request's headers: the server hands it the request's
+    ``email.message.Message`` (names case-insensitive); a test may hand it a dict."""
+
+    def get(self, name: str, /) -> str | None: ...
+
+
 class ContentModel(Protocol):
-    def resolve(self, version: int, path: str, request_headers: Mapping[str, str]) -> Resource | None: ...
+    def resolve(self, version: int, path: str, request_headers: RequestHeaders) -> Resource | None: ...
 
 
 @dataclass(frozen=True)
@@ -250,7 +257,7 @@ class SiteServer:
             self._request_count += 1
             self._log.append(record)
 
-    def _resolve(self, version: int, path: str, headers: Mapping[str, str]) -> Resource:
+    def _resolve(self, version: int, path: str, headers: RequestHeaders) -> Resource:
         resource = self.routes(path) if self.routes else None
         if resource is None:
             resource = self.model.resolve(version, path, headers)
@@ -442,8 +449,8 @@ def _accepts_gzip(value: str | None) -> bool:
             gzip_q = q
         elif name == "*":
             star_q = q
-    q = gzip_q if gzip_q is not None else star_q
-    return bool(q and q > 0)
+    chosen = gzip_q if gzip_q is not None else star_q
+    return bool(chosen and chosen > 0)
 
 
 def _gzip_etag(etag: str) -> str:
@@ -456,7 +463,7 @@ def _opaque(tag: str) -> str:
     return tag[2:] if tag.startswith("W/") else tag
 
 
-def _not_modified(res: Resource, headers: Mapping[str, str]) -> bool:
+def _not_modified(res: Resource, headers: RequestHeaders) -> bool:
     inm = headers.get("If-None-Match")
     if inm is not None:  # RFC 9110 13.2.2: If-None-Match wins over If-Modified-Since
         if not res.etag:

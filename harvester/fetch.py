@@ -21,6 +21,8 @@ import hashlib
 import http.cookiejar
 import tempfile
 import time
+import typing
+from typing import IO
 
 import httpx
 
@@ -40,7 +42,7 @@ class FetchResult:
     status: int | None = None
     reason: str = ""
     headers: list[tuple[str, str]] = dataclasses.field(default_factory=list)
-    body: tempfile.SpooledTemporaryFile | None = None
+    body: IO[bytes] | None = None        # spooled while fetching; in memory or a file from fetchproc
     body_length: int = 0
     digest: str | None = None            # sha1:BASE32 of the stored body
     truncated: str | None = None         # None | "length" | "time"
@@ -168,7 +170,8 @@ async def fetch(client: httpx.AsyncClient, url: str, headers: dict[str, str] | N
                 ]
                 result.wire_bytes = len(result.http_version) + 6 + len(result.reason) + sum(len(k) + len(v) + 4 for k, v in raw) + 2
                 try:
-                    async for chunk in response.stream:
+                    stream = typing.cast(httpx.AsyncByteStream, response.stream)   # an async transport's
+                    async for chunk in stream:
                         result.wire_bytes += len(chunk)
                         room = max_size - result.body_length
                         if len(chunk) > room:

@@ -69,10 +69,18 @@ class FetchProcess:
         self._proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "harvester.fetchproc", stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE, limit=INLINE_MAX + (1 << 20))
-        self._proc.stdin.write(_frame(("config", self.settings)))
+        self._stdin().write(_frame(("config", self.settings)))
         self.alive = True
         self._reader = asyncio.create_task(self._read_answers())
         return self
+
+    def _stdin(self) -> asyncio.StreamWriter:
+        assert self._proc is not None and self._proc.stdin is not None   # started, with a pipe
+        return self._proc.stdin
+
+    def _stdout(self) -> asyncio.StreamReader:
+        assert self._proc is not None and self._proc.stdout is not None   # started, with a pipe
+        return self._proc.stdout
 
     async def fetch(self, url: str, headers: dict[str, str], deadline: float, max_size: int) -> FetchResult:
         if not self.alive:
@@ -81,7 +89,7 @@ class FetchProcess:
         answer = asyncio.get_running_loop().create_future()
         self._pending[fetch_id] = (answer, url)
         try:
-            self._proc.stdin.write(_frame(("fetch", fetch_id, url, headers, deadline, max_size)))
+            self._stdin().write(_frame(("fetch", fetch_id, url, headers, deadline, max_size)))
             # The child may hold it until a connection is free (at most one fetch's deadline), then fetches.
             async with asyncio.timeout(2 * deadline + ANSWER_GRACE):
                 return await answer
@@ -95,7 +103,7 @@ class FetchProcess:
 
     async def _read_answers(self) -> None:
         while True:
-            message = await _read_frame(self._proc.stdout)
+            message = await _read_frame(self._stdout())
             if message is None:
                 break
             _, fetch_id, fields, body, body_path = message
@@ -122,7 +130,7 @@ class FetchProcess:
         if self._proc is None:
             return
         with contextlib.suppress(OSError, RuntimeError):
-            self._proc.stdin.close()
+            self._stdin().close()
         try:
             await asyncio.wait_for(self._proc.wait(), 5.0)
         except TimeoutError:

@@ -143,7 +143,7 @@ async def system_resolve(host: str, port: int) -> list[str]:
     infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     seen: list[str] = []
     for info in infos:
-        address = info[4][0]
+        address = str(info[4][0])   # an IP address (an int only for families not asked for here)
         if address not in seen:
             seen.append(address)
     return seen
@@ -217,8 +217,8 @@ class GuardedTransport(httpx.AsyncBaseTransport):
             raise httpx.UnsupportedProtocol(f"unsupported URL scheme {url.scheme!r}", request=request)
         address = await self._check(url, request)
         if self._rotation is not None:
-            transport = await self._proxy_transport(next(self._rotation), request)
-            return await transport.handle_async_request(request)
+            proxied = await self._proxy_transport(next(self._rotation), request)
+            return await proxied.handle_async_request(request)
         host, port = _host_and_port(url)
         extensions = dict(request.extensions)
         if url.scheme == "https":

@@ -116,18 +116,61 @@ SETTINGS_BY_NAME = {s.name: s for s in JOB_SETTINGS}
 SECRET_SETTINGS = frozenset({"login_cookies", "login_form_fields", "proxies"})
 
 
+def _default(name: str) -> Any:
+    """The default of one row of ``JOB_SETTINGS``, so that ``JobSettings`` holds no second copy."""
+    return SETTINGS_BY_NAME[name].default
+
+
 @dataclasses.dataclass(frozen=True)
 class JobSettings:
-    """A validated job: one attribute per row of ``JOB_SETTINGS``, plus the job's name."""
+    """A validated job: the job's name, then one typed field per row of ``JOB_SETTINGS``.
+
+    It is generated from the one settings table in this sense: the table stays the single source
+    of truth for the names, order, defaults, checking and help; this class only gives each value
+    the type its checker returns, so that a type checker sees ``job.depth`` as an ``int``. Build it
+    with ``validate_job``. tests/test_settings.py fails, naming the line to add, when a row has no
+    field here (or a field's name, order, default or type disagrees with its row).
+    """
 
     name: str
-    values: dict[str, Any]
+    seeds: tuple[str, ...] = _default("seeds")
+    depth: int = _default("depth")
+    scope: str = _default("scope")
+    include: tuple[str, ...] = _default("include")
+    exclude: tuple[str, ...] = _default("exclude")
+    embeds_offsite: bool = _default("embeds_offsite")
+    delay: float = _default("delay")
+    concurrency: int = _default("concurrency")
+    fetch_process: bool = _default("fetch_process")
+    robots: str = _default("robots")
+    user_agent: str = _default("user_agent")
+    timeout: float = _default("timeout")
+    connect_timeout: float = _default("connect_timeout")
+    max_resource_size: int = _default("max_resource_size")
+    max_urls: int = _default("max_urls")
+    warc_max_size: int = _default("warc_max_size")
+    fulltext: bool = _default("fulltext")
+    frequency: str = _default("frequency")
+    index_patterns: tuple[str, ...] = _default("index_patterns")
+    content_patterns: tuple[str, ...] = _default("content_patterns")
+    default_page_kind: str = _default("default_page_kind")
+    recheck_all: bool = _default("recheck_all")
+    check_deleted_links: bool = _default("check_deleted_links")
+    noise_selectors: tuple[str, ...] = _default("noise_selectors")
+    noise_patterns: tuple[str, ...] = _default("noise_patterns")
+    change_threshold: float = _default("change_threshold")
+    store_soft_changes: bool = _default("store_soft_changes")
+    min_interval: float = _default("min_interval")
+    max_interval: float = _default("max_interval")
+    login_cookies: tuple[str, ...] = _default("login_cookies")
+    login_form_url: str = _default("login_form_url")
+    login_form_fields: tuple[str, ...] = _default("login_form_fields")
+    proxies: tuple[str, ...] = _default("proxies")
 
-    def __getattr__(self, item: str) -> Any:
-        try:
-            return self.values[item]
-        except KeyError:
-            raise AttributeError(item) from None
+    @property
+    def values(self) -> dict[str, Any]:
+        """Every setting's value by name, in the table's order (the job's name not included)."""
+        return {setting.name: getattr(self, setting.name) for setting in JOB_SETTINGS}
 
     def replace(self, **changes: Any) -> JobSettings:
         return validate_job(self.name, {**self.values, **changes})
@@ -135,7 +178,7 @@ class JobSettings:
     def to_toml(self) -> str:
         lines = [f"# Strata job {self.name!r}: see `strata settings` for every field."]
         for setting in JOB_SETTINGS:
-            value = self.values[setting.name]
+            value = getattr(self, setting.name)
             if value == setting.default and setting.name != "seeds":
                 continue
             lines.append(f"{setting.name} = {_toml_value(value)}")
@@ -174,7 +217,7 @@ def validate_job(name: str, raw: dict[str, Any]) -> JobSettings:
         raise ConfigError(f"job {name!r}: field 'seeds': at least one seed URL is needed")
     if values["min_interval"] > values["max_interval"]:
         raise ConfigError(f"job {name!r}: field 'min_interval': must not exceed max_interval")
-    return JobSettings(name=name, values=values)
+    return JobSettings(name=name, **values)
 
 
 def load_job_file(path: Path) -> JobSettings:

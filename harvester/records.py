@@ -63,6 +63,7 @@ def _notes(result: FetchResult) -> dict[str, str]:
 def response_record(result: FetchResult, warc_date: str):
     headers = {"WARC-Date": warc_date, "WARC-Payload-Digest": result.digest, **_address(result),
                **_truncation(result), **_notes(result)}
+    assert result.body is not None   # a fetch without an error has a body, empty or not
     result.body.seek(0)
     return _BUILDER.create_warc_record(
         result.url, "response", payload=result.body, length=result.body_length,

@@ -192,7 +192,7 @@ class RobotsCache:
         if task is None:
             task = asyncio.ensure_future(self._load(origin))
             self._pending[origin] = task
-            task.add_done_callback(lambda _, origin=origin: self._pending.pop(origin, None))
+            task.add_done_callback(lambda _: self._pending.pop(origin, None))
         # One waiter being cancelled must not cancel the fetch the others wait for.
         return await asyncio.shield(task)
 
@@ -201,6 +201,7 @@ class RobotsCache:
 
     async def _load(self, origin: str) -> RobotsRules:
         robots_url = normalize_url(origin + "/robots.txt")
+        assert robots_url is not None   # an http(s) origin and a path make an http(s) URL
         try:
             status, body = await self._fetch(robots_url)
         except Exception as exc:  # the fetcher's failure is the site's unreachability

@@ -87,7 +87,7 @@ class Harvest:
         self.transport = transport
         self.fetcher: FetchProcess | None = None
         self.figures = RunFigures()
-        self.run_id: str | None = None
+        self.run_id = ""   # set when the run starts
         self.mode: str | None = None
         self.status = "running"
         self._stop = False
@@ -374,6 +374,7 @@ class Harvest:
         mime = content_type.split(";")[0].strip().lower() or "unknown"
         url_update: dict = {"last_checked": iso(now), "last_run": self.run_id, "last_class": cls}
         digest_entry: Original | None = None
+        refers: Original | None = None   # the original a revisit points at
 
         if result.status == 304 and conditional and previous:
             original = Original(previous["orig_uri"], previous["orig_date"], previous["orig_record_id"],
@@ -389,7 +390,7 @@ class Harvest:
         else:
             if mime in HTML_TYPES and decide.is_success(result.status):
                 url_update["page_kind"] = self.kinds.kind(item.url)
-                if cls == "changed" and decide.is_success(previous.get("last_status")):
+                if cls == "changed" and previous and decide.is_success(previous.get("last_status")):
                     # Only a changed payload needs the (costly) main-content comparison.
                     text = main_text(self._decoded_body(result), _charset(content_type), self.noise)
                     url_update["fingerprint"] = content_digest(text)
@@ -400,12 +401,12 @@ class Harvest:
                             self._skip_soft(item, result, previous, score, now, follow)
                             return
             original = None
-            if self.mode == "incremental":
+            if self.mode == "incremental" and result.digest:
                 original = state.lookup_digest(result.digest)
             decision = decide.dedup_decision(result.digest, result.truncated, result.body_length, original,
                                              result.status)
             digest, refers = result.digest, decision.original
-            if decision.kind == "revisit":
+            if decision.kind == "revisit" and decision.original is not None:
                 main = records.identical_revisit(result, date, decision.original)
                 record_type = "revisit"
                 figures.bytes_saved += result.body_length

@@ -18,6 +18,7 @@ import zlib
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import BinaryIO
 
 from warcio.warcwriter import WARCWriter
 
@@ -102,7 +103,7 @@ class WarcRoller:
         self._lines: list[bytes] | None = None   # the current file's CDXJ lines, None: index from disk
         self.files: list[str] = []
         self.bytes_written = 0
-        self._fh = None
+        self._fh: BinaryIO | None = None
         self._writer: WARCWriter | None = None
         self._filename: str | None = None
         self._serial = 0
@@ -113,6 +114,7 @@ class WarcRoller:
         together); roll over afterwards if the file is past ``max_size``."""
         if self._fh is None:
             self._open_next()
+        assert self._fh is not None and self._writer is not None and self._filename is not None
         locations = []
         for record in records:
             offset = self._fh.tell()
@@ -128,6 +130,7 @@ class WarcRoller:
         return locations
 
     def _index(self, record, offset: int, length: int) -> None:
+        assert self.indexer is not None and self._lines is not None and self._filename is not None
         try:
             line = self.indexer.line(record, offset, length, self._filename)
         except NeedsFileIndex:
@@ -165,6 +168,7 @@ class WarcRoller:
         if self._fh is None:
             return
         name = self._filename
+        assert name is not None   # named when opened
         self._fh.flush()
         os.fsync(self._fh.fileno())
         size = self._fh.tell()

@@ -64,6 +64,7 @@ class RecordIndexer:
         """The record's CDXJ line, or None for a record pywb does not index (warcinfo, request)."""
         if self._parser is None:
             self._load()
+            assert self._parser is not None
         url = record.rec_headers.get_header("WARC-Target-URI") or ""
         if record.rec_type == "request":
             if record.http_headers is None or record.http_headers.protocol != "GET":

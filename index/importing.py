@@ -152,7 +152,10 @@ def import_files(root: Path, name: str, paths: Iterable[Path], progress: Progres
             except ArchiveError as exc:     # this file is not imported; the others still are
                 report.refused.append(Refused(str(item.path), None, exc.message))
                 continue
-            (report.skipped if isinstance(outcome, Skipped) else report.imported).append(outcome)
+            if isinstance(outcome, Skipped):
+                report.skipped.append(outcome)
+            else:
+                report.imported.append(outcome)
         if report.imported:
             report.state = rebuild_state(collection, progress=_state_progress(progress))
             if fulltext:

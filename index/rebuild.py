@@ -141,7 +141,7 @@ def _derive_file(collection: Collection, state: HarvestState, name: str, runs: d
 
 def _is_web(url: str | None) -> bool:
     """http(s) captures only, as pywb's indexer: not Heritrix's dns: records, not ARC file headers."""
-    return bool(url) and url.split(":", 1)[0].lower() in ("http", "https")
+    return url is not None and url.split(":", 1)[0].lower() in ("http", "https")
 
 
 def arc_record_id(filename: str, offset: int) -> str:

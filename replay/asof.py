@@ -60,7 +60,8 @@ def _order_key(cdx) -> tuple:
 def as_of_order(cdx_iter: Iterable, as_of: str, limit: int | None = None) -> Iterator:
     """Captures at or before ``as_of``, newest first, then later ones, earliest first."""
     as_of = pad_as_of(as_of)
-    before, after = [], []
+    before: list = []
+    after: list = []
     for cdx in cdx_iter:
         (before if cdx["timestamp"] <= as_of else after).append(cdx)
     before.sort(key=_order_key, reverse=True)

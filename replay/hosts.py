@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from strata.errors import ConfigError
@@ -39,7 +39,7 @@ class HostDispatcher:
         if not self.staff_hosts:
             raise ConfigError("give the staff console a host name of its own, e.g. --staff-host staff.example.org")
 
-    def app_for(self, environ) -> object:
+    def app_for(self, environ) -> Callable[..., Iterable[bytes]]:
         host = environ.get("HTTP_HOST") or environ.get("SERVER_NAME") or ""
         return self.staff_app if _bare_host(host) in self.staff_hosts else self.replay_app
 

@@ -73,7 +73,7 @@ class _HarvestDatabases:
         if cached is not None:
             del self._open[coll]
             cached[1].close()
-        if inode is None:
+        if inode is None or db_path is None:
             return None
         conn = open_readonly(db_path)
         if conn is not None:

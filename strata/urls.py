@@ -135,6 +135,7 @@ def _normalize(url: str, base: str | None) -> str | None:
     scheme = parts.scheme.lower()
     if scheme not in _SCHEMES:
         return None
+    host: str | None
     host, port = _split_netloc(parts.netloc.rpartition("@")[2])
     host = _normalize_host(host)
     if host is None:

@@ -47,11 +47,11 @@ def next_slot(frequency: str, previous: datetime, now: datetime) -> datetime:
             return previous
         return previous + step * ((now - previous) // step + 1)
     if frequency in MONTHS:
-        step = MONTHS[frequency]
+        month_step = MONTHS[frequency]
         months = max(0, (now.year - previous.year) * 12 + now.month - previous.month)
-        slot = add_months(previous, (months // step) * step)
+        slot = add_months(previous, (months // month_step) * month_step)
         while slot <= now:
-            slot = add_months(slot, step)
+            slot = add_months(slot, month_step)
         return slot
     return _cron(frequency, max(previous, now))
 

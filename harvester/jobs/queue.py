@@ -321,6 +321,7 @@ class SQLiteQueue(RunQueue):
         patient = now - timedelta(seconds=max(stale_after * 10, 600))
         for row in self.conn.execute("SELECT * FROM queue WHERE status='running' ORDER BY id"):
             entry = self._row(row)
+            assert entry is not None   # a row was there
             alive = worker_alive(entry.worker)
             beat = entry.heartbeat or entry.queued_at
             if alive is False or beat < (patient if alive else limit):

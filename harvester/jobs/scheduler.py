@@ -100,6 +100,7 @@ class Scheduler:
         if entry.paused:
             result.skipped.append((collection, job.name, "paused"))
             return
+        assert entry.next_due is not None   # set just above when the queue held none
         if entry.next_due > now:
             return
         queued, created = self.queue.enqueue(collection, job.name, "auto", reason="schedule", now=now)

@@ -39,7 +39,7 @@ log = logging.getLogger(__name__)
 @dataclasses.dataclass
 class _Active:
     entry: QueuedRun
-    harvest: object | None = None
+    harvest: Harvest | None = None
     progress: dict = dataclasses.field(default_factory=dict)
     cancelled: bool = False
     task: asyncio.Task | None = None

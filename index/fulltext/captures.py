@@ -156,7 +156,7 @@ class CaptureTable:
         offsets, stamps_by_doc = self._docs()
         if docnum + 1 >= len(offsets):
             return []
-        stamps = stamps_by_doc[offsets[docnum]:offsets[docnum + 1]]
+        stamps: Iterable[int] = stamps_by_doc[offsets[docnum]:offsets[docnum + 1]]
         if lo is not None or hi is not None:
             low = int(lo) if lo else 0
             high = int(hi) if hi else 99999999999999

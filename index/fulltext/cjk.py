@@ -60,6 +60,13 @@ def normalize(text: str) -> str:
     return unicodedata.normalize("NFKC", text)
 
 
+class _Token(Token):
+    """Whoosh's ``Token`` with ``original`` declared: tokenizers set it under ``keeporiginal``, but
+    whoosh's annotations leave it out."""
+
+    original: str
+
+
 class CJKBigramAnalyzer(Tokenizer):
     """A Whoosh analyzer (a tokenizer that needs no filters): see the module docstring."""
 
@@ -80,7 +87,7 @@ class CJKBigramAnalyzer(Tokenizer):
     def __call__(self, value: str, positions: bool = False, chars: bool = False, keeporiginal: bool = False,
                  removestops: bool = True, start_pos: int = 0, start_char: int = 0, tokenize: bool = True,
                  mode: str = "", **kwargs) -> Iterator[Token]:
-        t = Token(positions, chars, removestops=removestops, mode=mode, **kwargs)
+        t = _Token(positions, chars, removestops=removestops, mode=mode, **kwargs)
         t.boost = 1.0
         t.stopped = False
         if not tokenize:
@@ -162,7 +169,7 @@ def content_weights(parts, stoplist: frozenset[str] = frozenset(STOP_WORDS), min
     for text, boost in parts:
         if not text:
             continue
-        terms = []
+        terms: list[str] = []
         for run, word in _TOKEN_RE.findall(text):
             if run:
                 if len(run) > 1:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import mmap
 from io import SEEK_CUR, SEEK_END, SEEK_SET
+from typing import BinaryIO, cast
 
 from whoosh.filedb.filestore import FileStorage
 from whoosh.filedb.structfile import BufferFile, StructFile
@@ -64,7 +65,7 @@ class _ViewFile(BufferFile):
     def __init__(self, buf: memoryview, name: str | None = None):
         self._buf = buf
         self._name = name
-        self.file = _ViewIO(buf)
+        self.file = cast(BinaryIO, _ViewIO(buf))   # the part of a binary file StructFile uses
         self.onclose = None
         self.is_real = False
         self.is_closed = False

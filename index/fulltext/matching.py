@@ -347,7 +347,7 @@ class Union(Matches):
 
 def _and_not(base: Matches, negatives: list[Matches]) -> Matches:
     exact = [m for m in negatives if m.check is None]
-    checked = [m for m in negatives if m.check is not None]
+    checked = [(m.scores, m.check) for m in negatives if m.check is not None]
     drop = set().union(*(m.keys() for m in exact)) if exact else set()
     scores = {d: s for d, s in base.scores.items() if d not in drop} if drop else base.scores
     if not checked:
@@ -356,7 +356,7 @@ def _and_not(base: Matches, negatives: list[Matches]) -> Matches:
     def check(docnum: int) -> bool:
         if base.check is not None and not base.check(docnum):
             return False
-        return not any(docnum in m.scores and m.check(docnum) for m in checked)
+        return not any(docnum in scores and check_one(docnum) for scores, check_one in checked)
 
     return Matches(scores, check)
 

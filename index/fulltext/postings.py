@@ -76,7 +76,7 @@ MAX_MERGE_DOCS = 200_000       # a segment this large is never merged again by B
 _TERMINFO = struct.Struct(W3TermInfo._struct.format + "qi")
 assert W3TermInfo._struct.format in ("!BfIBBfII", b"!BfIBBfII"), "Whoosh 3's term info layout changed"
 _MINLEN, _MAXLEN = length_to_byte(1), length_to_byte(0x7FFFFFFF)    # field lengths are not tracked per term
-_consume = deque(maxlen=0).extend
+_consume = deque[object](maxlen=0).extend
 
 
 # -- the field type --------------------------------------------------------------------------------
@@ -89,7 +89,8 @@ class Content(fields.FieldType):
     ``chars`` names a ``CharTerms`` field that ``BulkWriter`` fills from this one."""
 
     def __init__(self, chars: str | None = None):
-        super().__init__(formats.Frequency(field_boost=1.0), CJKBigramAnalyzer(), scorable=True)
+        # whoosh's annotation asks for an Analyzer; a Tokenizer is a one-stage one (whoosh's own fields pass them)
+        super().__init__(formats.Frequency(field_boost=1.0), CJKBigramAnalyzer(), scorable=True)  # type: ignore[arg-type]
         self.chars = chars
 
     def index(self, value, **kwargs):
@@ -108,7 +109,8 @@ class CharTerms(fields.FieldType):
     tenth of counting characters document by document (measured on issue 2's site)."""
 
     def __init__(self):
-        super().__init__(formats.Frequency(field_boost=1.0), CJKBigramAnalyzer())
+        # whoosh's annotation asks for an Analyzer; a Tokenizer is a one-stage one (whoosh's own fields pass them)
+        super().__init__(formats.Frequency(field_boost=1.0), CJKBigramAnalyzer())  # type: ignore[arg-type]
 
     def index(self, value, **kwargs):
         raise ValueError("a CharTerms field is filled by index.fulltext.postings.BulkWriter from its Content field")
@@ -175,7 +177,7 @@ class Postings:
 
     def __init__(self, packed: array):
         self.packed = packed
-        self._raw = None
+        self._raw: bytes | None = None
 
     def __len__(self) -> int:
         return len(self.packed)
@@ -338,6 +340,10 @@ class BulkWriter(SegmentWriter):
     copied O(log n) times; ``"all"`` merges every segment (after a bulk build); ``None`` none.
     Merged documents come first in the new segment: every document keeps its number."""
 
+    # The pools replace SegmentWriter's PostingPool: its uses of it are in methods overridden here
+    # (add_document, add_reader, _flush_segment) but for _close_segment's cleanup(), which _Pools has.
+    pool: _Pools  # type: ignore[assignment]
+
     def __init__(self, ix, expected: int = 0, merge: str | None = "tail", **kwargs):
         super().__init__(ix, codec=StrataCodec(), **kwargs)
         self.pool = _Pools()
@@ -355,7 +361,8 @@ class BulkWriter(SegmentWriter):
         250 a term (its string, dictionary slot and array). Measured on issue 2's site: 4.3 million
         postings of 157,000 terms grew the process by 91 MB."""
         fields = self.pool.fields.values()
-        return 12 * sum(map(len, fields)) + 250 * sum(len(f.packed) for f in fields)
+        # (CharTerms pools, made when the segment is flushed, are never here)
+        return 12 * sum(map(len, fields)) + 250 * sum(len(f.packed) for f in fields if isinstance(f, _FieldPool))
 
     # documents
 
@@ -424,7 +431,8 @@ class BulkWriter(SegmentWriter):
             self._sources.append((reader, base))
         self._added = True
 
-    def commit(self, mergetype=None, optimize=None, merge=None):
+    # SegmentWriter.commit's own signature, which whoosh's IndexWriter annotation (**kwargs) does not allow
+    def commit(self, mergetype=None, optimize=None, merge=None):  # type: ignore[override]
         kept = self._kept
         super().commit(mergetype=lambda writer, segments: list(kept))
 
@@ -441,7 +449,7 @@ class BulkWriter(SegmentWriter):
         fw = self.fieldwriter
         for name, field in self.schema.items():
             if isinstance(field, Content) and field.chars and name in self.pool.fields:
-                self.pool.fields[field.chars] = _CharPool(self.pool.fields[name], self.pool.rows)
+                self.pool.fields[field.chars] = _CharPool(self.pool.field(name), self.pool.rows)
         names = {n for n, pool in self.pool.fields.items() if len(pool)}
         for reader, _ in self._sources:
             names.update(n for n in reader.indexed_field_names() if n in self.schema)
@@ -487,7 +495,9 @@ class BulkWriter(SegmentWriter):
                     parts.append(source)
                 else:
                     reader, base, info = source
-                    parts.append(read_postings(reader, name, btext, info).rebased(base))
+                    postings = read_postings(reader, name, btext, info)
+                    assert postings is not None   # None only when looking the term up finds none
+                    parts.append(postings.rebased(base))
             yield btext, Postings.join(parts)
 
 
@@ -570,6 +580,7 @@ class _Pools:
         pool = self.fields.get(name)
         if pool is None:
             pool = self.fields[name] = _FieldPool()
+        assert isinstance(pool, _FieldPool)   # CharTerms pools are made only when a segment is flushed
         return pool
 
     def cleanup(self) -> None:

@@ -260,8 +260,8 @@ class SearchParams:
     type: str | None = None
     collections: list[str] | None = None     # None: every collection under the root
     sort: str = "relevance"
-    page: int = 1
-    per_page: int = 10
+    page: int | str = 1                      # str: a form's text, until checked() makes it an int
+    per_page: int | str = 10
 
     def checked(self) -> SearchParams:
         if self.sort not in SORTS:
@@ -329,6 +329,7 @@ def _view(coll: Collection) -> IndexView | None:
 def search(root: Path, params: SearchParams, time_limit: float = TIME_LIMIT) -> dict:
     started = time.monotonic()
     p = params.checked()
+    page, per_page = int(p.page), int(p.per_page)   # ints once checked
     parsed = parse_query(p.q)
     names = p.collections if p.collections is not None else list_collections(root)
     groups: dict[tuple[str, str], dict] = {}
@@ -388,7 +389,7 @@ def search(root: Path, params: SearchParams, time_limit: float = TIME_LIMIT) -> 
         hits.sort(key=lambda g: (g["first"], -g["score"]))
     else:
         hits.sort(key=lambda g: (-g["score"], g["url"]))
-    page_hits = hits[(p.page - 1) * p.per_page:p.page * p.per_page]
+    page_hits = hits[(page - 1) * per_page:page * per_page]
     for group in page_hits:
         view, docnum = best[(group["collection"], group["url"])]
         stored = view.searcher.stored_fields(docnum)
@@ -403,7 +404,7 @@ def search(root: Path, params: SearchParams, time_limit: float = TIME_LIMIT) -> 
         "query": p.q, "from": p.date_from, "to": p.date_to, "site": p.site, "type": p.type,
         "collections": names, "unindexed": unindexed, "sort": p.sort, "page": p.page, "per_page": p.per_page,
         "total_urls": len(hits), "total_documents": total_docs, "total_exact": total_exact,
-        "pages": max(1, -(-len(hits) // p.per_page)),
+        "pages": max(1, -(-len(hits) // per_page)),
         "exhaustive": exhaustive and not timed_out, "timed_out": timed_out,
         "hits": page_hits, "facets": _facets(hits), "histogram": _histogram(hits),
         "elapsed_ms": round((time.monotonic() - started) * 1000, 1),

@@ -121,7 +121,8 @@ def _detect(data: bytes, declared: str | None) -> str:
     except ImportError:  # pragma: no cover - comes with requests, a pywb dependency
         return declared or "utf-8"
     best = from_bytes(sample).best()
-    return codec_for_label(best.encoding) if best is not None and codec_for_label(best.encoding) else "utf-8"
+    codec = codec_for_label(best.encoding) if best is not None else None
+    return codec or "utf-8"
 
 
 def _finish(out: Extracted, content_language: str | None, max_chars: int) -> Extracted:

@@ -110,7 +110,7 @@ def classes_chart(runs: list[dict]) -> Markup:
     bar = min(40.0, slot * 0.6)
     for i, run in enumerate(runs):
         x = LEFT + slot * i + slot / 2 - bar / 2
-        y = TOP + inner_h
+        y: float = TOP + inner_h
         parts = []
         for key, colour, label in CLASS_COLOURS:
             value = run.get(key) or 0

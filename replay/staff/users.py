@@ -183,12 +183,14 @@ class Users:
             (self._hash(token),)).fetchone()
         if row is None:
             return None
-        if _parse(row["expires"]) <= now or _parse(row["last_seen"]) + self.idle_timeout <= now:
+        expires, last_seen = _parse(row["expires"]), _parse(row["last_seen"])
+        assert expires is not None and last_seen is not None   # NOT NULL columns
+        if expires <= now or last_seen + self.idle_timeout <= now:
             self.conn.execute("DELETE FROM sessions WHERE token_hash=?", (row["token_hash"],))
             return None
-        if now - _parse(row["last_seen"]) > timedelta(minutes=1):
+        if now - last_seen > timedelta(minutes=1):
             self.conn.execute("UPDATE sessions SET last_seen=? WHERE token_hash=?", (_iso(now), row["token_hash"]))
-        return Session(row["user"], row["csrf"], _parse(row["expires"]))
+        return Session(row["user"], row["csrf"], expires)
 
     def end_session(self, token: str | None) -> None:
         if token:
