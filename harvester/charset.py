@@ -159,11 +159,10 @@ def sniff_html(body: bytes, header_charset: str | None = None) -> DocumentCharse
     return _detected(body)
 
 
-def detect_codec(body: bytes) -> str | None:
+def detect_codec(body: bytes) -> str:
     """The codec of an undeclared *body*: UTF-8 when it is valid UTF-8, else charset-normalizer's
-    guess (``None`` when it has none)."""
-    found = _detected(body)
-    return found.codec if found.source == "detected" else None
+    guess, else windows-1252 (the last step of :func:`sniff_html`)."""
+    return _detected(body).codec
 
 
 def _detected(body: bytes) -> DocumentCharset:

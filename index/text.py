@@ -111,7 +111,7 @@ def _detect(data: bytes, declared: str | None) -> str:
     """The declared codec when the body fits it, else UTF-8 when it is valid, else detection."""
     if declared and declared != "utf-8":
         return declared
-    return detect_codec(data) or "utf-8"
+    return detect_codec(data)
 
 
 def _finish(out: Extracted, content_language: str | None, max_chars: int) -> Extracted:

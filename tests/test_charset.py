@@ -90,3 +90,8 @@ def test_utf8_cut_by_the_sample_is_still_utf8():
 def test_windows_1252_reads_its_undefined_bytes_as_c1_controls_as_browsers_do():
     assert decode(b"\x80\x81\x8d\x8f\x90\x9d\x9f\xe9", "cp1252") == "\u20ac\x81\x8d\x8f\x90\x9d\u0178\xe9"
     assert decode(b"caf\xe9", "gb18030") == "caf\ufffd"
+
+
+def test_full_text_of_a_short_undeclared_latin_text_is_windows_1252():
+    assert detect_codec(b"caf\xe9 cr\xe8me") == "cp1252"
+    assert extract(b"caf\xe9 cr\xe8me", "text/plain").text == "café crème"
