@@ -12,6 +12,7 @@ the header into 404s), non-ASCII paths and queries, ``&amp;``, ASCII second byte
 
 from __future__ import annotations
 
+import html
 import json
 import shutil
 import subprocess
@@ -19,6 +20,8 @@ import time
 
 import pytest
 
+from harvester.urls import normalize_url
+from strata.site_server import Resource, SiteServer
 from tests.cjk_site import GROUPS, start_cjk_site
 from tests.conftest import VENV_BIN
 from tests.test_charset import CHROMIUM_SAW
@@ -115,3 +118,27 @@ def test_clicking_each_link_requests_its_a_href(browser, site):
                 assert clicked == [href[len(site.base_url):]], (group.name, number)
     finally:
         page.close()
+
+
+def test_every_printable_ascii_character_is_encoded_as_chromium_encodes_it(browser):
+    """Path and query, each printable ASCII character, as a.href in Chromium and normalize_url."""
+    chars = [chr(c) for c in range(0x20, 0x7F) if chr(c) not in "#?/&=%"]
+    hrefs = [f"/p{c}x?q{c}y" for c in chars] + ["/a%zz?b%zz", "/a%41?b%41", "/a%7c?b%7C", "\\a\\b?c\\d",
+                                                 " /lead?x=1 ", "/t\tab?n\nl"]
+    body = '<meta charset="utf-8">' + "".join(f'<a href="{html.escape(h)}">x</a>' for h in hrefs)
+
+    class Model:
+        def resolve(self, version, path, headers):
+            return Resource(200, (("Content-Type", "text/html"),), body.encode()) if path == "/" else None
+
+    with SiteServer(Model(), hostile=False) as server:
+        page = browser.new_page()
+        try:
+            page.goto(server.url("/"))
+            chromium = page.evaluate("[...document.querySelectorAll('a')].map(a => a.href)")
+        finally:
+            page.close()
+        strata = [normalize_url(href, server.url("/")) for href in hrefs]
+    differ = [(h, c, s) for h, c, s in zip(hrefs, chromium, strata, strict=True) if c != s]
+    # Chromium keeps an escape's hex digits as written ("%7c"); Strata uppercases them (same URL).
+    assert differ == [("/a%7c?b%7C", server.base_url + "/a%7c?b%7C", server.base_url + "/a%7C?b%7C")]
