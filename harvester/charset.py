@@ -28,8 +28,6 @@ import codecs
 import re
 from dataclasses import dataclass
 
-from charset_normalizer import from_bytes
-
 __all__ = ["DocumentCharset", "codec_for_label", "css_charset", "decode", "detect_codec", "html_charset",
            "sniff_html"]
 
@@ -169,7 +167,11 @@ def _detected(body: bytes) -> DocumentCharset:
     if _is_utf8(body[:UTF8_CHECK_BYTES]):
         return DocumentCharset("utf-8", "utf-8", "detected")
     sample = body[:DETECT_BYTES]
-    best = from_bytes(sample).best() if len(_NON_ASCII.findall(sample)) >= DETECT_MIN_BYTES else None
+    best = None
+    if len(_NON_ASCII.findall(sample)) >= DETECT_MIN_BYTES:
+        from charset_normalizer import from_bytes  # ~30 ms to import: only undeclared legacy pages pay it
+
+        best = from_bytes(sample).best()
     name = _lookup(best.encoding) if best is not None else None
     if name in _CHINESE:
         return DocumentCharset("gb18030", "gbk", "detected")   # Chromium's detector says GBK
