@@ -49,8 +49,9 @@ A :class:`CjkPage` has ``target`` (the request target as a browser sends it, per
 ``group``, ``encoding`` (the Python codec of its bytes), ``declared`` (``"none"``, ``"meta"`` or
 ``"wrong-header"``), ``content_type`` (the header sent), ``body`` (bytes), ``title``, ``marker``
 (text to look for when the page is shown), ``hrefs`` (the ``href`` values as written, entities
-decoded) and ``text`` (the page's visible text as the author wrote it). A target that is not in
-``pages`` is answered with 404. The pages never change between requests.
+decoded) and ``text`` (its title, paragraphs and marker as the author wrote them). A target that
+is not in ``pages`` is answered with 404. The pages never change between requests.
+``LIVE_CHARSET[page.group]`` is the ``document.characterSet`` Chromium shows for the live page.
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ from urllib.parse import quote
 
 from strata.site_server import RequestRecord, Resource, SiteServer
 
-__all__ = ["GROUPS", "CjkPage", "CjkSite", "start_cjk_site"]
+__all__ = ["GROUPS", "LIVE_CHARSET", "CjkPage", "CjkSite", "browser_target", "start_cjk_site"]
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,12 @@ GROUPS: tuple[Group, ...] = (
           "shift_jis", "ja"),
     Group("utf8-meta", "utf-8", "meta", "text/html", '<meta charset="utf-8">', "utf-8", "zh"),
 )
+
+#: ``document.characterSet`` of each group's live pages in Chromium (tests/test_cjk_chromium.py checks
+#: it on every page): what a replayed page must show as too.
+LIVE_CHARSET = {"gbk-none": "GBK", "gbk-meta": "GBK", "gbk-wrong": "windows-1252", "gb18030-none": "GBK",
+                "gb18030-meta": "gb18030", "gb18030-wrong": "GBK", "sjis-none": "Shift_JIS",
+                "sjis-meta": "Shift_JIS", "sjis-wrong": "UTF-8", "utf8-meta": "UTF-8", "root": "UTF-8"}
 
 _ZH_TEXT = (
     "本网站是市人民政府信息公开平台，发布政策文件、通知公告和办事指南。市教育局、卫生健康委员会、交通运输局等部门"

@@ -22,9 +22,8 @@ import pytest
 
 from harvester.urls import normalize_url
 from strata.site_server import Resource, SiteServer
-from tests.cjk_site import GROUPS, start_cjk_site
+from tests.cjk_site import GROUPS, LIVE_CHARSET, start_cjk_site
 from tests.conftest import VENV_BIN
-from tests.test_charset import CHROMIUM_SAW
 
 pytestmark = pytest.mark.browser
 
@@ -80,11 +79,11 @@ def test_strata_requests_exactly_what_chromium_requests(browser, site, root):
     crawl = chromium_crawl(browser, site)
     chromium = site.requested_targets()
     assert chromium == set(crawl)
-    # Chromium read each page as tests/test_charset.py expects (and sniff_html decides).
+    # Chromium read each page as LIVE_CHARSET says (and tests/test_charset.py checks sniff_html decides).
     for target, (charset, _) in crawl.items():
         page = site.pages.get(target)
         if page is not None:
-            assert charset == CHROMIUM_SAW[page.group], target
+            assert charset == LIVE_CHARSET[page.group], target
     # The site serves what Chromium asks for on correctly read pages; wrong headers lead to 404s.
     missing = {target for target in chromium if target not in site.pages}
     assert missing and all(t.split("/")[1].endswith("-wrong") or "%26%23" in t for t in missing), missing
