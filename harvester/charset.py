@@ -80,7 +80,7 @@ _META_IMPOSSIBLE = {"utf-16", "utf-16-le", "utf-16-be", "utf-32", "utf-32-le", "
 # Python codec (before widening) -> the codec a link's query is encoded with, when not the decoder.
 _QUERY_CODECS = {"gb2312": "gbk", "gbk": "gbk"}
 _CHINESE = {"gb2312", "gbk", "gb18030", "hz"}
-_NON_ASCII = re.compile(rb"[\x80-\xff]")
+_ASCII = bytes(range(0x80))
 _HEAD_END = re.compile(rb"<body[\s>/]|</head\s*>", re.I)
 # windows-1252 as browsers read it: Python's cp1252 leaves 0x81, 0x8D, 0x8F, 0x90 and 0x9D undefined.
 _CP1252 = {i: bytes([i]).decode("cp1252", "ignore") or chr(i) for i in range(0x80, 0xA0)}
@@ -168,7 +168,7 @@ def _detected(body: bytes) -> DocumentCharset:
         return DocumentCharset("utf-8", "utf-8", "detected")
     sample = body[:DETECT_BYTES]
     best = None
-    if len(_NON_ASCII.findall(sample)) >= DETECT_MIN_BYTES:
+    if len(sample.translate(None, _ASCII)) >= DETECT_MIN_BYTES:   # the non-ASCII bytes
         from charset_normalizer import from_bytes  # ~30 ms to import: only undeclared legacy pages pay it
 
         best = from_bytes(sample).best()
