@@ -79,6 +79,7 @@ JOB_SETTINGS: tuple[Setting, ...] = (
     Setting("seeds", (), _seeds, "Start URLs (http or https). Seeds are index pages."),
     Setting("depth", 3, check_int(0, 100), "Link hops followed from a seed; embedded resources are fetched whatever the depth."),
     Setting("scope", "same-host", check_choice("same-host", "same-domain", "any"), "Which hosts navigation links may lead to."),
+    Setting("same_host_any_port", False, check_bool, "With scope same-host, let navigation lead to the seeds' hosts on other ports too (by default a port is part of the host)."),
     Setting("include", (), check_regex_list, "Regexes; when given, navigation URLs must match one of them."),
     Setting("exclude", (), check_regex_list, "Regexes; URLs matching any of them are never fetched."),
     Setting("embeds_offsite", True, check_bool, "Fetch embedded resources (images, CSS, scripts, frames) of in-scope pages on any host."),
@@ -136,6 +137,7 @@ class JobSettings:
     seeds: tuple[str, ...] = _default("seeds")
     depth: int = _default("depth")
     scope: str = _default("scope")
+    same_host_any_port: bool = _default("same_host_any_port")
     include: tuple[str, ...] = _default("include")
     exclude: tuple[str, ...] = _default("exclude")
     embeds_offsite: bool = _default("embeds_offsite")

@@ -22,6 +22,9 @@ may follow, each tagged with a *kind* that the scope uses:
 ``<base href>`` changes the base URL (the first one only, as in browsers); one
 in ``<head>`` applies to the whole document, one after ``<body>`` has started
 (non-conforming) only to the links after it.
+The document's charset is decided as Chromium decides it (:func:`strata.charset.sniff_html`),
+and the query of every link in an HTML attribute is encoded in the document's encoding, as the
+URL standard says (:mod:`strata.query_encoding`; ``url()`` in CSS stays UTF-8).
 Every URL is normalised with :func:`strata.urls.normalize_url`; what does
 not normalise (``javascript:``, ``mailto:``, ``data:`` ...) is dropped. The
 list is in document order, without repeats of the same ``(url, kind)`` pair:
@@ -46,8 +49,9 @@ from dataclasses import dataclass
 
 from lxml import etree
 
-from strata.charset import css_charset, decode, html_charset
+from strata.charset import css_charset, decode, sniff_html
 from strata.media import CSS_TYPES, HTML_TYPES
+from strata.query_encoding import encode_query
 from strata.urls import normalize_url
 
 __all__ = ["EMBED", "NAVIGATION", "REFRESH", "Link", "extract_links", "parse_srcset"]
@@ -155,7 +159,9 @@ def extract_links(
         charset = _charset_param(params)
     collector = _Collector(base_url, max_links)
     if mime in HTML_TYPES:
-        _parse_html(body, html_charset(body, charset), collector)
+        document_charset = sniff_html(body, charset)
+        collector.query_codec = document_charset.query_codec
+        _parse_html(body, document_charset.codec, collector)
     elif mime in CSS_TYPES:
         collector.add_css(decode(body, css_charset(body, charset)), "css")
     return collector.links
@@ -253,18 +259,22 @@ class _Collector:
         self.seen: set[tuple[str, str]] = set()
         # Links seen before <base href>, re-resolved if it comes; None once
         # it can no longer come (seen, or <body> started).
-        self.before_base: list[tuple[str, str, str]] | None = []
+        self.before_base: list[tuple[str, str, str, bool]] | None = []
         self.style_text: list[str] | None = None
+        # The document's encoding for the queries of its links (URL standard); CSS url() is UTF-8.
+        self.query_codec = "utf-8"
 
     @property
     def full(self) -> bool:
         return len(self.links) >= self.max_links
 
-    def add(self, raw: str | None, kind: str, source: str) -> None:
+    def add(self, raw: str | None, kind: str, source: str, css: bool = False) -> None:
         if raw is None or self.full:
             return
+        if not css and not raw.isascii():
+            raw = encode_query(raw, self.query_codec)
         if self.before_base is not None:
-            self.before_base.append((raw, kind, source))
+            self.before_base.append((raw, kind, source, css))
             if len(self.before_base) > 2 * self.max_links:  # a <head> of links, no <body>
                 self.before_base = None
         url = normalize_url(raw, self.base)
@@ -276,19 +286,19 @@ class _Collector:
         for raw in _css_urls(css):
             if self.full:
                 return
-            self.add(raw, EMBED, source)
+            self.add(raw, EMBED, source, css=True)
 
     def set_base(self, href: str | None) -> None:
         if href is None or self.before_base is None:
             return
         pending, self.before_base = self.before_base, None
-        base = normalize_url(href, self.base)
+        base = normalize_url(encode_query(href, self.query_codec), self.base)
         if base is None:
             return
         self.base = base
         self.links, self.seen = [], set()
-        for raw, kind, source in pending:
-            self.add(raw, kind, source)
+        for raw, kind, source, css in pending:
+            self.add(raw, kind, source, css)
 
     # lxml target interface
 

@@ -147,7 +147,8 @@ class Harvest:
         self.mode = self.requested_mode or ("incremental" if state.has_completed_run() else "full")
         state.begin_run(self.run_id, job.name, self.mode, iso(started), os.getpid())
         self.scope = Scope(list(job.seeds), hosts=job.scope, include=list(job.include), exclude=list(job.exclude),
-                           max_depth=job.depth, embeds_offsite=job.embeds_offsite)
+                           max_depth=job.depth, embeds_offsite=job.embeds_offsite,
+                           same_host_any_port=job.same_host_any_port)
         # Twice as many URLs in hand as connections: while one is recorded, the next is on the wire.
         # Connections stay at `concurrency` (the fetch slots below and the client's pool).
         self.frontier = Frontier(delay=job.delay, per_host=job.concurrency * URLS_PER_CONNECTION,

@@ -7,14 +7,16 @@ beyond the compiled settings.
 Rules, checked in this order (the first failing one is the reason given):
 
 1. The URL must normalise (:func:`strata.urls.normalize_url`).
-2. Host. ``same-host``: the URL's host is the host of one of the seeds
-   (``www.example.com`` and ``example.com`` are different hosts).
-   ``same-domain``: the URL's host is, or is under, the registrable domain of
-   a seed, taken as the last two labels, or the last three when the last is a
-   two-letter country code and the one before it a generic second level such
-   as ``co``, ``com`` or ``gov`` (``news.bbc.co.uk`` -> ``bbc.co.uk``); an IP
-   address must match exactly. ``any``: every host. Embeds skip this check
-   when ``embeds_offsite`` is true.
+2. Host. ``same-host``: the URL's host and port are those of one of the
+   seeds (``www.example.com`` and ``example.com`` are different hosts, and so
+   are ``127.0.0.1:8001`` and ``127.0.0.1:8002``; default ports are dropped by
+   normalisation, so ``http://h/`` and ``https://h/`` are one host). With
+   ``same_host_any_port`` the port is not compared.
+   ``same-domain``: the URL's host has the registrable domain of a seed, from
+   the Public Suffix List (:mod:`strata.public_suffix`: ``pref.kyoto.lg.jp``
+   and ``pref.osaka.lg.jp`` differ, as do ``alice.github.io`` and
+   ``bob.github.io``), on any port; an IP address must match exactly.
+   ``any``: every host. Embeds skip this check when ``embeds_offsite`` is true.
 3. Exclude patterns: a URL matching any of them is rejected, whatever its kind.
 4. Depth (navigation only): ``depth`` is the depth the URL would have, seeds
    being 0 and links found on a depth-*d* page *d* + 1; it must be at most
@@ -37,39 +39,12 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from strata.public_suffix import registrable_domain
 from strata.urls import normalize_url, url_host
 
 __all__ = ["HOST_MODES", "Decision", "Scope", "registrable_domain"]
 
 HOST_MODES = ("same-host", "same-domain", "any")
-
-# Second-level labels under which country-code TLDs register names
-# ("example.co.uk", "example.com.cn"): kept short, as a guard against
-# putting a whole country in scope, not as a public-suffix list.
-_GENERIC_SECOND_LEVEL = frozenset(
-    {
-        "ac",
-        "co",
-        "com",
-        "edu",
-        "gov",
-        "gob",
-        "gouv",
-        "go",
-        "govt",
-        "mil",
-        "net",
-        "nic",
-        "or",
-        "org",
-        "ne",
-        "ltd",
-        "plc",
-        "sch",
-        "nhs",
-    }
-)
-
 
 @dataclass(frozen=True, slots=True)
 class Decision:
@@ -80,17 +55,6 @@ class Decision:
 
     def __bool__(self) -> bool:
         return self.accept
-
-
-def registrable_domain(host: str) -> str:
-    """Return the part of *host* that ``same-domain`` compares (an IP as is)."""
-    host = host.strip("[]")
-    if _is_ip(host):
-        return host
-    labels = host.split(".")
-    if len(labels) >= 3 and len(labels[-1]) == 2 and labels[-2] in _GENERIC_SECOND_LEVEL:
-        return ".".join(labels[-3:])
-    return ".".join(labels[-2:])
 
 
 class Scope:
@@ -104,6 +68,7 @@ class Scope:
         exclude: Iterable[str] = (),
         max_depth: int = 3,
         embeds_offsite: bool = True,
+        same_host_any_port: bool = False,
     ):
         if hosts not in HOST_MODES:
             raise ValueError(f"hosts must be one of {', '.join(HOST_MODES)}, not {hosts!r}")
@@ -117,9 +82,11 @@ class Scope:
         self.hosts = hosts
         self.max_depth = max_depth
         self.embeds_offsite = bool(embeds_offsite)
+        self.same_host_any_port = bool(same_host_any_port)
         self.include = _compile_all(include, "include")
         self.exclude = _compile_all(exclude, "exclude")
         self._seed_hosts = frozenset(url_host(seed) for seed in self.seeds)
+        self._seed_netlocs = frozenset(_netloc(seed) for seed in self.seeds)
         self._seed_domains = frozenset(registrable_domain(host) for host in self._seed_hosts)
 
     def decide(self, url: str, depth: int, kind: str) -> Decision:
@@ -128,7 +95,7 @@ class Scope:
         if normal is None:
             return Decision(False, "not an http(s) URL")
         embed = kind == "embed"
-        if not (embed and self.embeds_offsite) and not self.host_in_scope(url_host(normal)):
+        if not (embed and self.embeds_offsite) and not self._url_host_in_scope(normal):
             return Decision(False, "out-of-scope host")
         for pattern in self.exclude:
             if pattern.search(normal):
@@ -143,8 +110,14 @@ class Scope:
             return Decision(False, "matches no include pattern")
         return Decision(True, "in scope")
 
+    def _url_host_in_scope(self, normal: str) -> bool:
+        if self.hosts == "same-host" and not self.same_host_any_port:
+            return _netloc(normal) in self._seed_netlocs
+        return self.host_in_scope(url_host(normal))
+
     def host_in_scope(self, host: str) -> bool:
-        """Whether navigation may lead to *host* (a normalised host, as from ``url_host``)."""
+        """Whether navigation may lead to *host* (a normalised host, as from ``url_host``) on some
+        port: in ``same-host`` scope the port is checked by :meth:`decide`, not here."""
         if self.hosts == "any":
             return bool(host)
         if self.hosts == "same-host" or _is_ip(host):
@@ -155,7 +128,7 @@ class Scope:
         return (
             f"Scope(seeds={sorted(self.seeds)!r}, hosts={self.hosts!r}, max_depth={self.max_depth}, "
             f"include={[p.pattern for p in self.include]!r}, exclude={[p.pattern for p in self.exclude]!r}, "
-            f"embeds_offsite={self.embeds_offsite})"
+            f"embeds_offsite={self.embeds_offsite}, same_host_any_port={self.same_host_any_port})"
         )
 
 
@@ -164,6 +137,11 @@ def _normalize_seed(seed: str) -> str:
     if normal is None:
         raise ValueError(f"seed {seed!r} is not an http(s) URL")
     return normal
+
+
+def _netloc(normal: str) -> str:
+    # A normalised URL: "scheme://host[:port]/...", the port only when not the default.
+    return normal.split("/", 3)[2]
 
 
 def _compile_all(patterns: Iterable[str], field: str) -> tuple[re.Pattern[str], ...]:

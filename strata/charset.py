@@ -1,29 +1,45 @@
-"""Character-set detection for fetched HTML and CSS, shared by link and text extraction.
+"""Character-set detection for fetched HTML and CSS, shared by link and text extraction and change detection.
 
-The order follows the HTML standard's "encoding sniffing" in the parts that
-matter for archived pages: a byte-order mark wins, then the charset of the
-``Content-Type`` header, then a ``<meta charset>`` or ``<meta http-equiv>``
-declaration near the top of the document, then UTF-8. CSS uses ``@charset``
-instead of ``<meta>``.
+The order follows the HTML standard's "encoding sniffing" as Chromium implements it (checked in
+Chromium against the pages of ``tests/cjk_site.py``): a byte-order mark wins, then the charset of
+the ``Content-Type`` header (even when it is wrong: the browser believes it, and so the links it
+follows are the ones the header implies), then a ``<meta charset>`` or ``<meta http-equiv>``
+declaration in the first 1,024 bytes or further on while still in ``<head>`` (Chromium honours one
+after a 9,000-byte comment in ``<head>``, not one after 1,024 bytes of ``<body>``), then detection:
+a body that is valid UTF-8 is read as UTF-8 (Chromium refuses to detect UTF-8 on the web and would
+show windows-1252 mojibake; the author meant UTF-8), anything else goes through charset-normalizer,
+and what it cannot name is read as windows-1252, the browsers' default for undeclared pages here.
+CSS uses ``@charset`` instead of ``<meta>`` and is not detected.
 
-Labels are mapped the way browsers map them (``gb2312`` is read as GB18030,
-``iso-8859-1`` as windows-1252, ``shift_jis`` as cp932 ...) because pages
-labelled with the narrow charset routinely use the wide one. A label Python
-does not know (``LookupError``) is skipped rather than trusted, so the answer
-is always a codec that :func:`bytes.decode` accepts. Decode with
-``errors="replace"``: the result is never a reason to raise.
+Labels are mapped the way browsers map them (``gb2312`` and ``gbk`` are read as GB18030,
+``iso-8859-1`` and ``ascii`` as windows-1252, ``shift_jis`` as cp932 ...) because pages labelled
+with the narrow charset routinely use the wide one. Decoding and encoding differ for GBK: the URL
+standard encodes a link's query in the document's encoding, and its GBK *encoder* cannot write
+GB18030's four-byte characters; Chromium's detector names undeclared Chinese pages GBK.
+:func:`sniff_html` therefore returns both codecs. A label Python does not know (``LookupError``)
+is skipped rather than trusted, so the answer is always a codec that :func:`bytes.decode` accepts.
+Decode with :func:`decode`: it replaces what does not decode, never raises, and reads windows-1252
+as browsers do (the five bytes that code page leaves undefined become C1 controls).
 """
 
 from __future__ import annotations
 
 import codecs
 import re
+from dataclasses import dataclass
 
-__all__ = ["codec_for_label", "css_charset", "decode", "html_charset"]
+__all__ = ["DocumentCharset", "codec_for_label", "css_charset", "decode", "detect_codec", "html_charset",
+           "sniff_html"]
 
-#: How far into an HTML document a ``<meta>`` charset declaration is looked for.
-#: The standard says 1,024 bytes; real pages put long comments and scripts first.
-META_SCAN_BYTES = 8192
+#: A ``<meta>`` charset declaration counts in the first 1,024 bytes (the standard's prescan) ...
+PRESCAN_BYTES = 1024
+#: ... and further on while the document is still in ``<head>``, up to this many bytes.
+META_SCAN_BYTES = 64 * 1024
+#: How much of an undeclared body is checked for UTF-8 and handed to the detector.
+UTF8_CHECK_BYTES = 64 * 1024
+DETECT_BYTES = 16 * 1024
+#: Fewer non-ASCII bytes than this are too little evidence: the default (windows-1252) is kept.
+DETECT_MIN_BYTES = 32
 
 _BOMS = (
     (codecs.BOM_UTF8, "utf-8"),
@@ -61,12 +77,46 @@ _BROWSER_CODECS = {
 _NOT_CHARSETS = {"idna", "punycode", "undefined", "unicode-escape", "raw-unicode-escape", "utf-7"}
 # A document that can be read as ASCII cannot really be UTF-16 (HTML standard).
 _META_IMPOSSIBLE = {"utf-16", "utf-16-le", "utf-16-be", "utf-32", "utf-32-le", "utf-32-be"}
+# Python codec (before widening) -> the codec a link's query is encoded with, when not the decoder.
+_QUERY_CODECS = {"gb2312": "gbk", "gbk": "gbk"}
+_CHINESE = {"gb2312", "gbk", "gb18030", "hz"}
+_ASCII = bytes(range(0x80))
+_HEAD_END = re.compile(rb"<body[\s>/]|</head\s*>", re.I)
+# windows-1252 as browsers read it: Python's cp1252 leaves 0x81, 0x8D, 0x8F, 0x90 and 0x9D undefined.
+_CP1252 = {i: bytes([i]).decode("cp1252", "ignore") or chr(i) for i in range(0x80, 0xA0)}
 _META_CHARSET = re.compile(rb"""<meta[^>]{0,512}?charset\s*=\s*["']?\s*([A-Za-z0-9_.:\-]{1,40})""", re.I)
 _CSS_CHARSET = re.compile(rb'@charset "([A-Za-z0-9_.:\-]{1,40})";')
 
 
+@dataclass(frozen=True, slots=True)
+class DocumentCharset:
+    """How a browser reads an HTML document: *codec* decodes it, *query_codec* encodes the query
+    strings of its links (URL standard), *source* says what decided: ``"bom"``, ``"header"``,
+    ``"meta"``, ``"detected"`` or ``"default"``."""
+
+    codec: str
+    query_codec: str
+    source: str
+
+
 def codec_for_label(label: str | bytes | None) -> str | None:
     """Return the Python codec name for a charset label, or ``None`` if unknown."""
+    name = _lookup(label)
+    return None if name is None else _BROWSER_CODECS.get(name, name)
+
+
+def _charset_for_label(label: str | bytes | None, source: str) -> DocumentCharset | None:
+    name = _lookup(label)
+    if name is None:
+        return None
+    codec = _BROWSER_CODECS.get(name, name)
+    if source == "meta" and codec in _META_IMPOSSIBLE:
+        return DocumentCharset("utf-8", "utf-8", source)
+    query = "utf-8" if codec in _META_IMPOSSIBLE else _QUERY_CODECS.get(name, codec)
+    return DocumentCharset(codec, query, source)
+
+
+def _lookup(label: str | bytes | None) -> str | None:
     if isinstance(label, bytes):
         label = label.decode("ascii", "replace")
     if not isinstance(label, str):
@@ -80,22 +130,64 @@ def codec_for_label(label: str | bytes | None) -> str | None:
         return None
     if not getattr(info, "_is_text_encoding", True) or info.name in _NOT_CHARSETS:
         return None
-    return _BROWSER_CODECS.get(info.name, info.name)
+    return info.name
 
 
 def html_charset(body: bytes, header_charset: str | None = None) -> str:
-    """Return the codec to decode an HTML *body* with (BOM, header, meta, utf-8)."""
+    """Return the codec to decode an HTML *body* with (see :func:`sniff_html`)."""
+    return sniff_html(body, header_charset).codec
+
+
+def sniff_html(body: bytes, header_charset: str | None = None) -> DocumentCharset:
+    """Decide how a browser reads an HTML *body*: BOM, header, ``<meta>``, then detection."""
     bom = _bom_codec(body)
     if bom:
-        return bom
-    codec = codec_for_label(header_charset)
-    if codec:
-        return codec
-    for match in _META_CHARSET.finditer(body[:META_SCAN_BYTES]):
-        codec = codec_for_label(match.group(1))
-        if codec:
-            return "utf-8" if codec in _META_IMPOSSIBLE else codec
-    return "utf-8"
+        return DocumentCharset(bom, "utf-8", "bom")
+    found = _charset_for_label(header_charset, "header")
+    if found:
+        return found
+    head = body[:META_SCAN_BYTES]
+    end = _HEAD_END.search(head)
+    if end is not None:
+        head = head[: max(PRESCAN_BYTES, end.start())]
+    for match in _META_CHARSET.finditer(head):
+        found = _charset_for_label(match.group(1), "meta")
+        if found:
+            return found
+    return _detected(body)
+
+
+def detect_codec(body: bytes) -> str:
+    """The codec of an undeclared *body*: UTF-8 when it is valid UTF-8, else charset-normalizer's
+    guess, else windows-1252 (the last step of :func:`sniff_html`)."""
+    return _detected(body).codec
+
+
+def _detected(body: bytes) -> DocumentCharset:
+    if _is_utf8(body[:UTF8_CHECK_BYTES]):
+        return DocumentCharset("utf-8", "utf-8", "detected")
+    sample = body[:DETECT_BYTES]
+    best = None
+    if len(sample.translate(None, _ASCII)) >= DETECT_MIN_BYTES:   # the non-ASCII bytes
+        from charset_normalizer import from_bytes  # ~30 ms to import: only undeclared legacy pages pay it
+
+        best = from_bytes(sample).best()
+    name = _lookup(best.encoding) if best is not None else None
+    if name in _CHINESE:
+        return DocumentCharset("gb18030", "gbk", "detected")   # Chromium's detector says GBK
+    if name is not None:
+        codec = _BROWSER_CODECS.get(name, name)
+        if codec not in _META_IMPOSSIBLE:   # browsers never detect UTF-16 without a BOM
+            return DocumentCharset(codec, codec, "detected")
+    return DocumentCharset("cp1252", "cp1252", "default")
+
+
+def _is_utf8(sample: bytes) -> bool:
+    try:
+        sample.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return exc.start >= len(sample) - 3 and exc.reason == "unexpected end of data"  # cut by the sample
+    return True
 
 
 def css_charset(body: bytes, header_charset: str | None = None) -> str:
@@ -116,6 +208,8 @@ def css_charset(body: bytes, header_charset: str | None = None) -> str:
 
 def decode(body: bytes, codec: str) -> str:
     """Decode *body* with *codec*, replacing what does not decode; drops a BOM."""
+    if codec == "cp1252":
+        return body.decode("latin-1").translate(_CP1252)
     try:
         text = body.decode(codec, errors="replace")
     except (LookupError, UnicodeError):  # a codec that cannot replace

@@ -24,7 +24,9 @@ for fetching, and RFC 3986 where the standard leaves room:
 * the fragment and an empty query (a bare ``?``) are dropped, dot segments
   removed (``%2e`` counts as a dot), an empty path becomes ``/``;
 * characters that a request line cannot carry (controls, space, non-ASCII,
-  ``"<>`` and, in the path, `` ` {}``) are percent-encoded as UTF-8; existing
+  ``"<>``, in the path `` ^ ` { | }`` and in the query ``'``, as Chromium does) are
+  percent-encoded as UTF-8 (a query in the document's encoding is encoded before, by
+  :mod:`strata.query_encoding`); existing
   ``%XX`` escapes are kept (hex digits uppercased), so nothing is encoded
   twice. The output is a fixed point of httpx's own URL quoting, so the URL
   recorded is the URL requested.
@@ -53,8 +55,10 @@ _SCHEME_RE = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*):")
 _TAB_NEWLINE = str.maketrans("", "", "\t\n\r")
 _C0_AND_SPACE = "".join(chr(i) for i in range(0x21))
 # Existing escapes, or a character a request line cannot carry as is.
-_PATH_UNSAFE = re.compile(r'%[0-9A-Fa-f]{2}|[^\x21-\x7e]|["#<>?`{}]')
-_QUERY_UNSAFE = re.compile(r'%[0-9A-Fa-f]{2}|[^\x21-\x7e]|["#<>]')
+# As Chromium encodes them (checked on every printable ASCII character): the URL standard's path and
+# special-query percent-encode sets, plus "|" in the path, as Chromium does.
+_PATH_UNSAFE = re.compile(r'%[0-9A-Fa-f]{2}|[^\x21-\x7e]|["#<>?^`{|}]')
+_QUERY_UNSAFE = re.compile(r'%[0-9A-Fa-f]{2}|[^\x21-\x7e]|["#<>\']')
 # Looser than RFC 1123 (edge hyphens, underscores): such hosts exist and browsers accept them.
 _LABEL = re.compile(r"[a-z0-9_\-]{1,63}")
 _DIGITS = {8: "01234567", 10: "0123456789", 16: "0123456789abcdef"}

@@ -11,9 +11,9 @@ else. It never raises on hostile input: what cannot be read is reported in ``Ext
   such limit. Scripts, styles, ``<nav>``, ``role=navigation``, hidden elements and page-level
   ``<header>``/``<footer>`` (outside ``<article>``/``<main>``) are left out. Inline elements do not
   add spaces, so ``<b>图书</b>馆`` stays one word.
-- The charset comes from the ``Content-Type`` header, then ``<meta>`` (``strata.charset``, the
-  browsers' order); a body that is not valid in that charset when it was only the UTF-8 default,
-  or that is not UTF-8 at all, goes through detection (charset-normalizer).
+- The charset comes from the ``Content-Type`` header, then ``<meta>``, then detection
+  (``strata.charset``, the browsers' order); a body declared UTF-8 that is not valid UTF-8 also
+  goes through detection (charset-normalizer): search wants the words, not the browser's mojibake.
 - PDF text comes from pypdf, at most ``MAX_PDF_PAGES`` pages.
 - Text is NFKC-normalised (the analyzer and the queries expect it) and capped at ``max_chars``.
 """
@@ -30,7 +30,7 @@ import warnings
 from lxml import etree
 
 from index.payload import DecodeError, decode_content
-from strata.charset import codec_for_label, decode, html_charset
+from strata.charset import codec_for_label, decode, detect_codec, html_charset
 from strata.media import HTML_TYPES, PDF_TYPES, TEXT_TYPES
 
 __all__ = ["MAX_TEXT_CHARS", "Extracted", "extract", "mime_group"]
@@ -109,20 +109,7 @@ def _detect(data: bytes, declared: str | None) -> str:
     """The declared codec when the body fits it, else UTF-8 when it is valid, else detection."""
     if declared and declared != "utf-8":
         return declared
-    sample = data[:65536]
-    try:
-        sample.decode("utf-8")
-        return "utf-8"
-    except UnicodeDecodeError as exc:
-        if exc.start >= len(sample) - 4:   # a character cut by the sample's end
-            return "utf-8"
-    try:
-        from charset_normalizer import from_bytes
-    except ImportError:  # pragma: no cover - comes with requests, a pywb dependency
-        return declared or "utf-8"
-    best = from_bytes(sample).best()
-    codec = codec_for_label(best.encoding) if best is not None else None
-    return codec or "utf-8"
+    return detect_codec(data)
 
 
 def _finish(out: Extracted, content_language: str | None, max_chars: int) -> Extracted:

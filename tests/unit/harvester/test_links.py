@@ -276,10 +276,12 @@ def test_bogus_charset_falls_back_to_utf8(bogus):
 
 def test_invalid_bytes_are_replaced():
     body = b'<a href="/bad\xff\xfe">x</a><a href="/good">y</a>'
-    assert urls(extract_links(body, PAGE, "text/html")) == [
+    assert urls(extract_links(body, PAGE, "text/html; charset=utf-8")) == [
         "http://example.com/bad%EF%BF%BD%EF%BF%BD",
         "http://example.com/good",
     ]
+    # Undeclared, and too short to detect: windows-1252, the browsers' default.
+    assert urls(extract_links(body, PAGE, "text/html"))[0] == "http://example.com/bad%C3%BF%C3%BE"
 
 
 def test_xml_declaration_with_other_encoding_is_harmless():
@@ -393,7 +395,12 @@ def test_random_bytes_never_raise():
         (b'<meta charset="gbk">', "nonsense", "gb18030"),
         (codecs.BOM_UTF8 + b'<meta charset="gbk">', "koi8-r", "utf-8"),
         (codecs.BOM_UTF16_LE + "<p>".encode("utf-16-le"), None, "utf-16-le"),
-        (b" " * 9000 + b'<meta charset="gbk">', None, "utf-8"),
+        # Chromium honours a <meta> anywhere in <head> (checked after a 9,000-byte comment), but not one
+        # past the first 1,024 bytes once <body> has begun.
+        (b"<head><!--" + b" " * 9000 + b'--><meta charset="gbk">', None, "gb18030"),
+        (b"<head></head><body>" + b" " * 1024 + b'<meta charset="gbk">', None, "utf-8"),
+        (b'<body><meta charset="gbk">', None, "gb18030"),
+        (b" " * 70000 + b'<meta charset="gbk">', None, "utf-8"),
     ],
 )
 def test_html_charset(body, header, expected):

@@ -16,6 +16,7 @@ SCOPES = {
     "no-offsite": Scope(SEEDS, hosts="same-domain", embeds_offsite=False, exclude=[r"\.exe$"], max_depth=2),
     "ip": Scope(["http://192.0.2.10:8080/", "http://[2001:db8::1]/"], hosts="same-domain", max_depth=0),
     "cctld": Scope(["https://news.bbc.co.uk/"], hosts="same-domain"),
+    "any-port": Scope(SEEDS, max_depth=2, same_host_any_port=True),
 }
 
 TABLE = [
@@ -24,7 +25,9 @@ TABLE = [
     ("default", "http://www.example.com/news/a.html", 1, "navigation", True, "in scope"),
     ("default", "http://WWW.EXAMPLE.COM:80/other#x", 2, "navigation", True, "in scope"),
     ("default", "https://www.example.com/tls", 1, "navigation", True, "in scope"),
-    ("default", "http://www.example.com:8080/port", 1, "navigation", True, "in scope"),
+    ("default", "http://www.example.com:8080/port", 1, "navigation", False, "out-of-scope host"),
+    ("any-port", "http://www.example.com:8080/port", 1, "navigation", True, "in scope"),
+    ("any-port", "http://example.com/", 1, "navigation", False, "out-of-scope host"),
     ("default", "http://www.example.com/deep", 3, "navigation", False, "too deep"),
     ("default", "http://www.example.com/deep", 3, "refresh", False, "too deep"),
     ("default", "http://www.example.com/deep", 3, "redirect", False, "too deep"),
