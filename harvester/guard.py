@@ -7,9 +7,10 @@ address. So the guard works on addresses, not strings:
 
 1. resolve the host (``getaddrinfo``, which parses every numeric spelling the way the socket
    layer will), with a deadline, since DNS ignores httpx's timeouts;
-2. check **every** address: unwrap IPv4-mapped, 6to4, Teredo and NAT64 IPv6 forms, then refuse
-   anything not globally routable (loopback, private, link-local, shared, multicast, reserved,
-   unspecified) unless a network in the policy's allow list holds it;
+2. check **every** address: unwrap IPv4-mapped, IPv4-compatible, IPv4-translated, 6to4, Teredo
+   and NAT64 IPv6 forms, then refuse anything not globally routable (loopback, private,
+   link-local, shared, multicast, reserved, unspecified; the deprecated IPv4-compatible and
+   -translated forms always) unless a network in the policy's allow list holds it;
 3. connect to the address that was checked (the request URL is rewritten to it; the ``Host``
    header and TLS SNI keep the name), so a second DNS answer cannot change the destination.
 
@@ -43,6 +44,11 @@ Resolver = Callable[[str, int], Awaitable[list[str]]]
 ENV_ALLOW = "STRATA_ALLOW_NETWORKS"
 DEFAULT_PORTS = {"http": 80, "https": 443}
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
+# Deprecated IPv4-compatible (RFC 4291 2.5.5.1) and SIIT IPv4-translated (RFC 2765) forms: Python
+# calls ``::127.0.0.2`` and ``::ffff:0:7f00:1`` global, yet stacks that still route them reach
+# the IPv4 address inside. They are unwrapped to say so, and refused even around a public address.
+_IPV4_COMPATIBLE = ipaddress.ip_network("::/96")
+_IPV4_TRANSLATED = ipaddress.ip_network("::ffff:0:0:0/96")
 
 
 class BlockedAddress(httpx.ConnectError):
@@ -56,7 +62,7 @@ class GuardError(ValueError):
 def _kind(ip: IPAddress) -> str:
     for attr, name in (("is_unspecified", "unspecified"), ("is_loopback", "loopback"),
                        ("is_link_local", "link-local"), ("is_multicast", "multicast"),
-                       ("is_private", "private"), ("is_reserved", "reserved")):
+                       ("is_reserved", "reserved"), ("is_private", "private")):
         if getattr(ip, attr):
             return name
     return "non-global"
@@ -73,9 +79,13 @@ def embedded_ipv4(ip: IPAddress) -> list[ipaddress.IPv4Address]:
         out.append(ip.sixtofour)
     if ip.teredo:
         out.extend(ip.teredo)
-    if ip in _NAT64:
+    if ip in _NAT64 or ip in _IPV4_TRANSLATED or (ip in _IPV4_COMPATIBLE and int(ip) > 1):
         out.append(ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF))
     return out
+
+
+def _article(word: str) -> str:
+    return "an" if word[:1] in "aeiou" else "a"
 
 
 class NetworkPolicy:
@@ -121,9 +131,14 @@ class NetworkPolicy:
         for candidate in (*inner, ip):   # the embedded IPv4 names the real destination
             if self._allowed(candidate):
                 continue
-            if not candidate.is_global or candidate.is_multicast:
+            # is_global alone passes reserved blocks (Python calls ::127.0.0.2 global). IPv4-mapped
+            # and NAT64 forms, in ::/8 too, are in real use and judged by the address they stand for.
+            reserved = candidate.is_reserved and not (candidate == ip and ip.version == 6
+                                                      and (ip.ipv4_mapped or ip in _NAT64))
+            if not candidate.is_global or candidate.is_multicast or reserved:
                 shown = f"{ip} (that is {candidate})" if candidate != ip else str(ip)
-                return (f"{shown} is a {_kind(candidate)} address; the harvester reaches only public addresses "
+                kind = _kind(candidate)
+                return (f"{shown} is {_article(kind)} {kind} address; the harvester reaches only public addresses "
                         f"unless the server allows the range (--allow-network; allowed now: {self.describe()})")
         return None
 
