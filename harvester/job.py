@@ -83,6 +83,7 @@ JOB_SETTINGS: tuple[Setting, ...] = (
     Setting("exclude", (), check_regex_list, "Regexes; URLs matching any of them are never fetched."),
     Setting("embeds_offsite", True, check_bool, "Fetch embedded resources (images, CSS, scripts, frames) of in-scope pages on any host."),
     Setting("delay", 1.0, check_float(0.0, 3600.0), "Politeness: seconds between request starts to one host."),
+    Setting("max_crawl_delay", 30.0, check_float(0.0, 86400.0), "Longest robots.txt Crawl-delay honoured, in seconds: requests to a host are spaced by the larger of its Crawl-delay (at most this) and delay."),
     Setting("concurrency", 4, check_int(1, 64), "Connections open at once, across hosts (at most this many to one host)."),
     Setting("fetch_process", True, check_bool, "Fetch in a second process, so that HTTP work runs on a core of its own (when the machine has two); false: in the harvest's process. Runs with a login or behind the console's network guard always fetch in-process."),
     Setting("robots", "obey", check_choice("obey", "ignore"), "Obey robots.txt (RFC 9309) or ignore it."),

@@ -24,7 +24,7 @@
   length, ``allow`` wins. A pattern not starting with ``/`` or ``*`` gets a
   leading ``/``. ``/robots.txt`` itself is always allowed;
 * ``Crawl-delay`` (not in the RFC) is read from the chosen group(s); the
-  largest valid value wins.
+  largest valid value wins. The harvest spaces requests to the host by it (:func:`effective_delay`).
 
 :class:`RobotsCache` fetches and caches the rules of each origin
 (``scheme://host:port``) for a run, and coalesces concurrent lookups of one
@@ -44,7 +44,7 @@ from urllib.parse import urlsplit
 
 from strata.urls import normalize_url, url_origin
 
-__all__ = ["MAX_ROBOTS_BYTES", "RobotsCache", "RobotsRules", "product_token"]
+__all__ = ["MAX_ROBOTS_BYTES", "RobotsCache", "RobotsRules", "effective_delay", "product_token"]
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +61,14 @@ _TO_NORMALIZE = re.compile(r"%[0-9A-Fa-f]{2}|[^\x21-\x7e]")
 class _Rule:
     pattern: str
     allow: bool
+
+
+def effective_delay(crawl_delay: float | None, delay: float, cap: float) -> float:
+    """Seconds between request starts to a host: the job's ``delay``, or the host's ``Crawl-delay``
+    when larger, that capped at ``cap`` (a site cannot stall a job for hours per request)."""
+    if crawl_delay is None:
+        return delay
+    return max(delay, min(crawl_delay, cap))
 
 
 def product_token(user_agent: str) -> str:

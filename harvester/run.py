@@ -28,7 +28,7 @@ from harvester.job import JobSettings
 from harvester.links import LINK_TYPES, Link, links_of_payload
 from harvester.recovery import recover
 from harvester.report import RunFigures
-from harvester.robots import RobotsCache
+from harvester.robots import RobotsCache, effective_delay
 from harvester.schedule import (
     PageKinds,
     due_at,
@@ -177,6 +177,8 @@ class Harvest:
                                   transport=self.transport)
         self.fetcher = await self._start_fetch_process()
         self.robots = RobotsCache(self._fetch_robots, user_agent=job.user_agent)
+        self._robots_answered: dict[str, float] = {}  # host -> when its robots.txt last answered
+        self._crawl_delays: dict[str, float] = {}     # host -> seconds between requests it was given
         self._seed_frontier()
         try:
             self._workers = [asyncio.create_task(self._worker())
@@ -275,10 +277,14 @@ class Harvest:
     async def _visit(self, item: Item) -> None:
         if self.job.robots == "obey" and not item.url.endswith("/robots.txt"):
             rules = await self.robots.rules_for(item.url)
+            if rules.crawl_delay is not None and item.host not in self._crawl_delays:
+                self._apply_crawl_delay(item.host, rules.crawl_delay)
             if not rules.allowed(item.url):
                 self.figures.skipped += 1
                 self.state.add_check(self.run_id, item.url, "skipped", "disallowed by robots.txt", iso(utc_now()))
                 return
+        if self.frontier.paced(item.host):
+            await self.frontier.pace(item.host)
         self.fetched.add(item.url)
         previous = self.state.url(item.url)
         conditional = decide.conditional_headers(previous) if self.mode == "incremental" else {}
@@ -288,6 +294,17 @@ class Harvest:
             self._record(item, result, previous, bool(conditional))
         finally:
             result.close()
+
+    def _apply_crawl_delay(self, host: str, asked: float) -> None:
+        seconds = effective_delay(asked, self.job.delay, self.job.max_crawl_delay)
+        self._crawl_delays[host] = seconds
+        if seconds <= self.job.delay:
+            return
+        self.frontier.set_host_delay(host, seconds, since=self._robots_answered.get(host))
+        capped = f" (it asks for {asked:g} s; capped by max_crawl_delay)" if asked > seconds else ""
+        if len(self.notes) < 50:
+            self.notes.append(f"{host}: requests spaced {seconds:g} s apart, as its robots.txt Crawl-delay "
+                              f"asks{capped}")
 
     async def _start_fetch_process(self) -> FetchProcess | None:
         """A second process for HTTP when the job allows it, the machine has a core for it, and the
@@ -316,11 +333,17 @@ class Harvest:
     async def _fetch_robots(self, url: str) -> tuple[int | None, bytes | None]:
         """robots.txt through the harvester's own client, archived like any capture, up to 5 redirects."""
         for _ in range(6):
+            host = url_host(url)
+            if self.frontier.paced(host):
+                await self.frontier.pace(host)
             previous = self.state.url(url)
             if previous is None:
                 self.state.see_url(url, url_host(url), self.run_id, iso(utc_now()), None, 0, "embed")
                 previous = None
             result = await self._fetch(url, {})
+            # When the request really left is not known here (the fetch process may take a while to
+            # send it); the answer came after it, so spacing from the answer is never too short.
+            self._robots_answered[host] = time.monotonic()
             try:
                 self._record(Item(url, 0, "robots"), result, previous, False, follow=False)
                 if result.status in (301, 302, 303, 307, 308):
