@@ -84,6 +84,9 @@ def harvest(collection, seeds, job_name, depth, delay, concurrency, mode, as_jso
         print_summary(summary, coll)
     if summary["status"] == "cancelled":
         sys.exit(130)
+    if summary["status"] == "failed":
+        click.echo(f"Error: the run failed: {summary['failure']}", err=True)
+        sys.exit(1)
     if summary["urls_fetched"] == 0 and summary["errors"]:
         click.echo("Error: no URL could be fetched; see the errors above.", err=True)
         sys.exit(1)

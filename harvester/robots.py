@@ -44,7 +44,7 @@ from urllib.parse import urlsplit
 
 from strata.urls import normalize_url, url_origin
 
-__all__ = ["MAX_ROBOTS_BYTES", "RobotsCache", "RobotsRules", "effective_delay", "product_token"]
+__all__ = ["MAX_ROBOTS_BYTES", "RobotsCache", "RobotsRules", "RobotsUnreachable", "effective_delay", "product_token"]
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +55,10 @@ _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 _TOKEN = re.compile(r"[A-Za-z_\-]+")
 _UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 _TO_NORMALIZE = re.compile(r"%[0-9A-Fa-f]{2}|[^\x21-\x7e]")
+
+
+class RobotsUnreachable(OSError):
+    """Raised by a robots fetcher when no answer came (its message says why: DNS, refused, guard)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,8 +217,9 @@ class RobotsCache:
             status, body = await self._fetch(robots_url)
         except Exception as exc:  # the fetcher's failure is the site's unreachability
             log.info("robots.txt of %s unreachable: %r", origin, exc)
-            status, body = None, None
-        rules = RobotsRules.from_response(status, body, self.user_agent)
+            rules = RobotsRules.disallow_all(f"unreachable ({exc or type(exc).__name__}): disallow all")
+        else:
+            rules = RobotsRules.from_response(status, body, self.user_agent)
         ttl = self._error_ttl if rules.disallows_everything else self._ttl
         self._rules[origin] = (rules, self._clock() + ttl)
         return rules

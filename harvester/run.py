@@ -28,7 +28,7 @@ from harvester.job import JobSettings
 from harvester.links import LINK_TYPES, Link, links_of_payload
 from harvester.recovery import recover
 from harvester.report import RunFigures
-from harvester.robots import RobotsCache, effective_delay
+from harvester.robots import RobotsCache, RobotsRules, RobotsUnreachable, effective_delay
 from harvester.schedule import (
     PageKinds,
     due_at,
@@ -47,7 +47,7 @@ from index.state import Capture, HarvestState, Original
 from strata import __version__
 from strata.media import HTML_TYPES
 from strata.times import iso, ts14, utc_now, warc_date
-from strata.urls import normalize_url, url_host
+from strata.urls import normalize_url, url_host, url_origin
 
 ACCEPT_ENCODING = "gzip, deflate"   # no br: only capped decoders touch stored bodies
 MAX_REDIRECT_HOPS = 10
@@ -94,6 +94,11 @@ class Harvest:
         self._last_progress = 0.0
         self.recent_errors: list[tuple[str, str]] = []
         self.notes: list[str] = []
+        #: Why a run that went to its end still failed (seeds unreachable, robots.txt unreadable).
+        self.failure: str | None = None
+        self._seeds_answered: set[str] = set()
+        self._seed_errors: dict[str, str] = {}
+        self._robots_unread: dict[str, str] = {}     # origin -> why its robots.txt could not be read
 
     # -- public ------------------------------------------------------------------------------------
     def request_stop(self) -> None:
@@ -188,6 +193,10 @@ class Harvest:
                 if isinstance(res, BaseException) and not isinstance(res, asyncio.CancelledError):
                     raise res
             self.status = "cancelled" if self._stop else "finished"
+            if self.status == "finished":
+                self.failure = self._failure()
+                if self.failure:
+                    self.status = "failed"
             if self.status == "finished" and self.strategy and job.check_deleted_links:
                 self._record_vanished()
         except BaseException:
@@ -201,8 +210,11 @@ class Harvest:
             finished = utc_now()
             self.figures.warc_files = list(self.roller.files)
             self.figures.bytes_stored = self.roller.bytes_written
+            figures = self.figures.as_dict()
+            if self.failure:
+                figures["failure"] = self.failure
             state.update_run(self.run_id, status=self.status, finished=iso(finished), snapshot=ts14(finished),
-                             figures=self.figures.as_dict())
+                             figures=figures)
             self._report(force=True)
         return self.summary(started, finished)
 
@@ -214,7 +226,29 @@ class Harvest:
             "connections_per_host": self.job.concurrency,
             "recent_errors": [{"url": u, "error": e} for u, e in self.recent_errors[-10:]],
             "notes": list(self.notes),
+            "failure": self.failure,
         }
+
+    def _failure(self) -> str | None:
+        """Why this run must count as failed though it ran to its end, or None.
+
+        RFC 9309: a robots.txt that cannot be read (5xx, unreachable) disallows the whole site, so
+        a seed's site with one was not harvested at all; and a run none of whose seeds answered
+        harvested nothing. Both used to end as "finished" with a few skipped URLs."""
+        seed_origins = {url_origin(seed) for seed in self.job.seeds}
+        unread = [(origin, why) for origin, why in self._robots_unread.items() if origin in seed_origins]
+        if unread:
+            origin, why = unread[0]
+            more = f" (and {len(unread) - 1} more seed site(s))" if len(unread) > 1 else ""
+            return (f"robots.txt of {origin} could not be read ({why}), so nothing there was fetched "
+                    f"(RFC 9309: disallow all until it can be read){more}")
+        if self._seeds_answered:
+            return None
+        seed = self.job.seeds[0]
+        if seed in self._seed_errors:
+            return f"no seed could be fetched: {seed}: {self._seed_errors[seed]}"
+        return ("no seed was fetched: robots.txt disallows every seed (robots = \"ignore\" only with the "
+                "site's permission)")
 
     async def _after_last_snapshot(self) -> None:
         """Runs get distinct snapshot seconds, so a snapshot never includes the next run's captures."""
@@ -281,7 +315,9 @@ class Harvest:
                 self._apply_crawl_delay(item.host, rules.crawl_delay)
             if not rules.allowed(item.url):
                 self.figures.skipped += 1
-                self.state.add_check(self.run_id, item.url, "skipped", "disallowed by robots.txt", iso(utc_now()))
+                why = self._robots_unreadable(item.url, rules) if rules.disallows_everything \
+                    else "disallowed by robots.txt"
+                self.state.add_check(self.run_id, item.url, "skipped", why, iso(utc_now()))
                 return
         if self.frontier.paced(item.host):
             await self.frontier.pace(item.host)
@@ -294,6 +330,18 @@ class Harvest:
             self._record(item, result, previous, bool(conditional))
         finally:
             result.close()
+
+    def _robots_unreadable(self, url: str, rules: RobotsRules) -> str:
+        """Say once per site, among the run's errors, that its robots.txt was unreadable; the reason
+        each of its URLs was skipped."""
+        origin = url_origin(url) or url
+        why = rules.reason.removesuffix(": disallow all")
+        if origin not in self._robots_unread:
+            self._robots_unread[origin] = why
+            self.recent_errors = (self.recent_errors + [(
+                origin + "/robots.txt",
+                f"robots.txt could not be read ({why}): nothing on {origin} is fetched (RFC 9309)")])[-20:]
+        return f"not fetched: robots.txt could not be read ({why}); RFC 9309 then disallows everything"
 
     def _apply_crawl_delay(self, host: str, asked: float) -> None:
         seconds = effective_delay(asked, self.job.delay, self.job.max_crawl_delay)
@@ -346,6 +394,8 @@ class Harvest:
             self._robots_answered[host] = time.monotonic()
             try:
                 self._record(Item(url, 0, "robots"), result, previous, False, follow=False)
+                if result.error:
+                    raise RobotsUnreachable(result.error)
                 if result.status in (301, 302, 303, 307, 308):
                     target = normalize_url(result.header("Location") or "", url)
                     if target:
@@ -354,7 +404,7 @@ class Harvest:
                 return result.status, result.read_body(600 * 1024) if result.status else None
             finally:
                 result.close()
-        return None, None
+        raise RobotsUnreachable("more than 5 redirects")
 
     def _record(self, item: Item, result: FetchResult, previous: dict | None, conditional: bool,
                 follow: bool = True) -> None:
@@ -364,7 +414,11 @@ class Harvest:
             figures.errors += 1
             self.recent_errors = (self.recent_errors + [(item.url, result.error)])[-20:]
             state.add_check(self.run_id, item.url, "error", result.error, iso(now))
+            if item.kind == "seed":
+                self._seed_errors.setdefault(item.url, result.error)
             return
+        if item.kind == "seed":
+            self._seeds_answered.add(item.url)
         figures.urls_fetched += 1
         cls = decide.classify(previous, result.status, result.digest)
         date = warc_date(now)
