@@ -27,14 +27,15 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
-import itertools
 import os
 import socket
+import ssl
 from collections.abc import Awaitable, Callable, Iterable
 
 import httpx
 
 from harvester.netbackend import AsyncioTransport
+from harvester.proxies import PROXY_REST, ProxyBackend, ProxyPool, is_proxy_down
 from strata.errors import ConfigError
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -198,23 +199,24 @@ def check_url_sync(url: str, policy: NetworkPolicy, resolver: Resolver = system_
 class GuardedTransport(httpx.AsyncBaseTransport):
     """An httpx transport that checks and pins the destination of every request it sends.
 
-    ``proxies`` (http:// URLs) are rotated per request; each proxy's address is checked and pinned
-    on first use. Idle connections are pooled per destination name, so a TLS connection made for
+    ``proxies`` (http:// URLs; https URLs go through them with ``CONNECT``) are rotated per request
+    by a ``harvester.proxies.ProxyPool``: one that cannot be reached rests for ``proxy_rest``
+    seconds and the request is retried through the next. Each proxy's address is checked and
+    pinned on first use. Idle connections are pooled per destination name, so a TLS connection made for
     one name is never reused for another name that resolves to the same address.
     """
 
     def __init__(self, policy: NetworkPolicy, *, resolver: Resolver = system_resolve, dns_timeout: float = 10.0,
-                 proxies: Iterable[str] = (), limits: httpx.Limits | None = None, verify: bool = True):
+                 proxies: Iterable[str] = (), limits: httpx.Limits | None = None,
+                 verify: bool | ssl.SSLContext = True, proxy_rest: float = PROXY_REST):
         self.policy = policy
         self.resolver = resolver
         self.dns_timeout = dns_timeout
         self.limits = limits or httpx.Limits(max_connections=64, max_keepalive_connections=16)
         self.verify = verify
         self.proxies = [str(p) for p in proxies]
-        for proxy in self.proxies:
-            if httpx.URL(proxy).scheme != "http":
-                raise ConfigError(f"proxy {proxy!r}: only http:// proxies are supported")
-        self._rotation = itertools.cycle(range(len(self.proxies))) if self.proxies else None
+        #: Rotation, rests and failure events of the proxies (None without proxies).
+        self.proxy_pool = ProxyPool(self.proxies, rest=proxy_rest) if self.proxies else None
         self._direct: dict[tuple[str, str, int], httpx.AsyncHTTPTransport] = {}
         self._proxied: dict[int, httpx.AsyncHTTPTransport] = {}
         self.refused = 0
@@ -231,9 +233,8 @@ class GuardedTransport(httpx.AsyncBaseTransport):
         if url.scheme not in DEFAULT_PORTS:
             raise httpx.UnsupportedProtocol(f"unsupported URL scheme {url.scheme!r}", request=request)
         address = await self._check(url, request)
-        if self._rotation is not None:
-            transport = await self._proxy_transport(next(self._rotation), request)
-            return await transport.handle_async_request(request)
+        if self.proxy_pool is not None:
+            return await self._through_proxies(request)
         host, port = _host_and_port(url)
         extensions = dict(request.extensions)
         if url.scheme == "https":
@@ -247,6 +248,37 @@ class GuardedTransport(httpx.AsyncBaseTransport):
                 verify=self.verify, trust_env=False, limits=self.limits, retries=0)
         return await transport.handle_async_request(pinned)
 
+    async def _through_proxies(self, request: httpx.Request) -> httpx.Response:
+        """Send through the next proxy in rotation, then through the others while they fail."""
+        pool = self.proxy_pool
+        tried: list[str] = []
+        refused_only = True
+        for index in pool.order():
+            name = pool.names[index]
+            try:
+                transport = await self._proxy_transport(index, request)
+            except BlockedAddress as exc:    # the guard refuses the proxy's own address
+                pool.down(index, str(exc))
+                tried.append(f"{name} ({exc})")
+                continue
+            refused_only = False
+            try:
+                return await transport.handle_async_request(request)
+            except httpx.ProxyError as exc:  # CONNECT refused: maybe the origin; this request only
+                reason = str(exc) or type(exc).__name__
+                pool.passed_over(index, reason)
+                tried.append(f"{name} ({reason})")
+            except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+                if not is_proxy_down(exc):
+                    raise                    # e.g. TLS with the origin through the tunnel
+                reason = str(exc) or type(exc).__name__
+                pool.down(index, reason)
+                tried.append(f"{name} ({reason})")
+        message = pool.none_left(tried)
+        if tried and refused_only:
+            raise BlockedAddress(message, request=request)
+        raise httpx.ProxyError(message, request=request)
+
     async def _proxy_transport(self, index: int, request: httpx.Request) -> httpx.AsyncHTTPTransport:
         transport = self._proxied.get(index)
         if transport is None:
@@ -254,7 +286,7 @@ class GuardedTransport(httpx.AsyncBaseTransport):
             address = await self._check(proxy_url, request)
             transport = self._proxied[index] = AsyncioTransport(
                 proxy=httpx.Proxy(proxy_url.copy_with(host=address)), verify=self.verify, trust_env=False,
-                limits=self.limits, retries=0)
+                limits=self.limits, retries=0, network_backend=ProxyBackend())
         return transport
 
     async def aclose(self) -> None:

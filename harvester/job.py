@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from harvester.jobs.frequency import FREQUENCIES, check_frequency
+from harvester.proxies import check_proxy_url
 from strata.errors import ConfigError
 from strata.settings import (
     Setting,
@@ -67,6 +68,10 @@ def _optional_url(value: Any) -> str:
     return url
 
 
+def _proxies(value: Any) -> tuple[str, ...]:
+    return tuple(check_proxy_url(proxy) for proxy in check_str_list(value))
+
+
 def _form_fields(value: Any) -> tuple[str, ...]:
     fields = check_str_list(value)
     for field in fields:
@@ -110,7 +115,7 @@ JOB_SETTINGS: tuple[Setting, ...] = (
     Setting("login_cookies", (), check_str_list, "Cookies sent with every request, as 'name=value' strings (secret)."),
     Setting("login_form_url", "", _optional_url, "A login form to POST before the run; the cookies it sets go to the seeds' hosts."),
     Setting("login_form_fields", (), _form_fields, "The login form's fields, as 'name=value' strings (secret)."),
-    Setting("proxies", (), check_str_list, "Proxy URLs rotated per request (secret)."),
+    Setting("proxies", (), _proxies, "http:// proxy URLs rotated per request (https URLs go through them with CONNECT); one that cannot be reached rests 60 s while the others carry its requests (secret)."),
 )
 
 SETTINGS_BY_NAME = {s.name: s for s in JOB_SETTINGS}

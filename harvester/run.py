@@ -96,9 +96,11 @@ class Harvest:
         self.notes: list[str] = []
         #: Why a run that went to its end still failed (seeds unreachable, robots.txt unreadable).
         self.failure: str | None = None
+        self._proxy_pool = None    # the transport's ProxyPool when the job has proxies
         self._seeds_answered: set[str] = set()
         self._seed_errors: dict[str, str] = {}
         self._robots_unread: dict[str, str] = {}     # origin -> why its robots.txt could not be read
+        self._proxy_failures: dict[str, int] = {}     # proxy (no credentials) -> failures seen
 
     # -- public ------------------------------------------------------------------------------------
     def request_stop(self) -> None:
@@ -143,6 +145,7 @@ class Harvest:
             from harvester.login import form_login, with_cookies
 
             self.transport = with_cookies(job, self.transport, await form_login(job, self.transport))
+        self._proxy_pool = getattr(self.transport, "proxy_pool", None)
         started = utc_now()
         self.run_id = new_run_id(started)
         self.mode = self.requested_mode or ("incremental" if state.has_completed_run() else "full")
@@ -229,12 +232,24 @@ class Harvest:
             "failure": self.failure,
         }
 
+    def _take_proxy_events(self) -> None:
+        """A proxy's failures go among the run's errors, under the proxy's name."""
+        for name, text in self._proxy_pool.take_events():
+            self._proxy_failures[name] = self._proxy_failures.get(name, 0) + 1
+            self.recent_errors = (self.recent_errors + [(name, text)])[-20:]
+
     def _failure(self) -> str | None:
         """Why this run must count as failed though it ran to its end, or None.
 
         RFC 9309: a robots.txt that cannot be read (5xx, unreachable) disallows the whole site, so
         a seed's site with one was not harvested at all; and a run none of whose seeds answered
         harvested nothing. Both used to end as "finished" with a few skipped URLs."""
+        if self._proxy_pool is not None:
+            self._take_proxy_events()
+            for name, count in self._proxy_failures.items():
+                self.notes.append(f"proxy {name} failed {count} time(s); see the errors")
+            if self._proxy_pool.exhausted:
+                return self._proxy_pool.exhausted
         seed_origins = {url_origin(seed) for seed in self.job.seeds}
         unread = [(origin, why) for origin, why in self._robots_unread.items() if origin in seed_origins]
         if unread:
@@ -305,6 +320,8 @@ class Harvest:
                 await self._visit(item)
             finally:
                 await self.frontier.done(item)
+            if self._proxy_pool is not None:
+                self._take_proxy_events()
             self._report()
 
     # -- one URL -------------------------------------------------------------------------------------

@@ -203,7 +203,7 @@ def test_slow_dns_and_bad_schemes_are_refused():
         asyncio.run(check_url("http://slow.example/", NetworkPolicy(), never, timeout=0.1))
     with pytest.raises(GuardError, match="only http and https"):
         asyncio.run(check_url("file:///etc/passwd", NetworkPolicy()))
-    with pytest.raises(ConfigError, match="only http:// proxies"):
+    with pytest.raises(ConfigError, match="SOCKS proxies are not supported"):
         GuardedTransport(NetworkPolicy(), proxies=["socks5://127.0.0.1:1"])
 
 
