@@ -44,6 +44,7 @@ Resolver = Callable[[str, int], Awaitable[list[str]]]
 
 ENV_ALLOW = "STRATA_ALLOW_NETWORKS"
 DEFAULT_PORTS = {"http": 80, "https": 443}
+SOCKS_PORT = 1080
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
 # Deprecated IPv4-compatible (RFC 4291 2.5.5.1) and SIIT IPv4-translated (RFC 2765) forms: Python
 # calls ``::127.0.0.2`` and ``::ffff:0:7f00:1`` global, yet stacks that still route them reach
@@ -199,7 +200,7 @@ def check_url_sync(url: str, policy: NetworkPolicy, resolver: Resolver = system_
 class GuardedTransport(httpx.AsyncBaseTransport):
     """An httpx transport that checks and pins the destination of every request it sends.
 
-    ``proxies`` (http:// URLs; https URLs go through them with ``CONNECT``) are rotated per request
+    ``proxies`` (http:// URLs, https ones going through with ``CONNECT``, or socks5://) are rotated per request
     by a ``harvester.proxies.ProxyPool``: one that cannot be reached rests for ``proxy_rest``
     seconds and the request is retried through the next. Each proxy's address is checked and
     pinned on first use. Idle connections are pooled per destination name, so a TLS connection made for
@@ -283,9 +284,13 @@ class GuardedTransport(httpx.AsyncBaseTransport):
         transport = self._proxied.get(index)
         if transport is None:
             proxy_url = httpx.URL(self.proxies[index])
-            address = await self._check(proxy_url, request)
+            # the proxy's own address, checked as the guard checks any: a socks5:// URL as http://
+            as_http = proxy_url if proxy_url.scheme == "http" else proxy_url.copy_with(
+                scheme="http", port=proxy_url.port or SOCKS_PORT)
+            address = await self._check(as_http, request)
             transport = self._proxied[index] = AsyncioTransport(
-                proxy=httpx.Proxy(proxy_url.copy_with(host=address)), verify=self.verify, trust_env=False,
+                proxy=httpx.Proxy(as_http.copy_with(scheme=proxy_url.scheme, host=address)), verify=self.verify,
+                trust_env=False,
                 limits=self.limits, retries=0, network_backend=ProxyBackend())
         return transport
 

@@ -115,7 +115,7 @@ JOB_SETTINGS: tuple[Setting, ...] = (
     Setting("login_cookies", (), check_str_list, "Cookies sent with every request, as 'name=value' strings (secret)."),
     Setting("login_form_url", "", _optional_url, "A login form to POST before the run; the cookies it sets go to the seeds' hosts."),
     Setting("login_form_fields", (), _form_fields, "The login form's fields, as 'name=value' strings (secret)."),
-    Setting("proxies", (), _proxies, "http:// proxy URLs rotated per request (https URLs go through them with CONNECT); one that cannot be reached rests 60 s while the others carry its requests (secret)."),
+    Setting("proxies", (), _proxies, "http:// or socks5:// proxy URLs rotated per request (https URLs go through http:// ones with CONNECT); one that cannot be reached rests 60 s while the others carry its requests (secret)."),
 )
 
 SETTINGS_BY_NAME = {s.name: s for s in JOB_SETTINGS}

@@ -1,5 +1,8 @@
 """A job's proxy pool: rotation per request, a rest for a proxy that fails, failures that name it.
 
+Proxies are ``http://`` (http URLs forwarded, https ones tunnelled with ``CONNECT``) or
+``socks5://`` (both tunnelled; httpcore's SOCKS5 client needs ``socksio``, a dependency for that).
+
 ``ProxyPool`` hands each request the proxies to try, in order: the next one in rotation first,
 then the others, leaving out any that is resting. A proxy that cannot be reached (its connection
 refused or timed out, or the network guard refusing its address) rests for ``rest`` seconds
@@ -34,7 +37,9 @@ __all__ = ["PROXY_REST", "ProxyBackend", "ProxyPool", "ProxyUnreachable", "check
 
 #: Seconds a proxy that could not be reached stays out of rotation.
 PROXY_REST = 60.0
-SUPPORTED_SCHEMES = ("http",)
+#: http:// proxies forward http URLs and tunnel https ones (CONNECT); socks5:// ones tunnel both
+#: (httpcore's SOCKS5 client over socksio, the package httpx's ``socks`` extra installs).
+SUPPORTED_SCHEMES = ("http", "socks5", "socks5h")
 
 
 def proxy_name(url: str | httpx.URL) -> str:
@@ -54,12 +59,12 @@ def check_proxy_url(value: str) -> str:
         parsed = httpx.URL(value)
     except (httpx.InvalidURL, TypeError):
         raise ValueError(f"{proxy_name(value)} is not a URL; write it as http://host:port") from None
-    if parsed.scheme.startswith("socks"):
-        raise ValueError(f"{proxy_name(value)}: SOCKS proxies are not supported; use an http:// proxy "
-                         "(https URLs go through it with CONNECT)")
+    if parsed.scheme in ("socks4", "socks4a"):
+        raise ValueError(f"{proxy_name(value)}: SOCKS4 is not supported; write socks5:// (SOCKS5) or use an "
+                         "http:// proxy")
     if parsed.scheme not in SUPPORTED_SCHEMES:
-        raise ValueError(f"{proxy_name(value)}: only http:// proxies are supported (https URLs go through "
-                         "them with CONNECT)")
+        raise ValueError(f"{proxy_name(value)}: only http:// and socks5:// proxies are supported (https URLs go "
+                         "through an http:// proxy with CONNECT)")
     if not parsed.host:
         raise ValueError(f"{value!r} has no host; write it as http://host:port")
     return value

@@ -203,14 +203,21 @@ def test_slow_dns_and_bad_schemes_are_refused():
         asyncio.run(check_url("http://slow.example/", NetworkPolicy(), never, timeout=0.1))
     with pytest.raises(GuardError, match="only http and https"):
         asyncio.run(check_url("file:///etc/passwd", NetworkPolicy()))
-    with pytest.raises(ConfigError, match="SOCKS proxies are not supported"):
-        GuardedTransport(NetworkPolicy(), proxies=["socks5://127.0.0.1:1"])
+    with pytest.raises(ConfigError, match="SOCKS4 is not supported"):
+        GuardedTransport(NetworkPolicy(), proxies=["socks4://127.0.0.1:1"])
 
 
 def test_a_proxy_address_is_checked_too(canaries):
     canary = canaries("127.0.0.2")
     with pytest.raises(BlockedAddress):
         asyncio.run(_get("http://127.0.0.1:9/", LOCAL_ONLY, proxies=[f"http://127.0.0.2:{canary.port}"]))
+    assert canary.connections == 0
+
+
+def test_a_socks5_proxy_address_is_checked_too(canaries):
+    canary = canaries("127.0.0.2")
+    with pytest.raises(BlockedAddress, match=r"socks5://127\.0\.0\.2:\d+ \(refused by the SSRF guard"):
+        asyncio.run(_get("http://127.0.0.1:9/", LOCAL_ONLY, proxies=[f"socks5://127.0.0.2:{canary.port}"]))
     assert canary.connections == 0
 
 

@@ -1,9 +1,9 @@
 """A job's proxies: a dead one rests while the others carry its URLs, errors name it (never its
-credentials), https goes through an http:// proxy with CONNECT, a run where every proxy failed
-fails, and SOCKS proxies are refused when the job is read.
+credentials), https goes through an http:// proxy with CONNECT or through a SOCKS5 proxy, a run
+where every proxy failed fails, and proxies of other kinds are refused when the job is read.
 
-The proxy is a small forwarding proxy written here (absolute-form GET and CONNECT tunnels, on
-127.0.0.1); the https origin is a local TLS server with a certificate from a throwaway CA
+The proxies are small ones written here on 127.0.0.1: a forwarding HTTP proxy (absolute-form GET
+and CONNECT tunnels) and a SOCKS5 one (RFC 1928, no authentication, CONNECT); the https origin is a local TLS server with a certificate from a throwaway CA
 (trustme); the dead proxy is a closed port."""
 
 from __future__ import annotations
@@ -109,9 +109,62 @@ class _Proxy(BaseHTTPRequestHandler):
         pass
 
 
+class _Socks5(socketserver.BaseRequestHandler):
+    """RFC 1928: no authentication, CONNECT only; logs the (host, port) asked for."""
+
+    def _read(self, count: int) -> bytes:
+        data = b""
+        while len(data) < count:
+            chunk = self.request.recv(count - len(data))
+            if not chunk:
+                raise ConnectionError("client left")
+            data += chunk
+        return data
+
+    def handle(self):
+        version, methods = self._read(2)
+        if version != 5 or 0 not in self._read(methods):
+            self.request.sendall(b"\x05\xff")
+            return
+        self.request.sendall(b"\x05\x00")
+        _, command, _, kind = self._read(4)
+        if kind == 1:
+            host = socket.inet_ntoa(self._read(4))
+        elif kind == 3:
+            host = self._read(self._read(1)[0]).decode("idna")
+        else:
+            host = socket.inet_ntop(socket.AF_INET6, self._read(16))
+        port = int.from_bytes(self._read(2), "big")
+        self.server.seen.append((host, port))
+        if command != 1:
+            self.request.sendall(b"\x05\x07\x00\x01" + bytes(6))
+            return
+        upstream = socket.create_connection((host, port), timeout=10)
+        self.request.sendall(b"\x05\x00\x00\x01" + bytes(6))
+        sockets = [self.request, upstream]
+        try:
+            while True:
+                readable, _, _ = select.select(sockets, [], [], 10)
+                if not readable:
+                    return
+                for sock in readable:
+                    data = sock.recv(65536)
+                    if not data:
+                        return
+                    (upstream if sock is self.request else self.request).sendall(data)
+        finally:
+            upstream.close()
+
+
+class _ThreadingTCP(socketserver.ThreadingTCPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
 class _Server:
     def __init__(self, handler, tls: ssl.SSLContext | None = None):
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        server_class = ThreadingHTTPServer if issubclass(handler, BaseHTTPRequestHandler) else _ThreadingTCP
+        self.httpd = server_class(("127.0.0.1", 0), handler)
         self.httpd.daemon_threads = True
         if tls is not None:
             self.httpd.socket = tls.wrap_socket(self.httpd.socket, server_side=True)
@@ -142,7 +195,8 @@ def servers(ca):
     cert = ca.issue_cert("127.0.0.1", "localhost")
     tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     cert.configure_cert(tls)
-    made = {"plain": _Server(_Origin), "tls": _Server(_Origin, tls), "proxy": _Server(_Proxy)}
+    made = {"plain": _Server(_Origin), "tls": _Server(_Origin, tls), "proxy": _Server(_Proxy),
+            "socks": _Server(_Socks5)}
     yield made
     for server in made.values():
         server.stop()
@@ -185,6 +239,22 @@ def test_a_dead_proxy_rests_and_its_urls_go_through_the_live_one(root, servers, 
     assert "s3cret" not in repr(summary)
 
 
+@pytest.mark.parametrize("scheme", ["http", "https"])
+def test_socks5_proxies_carry_both_schemes_and_a_dead_one_rests(root, servers, ca, scheme):
+    origin = servers["plain" if scheme == "http" else "tls"]
+    base = f"{scheme}://127.0.0.1:{origin.port}"
+    dead = f"socks5://user:s3cret@127.0.0.1:{free_port()}"
+    live = f"socks5://127.0.0.1:{servers['socks'].port}"
+    summary, coll = _harvest(root, base + "/", [dead, live], ca)
+    assert summary["status"] == "finished" and summary["failure"] is None
+    assert _archived(coll) == {base + path for path in PAGES}
+    assert sorted(origin.seen) == sorted(PAGES)
+    assert ("127.0.0.1", origin.port) in servers["socks"].seen
+    named = [e for e in summary["recent_errors"] if e["url"] == dead.replace("user:s3cret@", "")]
+    assert len(named) == 1 and "proxy unreachable" in named[0]["error"]
+    assert "s3cret" not in repr(summary)
+
+
 def test_a_run_where_every_proxy_failed_fails_and_names_them(root, servers, ca):
     dead = [f"http://127.0.0.1:{free_port()}", f"http://127.0.0.1:{free_port()}"]
     summary, _ = _harvest(root, f"http://127.0.0.1:{servers['plain'].port}/", dead, ca)
@@ -213,12 +283,13 @@ def test_https_through_an_http_proxy_verifies_the_origin_s_certificate(servers, 
 
 
 @pytest.mark.parametrize("proxy, message", [
-    ("socks5://127.0.0.1:1080", "SOCKS proxies are not supported; use an http:// proxy"),
-    ("socks5h://u:pw@127.0.0.1:1080", "socks5h://127.0.0.1:1080: SOCKS proxies are not supported"),
-    ("https://127.0.0.1:3128", "only http:// proxies are supported"),
-    ("ftp://127.0.0.1:21", "only http:// proxies are supported"),
+    ("socks4://127.0.0.1:1080", "SOCKS4 is not supported; write socks5://"),
+    ("socks4a://u:pw@127.0.0.1:1080", "socks4a://127.0.0.1:1080: SOCKS4 is not supported"),
+    ("https://u:pw@127.0.0.1:3128", "https://127.0.0.1:3128: only http:// and socks5:// proxies are supported"),
+    ("ftp://127.0.0.1:21", "only http:// and socks5:// proxies are supported"),
 ])
 def test_unsupported_proxies_are_refused_when_the_job_is_read(proxy, message):
+    validate_job("j", {"seeds": ["http://example.org/"], "proxies": ["http://p:3128", "socks5://u:pw@p:1080"]})
     with pytest.raises(ConfigError, match="field 'proxies'") as exc:
         validate_job("j", {"seeds": ["http://example.org/"], "proxies": [proxy]})
     assert message in exc.value.message and "pw@" not in exc.value.message
