@@ -196,6 +196,10 @@ class Harvest:
                 if isinstance(res, BaseException) and not isinstance(res, asyncio.CancelledError):
                     raise res
             self.status = "cancelled" if self._stop else "finished"
+            if self._proxy_pool is not None:
+                self._take_proxy_events()
+                for name, count in self._proxy_failures.items():
+                    self.notes.append(f"proxy {name} failed {count} time(s); see the errors")
             if self.status == "finished":
                 self.failure = self._failure()
                 if self.failure:
@@ -244,12 +248,8 @@ class Harvest:
         RFC 9309: a robots.txt that cannot be read (5xx, unreachable) disallows the whole site, so
         a seed's site with one was not harvested at all; and a run none of whose seeds answered
         harvested nothing. Both used to end as "finished" with a few skipped URLs."""
-        if self._proxy_pool is not None:
-            self._take_proxy_events()
-            for name, count in self._proxy_failures.items():
-                self.notes.append(f"proxy {name} failed {count} time(s); see the errors")
-            if self._proxy_pool.exhausted:
-                return self._proxy_pool.exhausted
+        if self._proxy_pool is not None and self._proxy_pool.exhausted:
+            return self._proxy_pool.exhausted
         seed_origins = {url_origin(seed) for seed in self.job.seeds}
         unread = [(origin, why) for origin, why in self._robots_unread.items() if origin in seed_origins]
         if unread:
