@@ -12,6 +12,11 @@ import click
 from cli._base import ProgressLine, cli, human_size, root_option
 from cli.serving import serve_archive
 from strata.errors import ConfigError, StrataError
+from strata.ports import check_port_free, listen_error
+
+#: The demo's sample site listens here by default, so that a second demo in the same root
+#: harvests the same URLs again (an incremental run) rather than a new random port's.
+DEMO_SITE_PORT = 8765
 
 
 # -- harvest ---------------------------------------------------------------------------------------
@@ -86,6 +91,9 @@ def harvest(collection, seeds, job_name, depth, delay, concurrency, mode, as_jso
         print_summary(summary, coll)
     if summary["status"] == "cancelled":
         sys.exit(130)
+    if summary["status"] == "failed":
+        click.echo(f"Error: the run failed: {summary['failure']}", err=True)
+        sys.exit(1)
     if summary["urls_fetched"] == 0 and summary["errors"]:
         click.echo("Error: no URL could be fetched; see the errors above.", err=True)
         sys.exit(1)
@@ -220,16 +228,24 @@ def settings() -> None:
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--serve", "serve_after", is_flag=True, help="Then serve the archive and print where to browse it.")
 @click.option("--port", default=8080, show_default=True, type=click.IntRange(0, 65535), help="Port for --serve.")
+@click.option("--site-port", default=DEMO_SITE_PORT, show_default=True, type=click.IntRange(0, 65535),
+              help="Port of the sample site on 127.0.0.1 (0: any free port; then a second demo harvests new URLs).")
 @root_option
-def demo(collection, as_json, serve_after, port, root) -> None:
+def demo(collection, as_json, serve_after, port, site_port, root) -> None:
     """Harvest Strata's built-in sample site twice (v1, then v2) into a collection; --serve to browse it."""
     from demo.sample_site import serve_sample_site
     from harvester.job import validate_job
     from index.collection import Collection
 
+    if serve_after:
+        check_port_free("127.0.0.1", port)      # say so now, not after the harvests
+    try:
+        site_server = serve_sample_site(version=1, port=site_port)
+    except OSError as exc:
+        raise listen_error("127.0.0.1", site_port, exc, "--site-port") from None
     coll = Collection.open(root, collection, create=True)
     summaries = []
-    with serve_sample_site(version=1) as site:
+    with site_server as site:
         job = validate_job("demo", {"seeds": [site.base_url + "/"], "delay": 0.0, "depth": 5})
         for version in (1, 2):
             site.version = version

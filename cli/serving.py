@@ -9,6 +9,7 @@ import click
 
 from cli._base import allow_network_option, cli, root_option
 from strata.errors import ConfigError
+from strata.ports import check_port_free
 
 
 @cli.command()
@@ -36,6 +37,7 @@ def serve_archive(root: Path, host: str = "127.0.0.1", port: int = 8080, paths: 
     if not Path(root).is_dir():
         raise ConfigError(f"no collections root at {root}; harvest into it first: "
                           f"strata harvest NAME --seed URL --root {root}")
+    check_port_free(host, port)    # before the app is built and the worker started
     shown = "127.0.0.1" if host in ("0.0.0.0", "", "::") else host
     if staff_host:
         from replay.hosts import build_site

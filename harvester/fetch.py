@@ -102,6 +102,8 @@ def _describe(exc: BaseException) -> str:
         return f"connection failed ({text})"
     if isinstance(exc, httpx.TimeoutException):
         return "timed out"
+    if isinstance(exc, httpx.ProxyError):
+        return str(exc) or "proxy failed"    # harvester.guard's message names every proxy tried
     if isinstance(exc, httpx.UnsupportedProtocol):
         return "unsupported URL scheme"
     if isinstance(exc, httpx.RemoteProtocolError):

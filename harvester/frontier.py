@@ -3,6 +3,12 @@
 Each host gets at most ``per_host`` fetches at once and request starts at least ``delay`` seconds
 apart. ``get()`` hands out the next URL whose host is ready, waits when every host is resting, and
 returns ``None`` once nothing is queued or in flight (or the run is stopping).
+
+A host whose robots.txt asks for a longer ``Crawl-delay`` gets its own delay (``set_host_delay``).
+That is learnt only once the first URLs of the host may already be handed out, so for such a host
+hand-outs are spaced by its delay and each fetch also waits for its turn (``pace``), counted from
+the robots.txt request itself. Hosts without one never reach ``pace``: the per-request path is
+unchanged for them.
 """
 
 from __future__ import annotations
@@ -32,6 +38,8 @@ class Frontier:
         self._queues: dict[str, collections.deque[Item]] = {}
         self._in_flight: dict[str, int] = collections.defaultdict(int)
         self._next_start: dict[str, float] = collections.defaultdict(float)
+        self._host_delay: dict[str, float] = {}     # hosts that asked for more than `delay`
+        self._next_fetch: dict[str, float] = {}     # their next request start
         self._seen: set[str] = set()
         self._cond = asyncio.Condition()
         self._stopping = False
@@ -91,7 +99,7 @@ class Frontier:
                     if ready_at <= now:
                         item = queue.popleft()
                         self._in_flight[host] += 1
-                        self._next_start[host] = now + self.delay
+                        self._next_start[host] = now + self._host_delay.get(host, self.delay)
                         self.handed_out += 1
                         return item
                     wait = ready_at - now if wait is None else min(wait, ready_at - now)
@@ -105,6 +113,28 @@ class Frontier:
                         await self._cond.wait()
                 except TimeoutError:
                     pass
+
+    def set_host_delay(self, host: str, seconds: float, since: float | None = None) -> None:
+        """Space request starts to ``host`` by ``seconds`` (when more than ``delay``), the first one
+        ``seconds`` after ``since`` (a ``time.monotonic()`` of the last request to it; default now)."""
+        if seconds <= self.delay:
+            return
+        first = (time.monotonic() if since is None else since) + seconds
+        self._host_delay[host] = seconds
+        self._next_fetch[host] = max(self._next_fetch.get(host, 0.0), first)
+        self._next_start[host] = max(self._next_start[host], first)
+
+    def paced(self, host: str) -> bool:
+        """Whether fetches from ``host`` must wait for their turn (``pace``)."""
+        return host in self._host_delay
+
+    async def pace(self, host: str) -> None:
+        """Wait for this fetch's turn on a host with a delay of its own, and book the next turn."""
+        now = time.monotonic()
+        start = max(now, self._next_fetch[host])
+        self._next_fetch[host] = start + self._host_delay[host]
+        if start > now:
+            await asyncio.sleep(start - now)
 
     async def done(self, item: Item) -> None:
         async with self._cond:

@@ -7,9 +7,10 @@ address. So the guard works on addresses, not strings:
 
 1. resolve the host (``getaddrinfo``, which parses every numeric spelling the way the socket
    layer will), with a deadline, since DNS ignores httpx's timeouts;
-2. check **every** address: unwrap IPv4-mapped, 6to4, Teredo and NAT64 IPv6 forms, then refuse
-   anything not globally routable (loopback, private, link-local, shared, multicast, reserved,
-   unspecified) unless a network in the policy's allow list holds it;
+2. check **every** address: unwrap IPv4-mapped, IPv4-compatible, IPv4-translated, 6to4, Teredo
+   and NAT64 IPv6 forms, then refuse anything not globally routable (loopback, private,
+   link-local, shared, multicast, reserved, unspecified; the deprecated IPv4-compatible and
+   -translated forms always) unless a network in the policy's allow list holds it;
 3. connect to the address that was checked (the request URL is rewritten to it; the ``Host``
    header and TLS SNI keep the name), so a second DNS answer cannot change the destination.
 
@@ -26,14 +27,15 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
-import itertools
 import os
 import socket
+import ssl
 from collections.abc import Awaitable, Callable, Iterable
 
 import httpx
 
 from harvester.netbackend import AsyncioTransport
+from harvester.proxies import PROXY_REST, ProxyBackend, ProxyPool, is_proxy_down
 from strata.errors import ConfigError
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -42,7 +44,13 @@ Resolver = Callable[[str, int], Awaitable[list[str]]]
 
 ENV_ALLOW = "STRATA_ALLOW_NETWORKS"
 DEFAULT_PORTS = {"http": 80, "https": 443}
+SOCKS_PORT = 1080
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
+# Deprecated IPv4-compatible (RFC 4291 2.5.5.1) and SIIT IPv4-translated (RFC 2765) forms: Python
+# calls ``::127.0.0.2`` and ``::ffff:0:7f00:1`` global, yet stacks that still route them reach
+# the IPv4 address inside. They are unwrapped to say so, and refused even around a public address.
+_IPV4_COMPATIBLE = ipaddress.ip_network("::/96")
+_IPV4_TRANSLATED = ipaddress.ip_network("::ffff:0:0:0/96")
 
 
 class BlockedAddress(httpx.ConnectError):
@@ -56,7 +64,7 @@ class GuardError(ValueError):
 def _kind(ip: IPAddress) -> str:
     for attr, name in (("is_unspecified", "unspecified"), ("is_loopback", "loopback"),
                        ("is_link_local", "link-local"), ("is_multicast", "multicast"),
-                       ("is_private", "private"), ("is_reserved", "reserved")):
+                       ("is_reserved", "reserved"), ("is_private", "private")):
         if getattr(ip, attr):
             return name
     return "non-global"
@@ -73,9 +81,13 @@ def embedded_ipv4(ip: IPAddress) -> list[ipaddress.IPv4Address]:
         out.append(ip.sixtofour)
     if ip.teredo:
         out.extend(ip.teredo)
-    if ip in _NAT64:
+    if ip in _NAT64 or ip in _IPV4_TRANSLATED or (ip in _IPV4_COMPATIBLE and int(ip) > 1):
         out.append(ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF))
     return out
+
+
+def _article(word: str) -> str:
+    return "an" if word[:1] in "aeiou" else "a"
 
 
 class NetworkPolicy:
@@ -121,9 +133,14 @@ class NetworkPolicy:
         for candidate in (*inner, ip):   # the embedded IPv4 names the real destination
             if self._allowed(candidate):
                 continue
-            if not candidate.is_global or candidate.is_multicast:
+            # is_global alone passes reserved blocks (Python calls ::127.0.0.2 global). IPv4-mapped
+            # and NAT64 forms, in ::/8 too, are in real use and judged by the address they stand for.
+            reserved = candidate.is_reserved and not (candidate == ip and ip.version == 6
+                                                      and (ip.ipv4_mapped or ip in _NAT64))
+            if not candidate.is_global or candidate.is_multicast or reserved:
                 shown = f"{ip} (that is {candidate})" if candidate != ip else str(ip)
-                return (f"{shown} is a {_kind(candidate)} address; the harvester reaches only public addresses "
+                kind = _kind(candidate)
+                return (f"{shown} is {_article(kind)} {kind} address; the harvester reaches only public addresses "
                         f"unless the server allows the range (--allow-network; allowed now: {self.describe()})")
         return None
 
@@ -183,23 +200,24 @@ def check_url_sync(url: str, policy: NetworkPolicy, resolver: Resolver = system_
 class GuardedTransport(httpx.AsyncBaseTransport):
     """An httpx transport that checks and pins the destination of every request it sends.
 
-    ``proxies`` (http:// URLs) are rotated per request; each proxy's address is checked and pinned
-    on first use. Idle connections are pooled per destination name, so a TLS connection made for
+    ``proxies`` (http:// URLs, https ones going through with ``CONNECT``, or socks5://) are rotated per request
+    by a ``harvester.proxies.ProxyPool``: one that cannot be reached rests for ``proxy_rest``
+    seconds and the request is retried through the next. Each proxy's address is checked and
+    pinned on first use. Idle connections are pooled per destination name, so a TLS connection made for
     one name is never reused for another name that resolves to the same address.
     """
 
     def __init__(self, policy: NetworkPolicy, *, resolver: Resolver = system_resolve, dns_timeout: float = 10.0,
-                 proxies: Iterable[str] = (), limits: httpx.Limits | None = None, verify: bool = True):
+                 proxies: Iterable[str] = (), limits: httpx.Limits | None = None,
+                 verify: bool | ssl.SSLContext = True, proxy_rest: float = PROXY_REST):
         self.policy = policy
         self.resolver = resolver
         self.dns_timeout = dns_timeout
         self.limits = limits or httpx.Limits(max_connections=64, max_keepalive_connections=16)
         self.verify = verify
         self.proxies = [str(p) for p in proxies]
-        for proxy in self.proxies:
-            if httpx.URL(proxy).scheme != "http":
-                raise ConfigError(f"proxy {proxy!r}: only http:// proxies are supported")
-        self._rotation = itertools.cycle(range(len(self.proxies))) if self.proxies else None
+        #: Rotation, rests and failure events of the proxies (None without proxies).
+        self.proxy_pool = ProxyPool(self.proxies, rest=proxy_rest) if self.proxies else None
         self._direct: dict[tuple[str, str, int], httpx.AsyncHTTPTransport] = {}
         self._proxied: dict[int, httpx.AsyncHTTPTransport] = {}
         self.refused = 0
@@ -216,9 +234,8 @@ class GuardedTransport(httpx.AsyncBaseTransport):
         if url.scheme not in DEFAULT_PORTS:
             raise httpx.UnsupportedProtocol(f"unsupported URL scheme {url.scheme!r}", request=request)
         address = await self._check(url, request)
-        if self._rotation is not None:
-            proxied = await self._proxy_transport(next(self._rotation), request)
-            return await proxied.handle_async_request(request)
+        if self.proxy_pool is not None:
+            return await self._through_proxies(request)
         host, port = _host_and_port(url)
         extensions = dict(request.extensions)
         if url.scheme == "https":
@@ -232,14 +249,50 @@ class GuardedTransport(httpx.AsyncBaseTransport):
                 verify=self.verify, trust_env=False, limits=self.limits, retries=0)
         return await transport.handle_async_request(pinned)
 
+    async def _through_proxies(self, request: httpx.Request) -> httpx.Response:
+        """Send through the next proxy in rotation, then through the others while they fail."""
+        pool = self.proxy_pool
+        assert pool is not None   # only called when the job has proxies
+        tried: list[str] = []
+        refused_only = True
+        for index in pool.order():
+            name = pool.names[index]
+            try:
+                transport = await self._proxy_transport(index, request)
+            except BlockedAddress as exc:    # the guard refuses the proxy's own address
+                pool.down(index, str(exc))
+                tried.append(f"{name} ({exc})")
+                continue
+            refused_only = False
+            try:
+                return await transport.handle_async_request(request)
+            except httpx.ProxyError as exc:  # CONNECT refused: maybe the origin; this request only
+                reason = str(exc) or type(exc).__name__
+                pool.passed_over(index, reason)
+                tried.append(f"{name} ({reason})")
+            except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+                if not is_proxy_down(exc):
+                    raise                    # e.g. TLS with the origin through the tunnel
+                reason = str(exc) or type(exc).__name__
+                pool.down(index, reason)
+                tried.append(f"{name} ({reason})")
+        message = pool.none_left(tried)
+        if tried and refused_only:
+            raise BlockedAddress(message, request=request)
+        raise httpx.ProxyError(message, request=request)
+
     async def _proxy_transport(self, index: int, request: httpx.Request) -> httpx.AsyncHTTPTransport:
         transport = self._proxied.get(index)
         if transport is None:
             proxy_url = httpx.URL(self.proxies[index])
-            address = await self._check(proxy_url, request)
+            # the proxy's own address, checked as the guard checks any: a socks5:// URL as http://
+            as_http = proxy_url if proxy_url.scheme == "http" else proxy_url.copy_with(
+                scheme="http", port=proxy_url.port or SOCKS_PORT)
+            address = await self._check(as_http, request)
             transport = self._proxied[index] = AsyncioTransport(
-                proxy=httpx.Proxy(proxy_url.copy_with(host=address)), verify=self.verify, trust_env=False,
-                limits=self.limits, retries=0)
+                proxy=httpx.Proxy(as_http.copy_with(scheme=proxy_url.scheme, host=address)), verify=self.verify,
+                trust_env=False,
+                limits=self.limits, retries=0, network_backend=ProxyBackend())
         return transport
 
     async def aclose(self) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from harvester.jobs.frequency import FREQUENCIES, check_frequency
+from harvester.proxies import check_proxy_url
 from strata.errors import ConfigError
 from strata.settings import (
     Setting,
@@ -67,6 +68,10 @@ def _optional_url(value: Any) -> str:
     return url
 
 
+def _proxies(value: Any) -> tuple[str, ...]:
+    return tuple(check_proxy_url(proxy) for proxy in check_str_list(value))
+
+
 def _form_fields(value: Any) -> tuple[str, ...]:
     fields = check_str_list(value)
     for field in fields:
@@ -84,6 +89,7 @@ JOB_SETTINGS: tuple[Setting, ...] = (
     Setting("exclude", (), check_regex_list, "Regexes; URLs matching any of them are never fetched."),
     Setting("embeds_offsite", True, check_bool, "Fetch embedded resources (images, CSS, scripts, frames) of in-scope pages on any host."),
     Setting("delay", 1.0, check_float(0.0, 3600.0), "Politeness: seconds between request starts to one host."),
+    Setting("max_crawl_delay", 30.0, check_float(0.0, 86400.0), "Longest robots.txt Crawl-delay honoured, in seconds: requests to a host are spaced by the larger of its Crawl-delay (at most this) and delay."),
     Setting("concurrency", 4, check_int(1, 64), "Connections open at once, across hosts (at most this many to one host)."),
     Setting("fetch_process", True, check_bool, "Fetch in a second process, so that HTTP work runs on a core of its own (when the machine has two); false: in the harvest's process. Runs with a login or behind the console's network guard always fetch in-process."),
     Setting("robots", "obey", check_choice("obey", "ignore"), "Obey robots.txt (RFC 9309) or ignore it."),
@@ -110,7 +116,7 @@ JOB_SETTINGS: tuple[Setting, ...] = (
     Setting("login_cookies", (), check_str_list, "Cookies sent with every request, as 'name=value' strings (secret)."),
     Setting("login_form_url", "", _optional_url, "A login form to POST before the run; the cookies it sets go to the seeds' hosts."),
     Setting("login_form_fields", (), _form_fields, "The login form's fields, as 'name=value' strings (secret)."),
-    Setting("proxies", (), check_str_list, "Proxy URLs rotated per request (secret)."),
+    Setting("proxies", (), _proxies, "http:// or socks5:// proxy URLs rotated per request (https URLs go through http:// ones with CONNECT); one that cannot be reached rests 60 s while the others carry its requests (secret)."),
 )
 
 SETTINGS_BY_NAME = {s.name: s for s in JOB_SETTINGS}
@@ -142,6 +148,7 @@ class JobSettings:
     exclude: tuple[str, ...] = _default("exclude")
     embeds_offsite: bool = _default("embeds_offsite")
     delay: float = _default("delay")
+    max_crawl_delay: float = _default("max_crawl_delay")
     concurrency: int = _default("concurrency")
     fetch_process: bool = _default("fetch_process")
     robots: str = _default("robots")

@@ -11,7 +11,9 @@ plain one will do):
 - **Login form** (``login_form_url`` and ``login_form_fields``): posted before the run, through the
   same (guarded) transport, following up to 5 redirects; the cookies it sets join the login cookies,
   with the same rule: seeds' hosts only, never recorded.
-- **Proxies** (``proxies = ["http://proxy1:3128", ...]``) are rotated per request.
+- **Proxies** (``proxies = ["http://proxy1:3128", ...]``) are rotated per request; https URLs go
+  through them with ``CONNECT``; one that cannot be reached rests a while and its requests go
+  through the others (``harvester.proxies``).
 - **SSRF guard**: with a ``NetworkPolicy`` (runs started from the console), every request and
   every proxy passes ``harvester.guard``. Without one (an operator's own ``strata harvest``), the
   same transport runs with every network allowed, which only adds the pinning.
@@ -66,6 +68,11 @@ class CookieTransport(httpx.AsyncBaseTransport):
             existing = request.headers.get("Cookie")
             request.headers["Cookie"] = f"{existing}; {self.header}" if existing else self.header
         return await self.inner.handle_async_request(request)
+
+    @property
+    def proxy_pool(self):
+        """The inner transport's proxy pool, for the harvest to report on (None without proxies)."""
+        return getattr(self.inner, "proxy_pool", None)
 
     async def aclose(self) -> None:
         await self.inner.aclose()

@@ -24,7 +24,7 @@
   length, ``allow`` wins. A pattern not starting with ``/`` or ``*`` gets a
   leading ``/``. ``/robots.txt`` itself is always allowed;
 * ``Crawl-delay`` (not in the RFC) is read from the chosen group(s); the
-  largest valid value wins.
+  largest valid value wins. The harvest spaces requests to the host by it (:func:`effective_delay`).
 
 :class:`RobotsCache` fetches and caches the rules of each origin
 (``scheme://host:port``) for a run, and coalesces concurrent lookups of one
@@ -44,7 +44,7 @@ from urllib.parse import urlsplit
 
 from strata.urls import normalize_url, url_origin
 
-__all__ = ["MAX_ROBOTS_BYTES", "RobotsCache", "RobotsRules", "product_token"]
+__all__ = ["MAX_ROBOTS_BYTES", "RobotsCache", "RobotsRules", "RobotsUnreachable", "effective_delay", "product_token"]
 
 log = logging.getLogger(__name__)
 
@@ -57,10 +57,22 @@ _UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012
 _TO_NORMALIZE = re.compile(r"%[0-9A-Fa-f]{2}|[^\x21-\x7e]")
 
 
+class RobotsUnreachable(OSError):
+    """Raised by a robots fetcher when no answer came (its message says why: DNS, refused, guard)."""
+
+
 @dataclass(frozen=True, slots=True)
 class _Rule:
     pattern: str
     allow: bool
+
+
+def effective_delay(crawl_delay: float | None, delay: float, cap: float) -> float:
+    """Seconds between request starts to a host: the job's ``delay``, or the host's ``Crawl-delay``
+    when larger, that capped at ``cap`` (a site cannot stall a job for hours per request)."""
+    if crawl_delay is None:
+        return delay
+    return max(delay, min(crawl_delay, cap))
 
 
 def product_token(user_agent: str) -> str:
@@ -206,8 +218,9 @@ class RobotsCache:
             status, body = await self._fetch(robots_url)
         except Exception as exc:  # the fetcher's failure is the site's unreachability
             log.info("robots.txt of %s unreachable: %r", origin, exc)
-            status, body = None, None
-        rules = RobotsRules.from_response(status, body, self.user_agent)
+            rules = RobotsRules.disallow_all(f"unreachable ({exc or type(exc).__name__}): disallow all")
+        else:
+            rules = RobotsRules.from_response(status, body, self.user_agent)
         ttl = self._error_ttl if rules.disallows_everything else self._ttl
         self._rules[origin] = (rules, self._clock() + ttl)
         return rules

@@ -27,9 +27,10 @@ from harvester.fetchproc import FetchProcess
 from harvester.frontier import Frontier, Item
 from harvester.job import JobSettings
 from harvester.links import LINK_TYPES, Link, links_of_payload
+from harvester.proxies import ProxyPool
 from harvester.recovery import recover
 from harvester.report import RunFigures
-from harvester.robots import RobotsCache
+from harvester.robots import RobotsCache, RobotsRules, RobotsUnreachable, effective_delay
 from harvester.schedule import (
     PageKinds,
     due_at,
@@ -48,7 +49,7 @@ from index.state import Capture, HarvestState, Original
 from strata import __version__
 from strata.media import HTML_TYPES
 from strata.times import iso, ts14, utc_now, warc_date
-from strata.urls import normalize_url, url_host
+from strata.urls import normalize_url, url_host, url_origin
 
 ACCEPT_ENCODING = "gzip, deflate"   # no br: only capped decoders touch stored bodies
 MAX_REDIRECT_HOPS = 10
@@ -98,6 +99,13 @@ class Harvest:
         self.surplus_urls: list[str] = []      # captures whose server sent more than the message held
         self.host_errors: dict[str, tuple[int, str]] = {}   # host[:port] -> (errors, first error)
         self.hosts_answered: set[str] = set()               # hosts[:port] that sent at least one response
+        #: Why a run that went to its end still failed (seeds unreachable, robots.txt unreadable).
+        self.failure: str | None = None
+        self._proxy_pool: ProxyPool | None = None    # the transport's ProxyPool when the job has proxies
+        self._seeds_answered: set[str] = set()
+        self._seed_errors: dict[str, str] = {}
+        self._robots_unread: dict[str, str] = {}     # origin -> why its robots.txt could not be read
+        self._proxy_failures: dict[str, int] = {}     # proxy (no credentials) -> failures seen
 
     # -- public ------------------------------------------------------------------------------------
     def request_stop(self) -> None:
@@ -142,6 +150,7 @@ class Harvest:
             from harvester.login import form_login, with_cookies
 
             self.transport = with_cookies(job, self.transport, await form_login(job, self.transport))
+        self._proxy_pool = getattr(self.transport, "proxy_pool", None)
         started = utc_now()
         self.run_id = new_run_id(started)
         self.mode = self.requested_mode or ("incremental" if state.has_completed_run() else "full")
@@ -182,6 +191,8 @@ class Harvest:
                                   transport=self.transport)
         self.fetcher = await self._start_fetch_process()
         self.robots = RobotsCache(self._fetch_robots, user_agent=job.user_agent)
+        self._robots_answered: dict[str, float] = {}  # host -> when its robots.txt last answered
+        self._crawl_delays: dict[str, float] = {}     # host -> seconds between requests it was given
         self._seed_frontier()
         try:
             self._workers = [asyncio.create_task(self._worker())
@@ -191,6 +202,14 @@ class Harvest:
                 if isinstance(res, BaseException) and not isinstance(res, asyncio.CancelledError):
                     raise res
             self.status = "cancelled" if self._stop else "finished"
+            if self._proxy_pool is not None:
+                self._take_proxy_events()
+                for name, count in self._proxy_failures.items():
+                    self.notes.append(f"proxy {name} failed {count} time(s); see the errors")
+            if self.status == "finished":
+                self.failure = self._failure()
+                if self.failure:
+                    self.status = "failed"
             if self.status == "finished" and self.strategy and job.check_deleted_links:
                 self._record_vanished()
         except BaseException:
@@ -209,8 +228,11 @@ class Harvest:
                                   "and their records carry WARC-Strata-Note: content-length-surplus")
             self.figures.warc_files = list(self.roller.files)
             self.figures.bytes_stored = self.roller.bytes_written
+            figures = self.figures.as_dict()
+            if self.failure:
+                figures["failure"] = self.failure
             state.update_run(self.run_id, status=self.status, finished=iso(finished), snapshot=ts14(finished),
-                             figures=self.figures.as_dict())
+                             figures=figures)
             self._report(force=True)
         return self.summary(started, finished)
 
@@ -231,7 +253,39 @@ class Harvest:
             "connections_per_host": self.job.concurrency,
             "recent_errors": [{"url": u, "error": e} for u, e in self.recent_errors[-10:]],
             "notes": list(self.notes),
+            "failure": self.failure,
         }
+
+    def _take_proxy_events(self) -> None:
+        """A proxy's failures go among the run's errors, under the proxy's name."""
+        if self._proxy_pool is None:
+            return
+        for name, text in self._proxy_pool.take_events():
+            self._proxy_failures[name] = self._proxy_failures.get(name, 0) + 1
+            self.recent_errors = (self.recent_errors + [(name, text)])[-20:]
+
+    def _failure(self) -> str | None:
+        """Why this run must count as failed though it ran to its end, or None.
+
+        RFC 9309: a robots.txt that cannot be read (5xx, unreachable) disallows the whole site, so
+        a seed's site with one was not harvested at all; and a run none of whose seeds answered
+        harvested nothing. Both used to end as "finished" with a few skipped URLs."""
+        if self._proxy_pool is not None and self._proxy_pool.exhausted:
+            return self._proxy_pool.exhausted
+        seed_origins = {url_origin(seed) for seed in self.job.seeds}
+        unread = [(origin, why) for origin, why in self._robots_unread.items() if origin in seed_origins]
+        if unread:
+            origin, why = unread[0]
+            more = f" (and {len(unread) - 1} more seed site(s))" if len(unread) > 1 else ""
+            return (f"robots.txt of {origin} could not be read ({why}), so nothing there was fetched "
+                    f"(RFC 9309: disallow all until it can be read){more}")
+        if self._seeds_answered:
+            return None
+        seed = self.job.seeds[0]
+        if seed in self._seed_errors:
+            return f"no seed could be fetched: {seed}: {self._seed_errors[seed]}"
+        return ("no seed was fetched: robots.txt disallows every seed (robots = \"ignore\" only with the "
+                "site's permission)")
 
     async def _after_last_snapshot(self) -> None:
         """Runs get distinct snapshot seconds, so a snapshot never includes the next run's captures."""
@@ -288,16 +342,24 @@ class Harvest:
                 await self._visit(item)
             finally:
                 await self.frontier.done(item)
+            if self._proxy_pool is not None:
+                self._take_proxy_events()
             self._report()
 
     # -- one URL -------------------------------------------------------------------------------------
     async def _visit(self, item: Item) -> None:
         if self.job.robots == "obey" and not item.url.endswith("/robots.txt"):
             rules = await self.robots.rules_for(item.url)
+            if rules.crawl_delay is not None and item.host not in self._crawl_delays:
+                self._apply_crawl_delay(item.host, rules.crawl_delay)
             if not rules.allowed(item.url):
                 self.figures.skipped += 1
-                self.state.add_check(self.run_id, item.url, "skipped", "disallowed by robots.txt", iso(utc_now()))
+                why = self._robots_unreadable(item.url, rules) if rules.disallows_everything \
+                    else "disallowed by robots.txt"
+                self.state.add_check(self.run_id, item.url, "skipped", why, iso(utc_now()))
                 return
+        if self.frontier.paced(item.host):
+            await self.frontier.pace(item.host)
         self.fetched.add(item.url)
         previous = self.state.url(item.url)
         conditional = decide.conditional_headers(previous) if self.mode == "incremental" else {}
@@ -307,6 +369,29 @@ class Harvest:
             self._record(item, result, previous, bool(conditional))
         finally:
             result.close()
+
+    def _robots_unreadable(self, url: str, rules: RobotsRules) -> str:
+        """Say once per site, among the run's errors, that its robots.txt was unreadable; the reason
+        each of its URLs was skipped."""
+        origin = url_origin(url) or url
+        why = rules.reason.removesuffix(": disallow all")
+        if origin not in self._robots_unread:
+            self._robots_unread[origin] = why
+            self.recent_errors = (self.recent_errors + [(
+                origin + "/robots.txt",
+                f"robots.txt could not be read ({why}): nothing on {origin} is fetched (RFC 9309)")])[-20:]
+        return f"not fetched: robots.txt could not be read ({why}); RFC 9309 then disallows everything"
+
+    def _apply_crawl_delay(self, host: str, asked: float) -> None:
+        seconds = effective_delay(asked, self.job.delay, self.job.max_crawl_delay)
+        self._crawl_delays[host] = seconds
+        if seconds <= self.job.delay:
+            return
+        self.frontier.set_host_delay(host, seconds, since=self._robots_answered.get(host))
+        capped = f" (it asks for {asked:g} s; capped by max_crawl_delay)" if asked > seconds else ""
+        if len(self.notes) < 50:
+            self.notes.append(f"{host}: requests spaced {seconds:g} s apart, as its robots.txt Crawl-delay "
+                              f"asks{capped}")
 
     async def _start_fetch_process(self) -> FetchProcess | None:
         """A second process for HTTP when the job allows it, the machine has a core for it, and the
@@ -335,13 +420,21 @@ class Harvest:
     async def _fetch_robots(self, url: str) -> tuple[int | None, bytes | None]:
         """robots.txt through the harvester's own client, archived like any capture, up to 5 redirects."""
         for _ in range(6):
+            host = url_host(url)
+            if self.frontier.paced(host):
+                await self.frontier.pace(host)
             previous = self.state.url(url)
             if previous is None:
                 self.state.see_url(url, url_host(url), self.run_id, iso(utc_now()), None, 0, "embed")
                 previous = None
             result = await self._fetch(url, {})
+            # When the request really left is not known here (the fetch process may take a while to
+            # send it); the answer came after it, so spacing from the answer is never too short.
+            self._robots_answered[host] = time.monotonic()
             try:
                 self._record(Item(url, 0, "robots"), result, previous, False, follow=False)
+                if result.error:
+                    raise RobotsUnreachable(result.error)
                 if result.status in (301, 302, 303, 307, 308):
                     target = normalize_url(result.header("Location") or "", url)
                     if target:
@@ -350,7 +443,7 @@ class Harvest:
                 return result.status, result.read_body(600 * 1024) if result.status else None
             finally:
                 result.close()
-        return None, None
+        raise RobotsUnreachable("more than 5 redirects")
 
     def _record(self, item: Item, result: FetchResult, previous: dict | None, conditional: bool,
                 follow: bool = True) -> None:
@@ -363,7 +456,11 @@ class Harvest:
             host = urlsplit(item.url).netloc
             count, first = self.host_errors.get(host, (0, result.error))
             self.host_errors[host] = (count + 1, first)
+            if item.kind == "seed":
+                self._seed_errors.setdefault(item.url, result.error)
             return
+        if item.kind == "seed":
+            self._seeds_answered.add(item.url)
         figures.urls_fetched += 1
         self.hosts_answered.add(urlsplit(item.url).netloc)
         if result.surplus:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import logging
 import socket
 
+from strata.ports import listen_error
+
 log = logging.getLogger(__name__)
 
 
@@ -40,7 +42,10 @@ def serve(app, host: str = "127.0.0.1", port: int = 8080, ready=None) -> None:
     import gevent
 
     server = make_server(app, host, port)
-    server.init_socket()
+    try:
+        server.init_socket()
+    except OSError as exc:   # a busy port: one line from the CLI, not gevent's traceback
+        raise listen_error(host, port, exc) from None
     # Ctrl-C and SIGTERM stop the server quietly (gevent's hub would print the KeyboardInterrupt).
     handlers = [gevent.signal_handler(sig, server.stop) for sig in (signal.SIGINT, signal.SIGTERM)]
     if ready:

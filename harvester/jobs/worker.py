@@ -118,9 +118,10 @@ class Worker:
                 self.queue.interrupt(entry.id, f"worker {self.id} was stopped during the run")
                 self.report(f"run {entry.id} stopped with the worker; queued again")
             else:
-                self.queue.finish(entry.id, summary["status"], summary=summary)
+                failure = summary.get("failure")   # a run that went to its end and still failed says why
+                self.queue.finish(entry.id, summary["status"], summary=summary, error=failure)
                 self.report(f"run {entry.id} {summary['status']}: {summary['urls_fetched']} URLs, "
-                            f"{summary['bytes_stored']} bytes stored")
+                            f"{summary['bytes_stored']} bytes stored" + (f"; {failure}" if failure else ""))
         finally:
             beat.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -103,9 +103,10 @@ def test_without_an_allowance_the_worker_reaches_no_private_address(root, site):
     first = enqueue(root)
     asyncio.run(Worker(root, NetworkPolicy(), poll=0.05).run(once=True))
     done = entry(root, first)
-    assert done.status == "finished" and done.summary["urls_fetched"] == 0 and done.summary["errors"] >= 1
+    assert done.status == "failed" and done.summary["urls_fetched"] == 0 and done.summary["errors"] >= 1
     assert site.request_count == 0
     assert "SSRF guard" in done.summary["recent_errors"][0]["error"]
+    assert "robots.txt" in done.error and "SSRF guard" in done.error   # the queue says why
 
 
 def test_a_broken_job_fails_its_run_and_the_worker_goes_on(root, site):

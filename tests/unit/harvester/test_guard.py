@@ -96,6 +96,44 @@ def test_global_addresses_pass(address):
     assert NetworkPolicy().refusal(address) is None
 
 
+@pytest.mark.parametrize("address, message", [
+    # IPv4-compatible (::/96): Python calls these global; the stack reaches the IPv4 address inside
+    ("::127.0.0.2", "::7f00:2 (that is 127.0.0.2) is a loopback address;"),
+    ("::7f00:1", "::7f00:1 (that is 127.0.0.1) is a loopback address;"),
+    ("::10.0.0.1", "::a00:1 (that is 10.0.0.1) is a private address;"),
+    ("::169.254.169.254", "::a9fe:a9fe (that is 169.254.169.254) is a link-local address;"),
+    ("::8.8.8.8", "::808:808 is a reserved address;"),           # deprecated form: refused anyway
+    # IPv4-translated (SIIT, ::ffff:0:0/96)
+    ("::ffff:0:7f00:1", "::ffff:0:7f00:1 (that is 127.0.0.1) is a loopback address;"),
+    ("::ffff:0:808:808", "::ffff:0:808:808 is a reserved address;"),
+    # reserved blocks
+    ("240.0.0.1", "240.0.0.1 is a reserved address;"),
+    ("255.255.255.255", "255.255.255.255 is a reserved address;"),
+    ("100::1", "100::1 is a reserved address;"),
+    ("400::1", "400::1 is a reserved address;"),
+    # articles read right
+    ("0.0.0.0", "0.0.0.0 is an unspecified address;"),
+    ("::", ":: is an unspecified address;"),
+    ("127.0.0.1", "127.0.0.1 is a loopback address;"),
+    ("fe80::1", "fe80::1 is a link-local address;"),
+    ("100.64.0.1", "100.64.0.1 is a non-global address;"),
+])
+def test_reserved_and_ipv4_compatible_forms_are_refused_in_plain_words(address, message):
+    assert NetworkPolicy().refusal(address).startswith(message)
+
+
+@pytest.mark.parametrize("address", ["::ffff:8.8.8.8", "64:ff9b::808:808", "2002:808:808::1"])
+def test_mapped_nat64_and_6to4_forms_of_public_addresses_pass(address):
+    assert NetworkPolicy().refusal(address) is None
+
+
+def test_an_ipv4_compatible_url_never_connects(canaries):
+    canary = canaries("127.0.0.2")
+    with pytest.raises(BlockedAddress, match="127.0.0.2"):
+        asyncio.run(_get(f"http://[::127.0.0.2]:{canary.port}/", NetworkPolicy()))
+    assert canary.connections == 0
+
+
 def test_allowed_ranges_cover_their_mapped_forms_only():
     policy = NetworkPolicy.from_strings(["127.0.0.1/32, 10.9.0.0/16"])
     assert policy.refusal("127.0.0.1") is None
@@ -165,14 +203,21 @@ def test_slow_dns_and_bad_schemes_are_refused():
         asyncio.run(check_url("http://slow.example/", NetworkPolicy(), never, timeout=0.1))
     with pytest.raises(GuardError, match="only http and https"):
         asyncio.run(check_url("file:///etc/passwd", NetworkPolicy()))
-    with pytest.raises(ConfigError, match="only http:// proxies"):
-        GuardedTransport(NetworkPolicy(), proxies=["socks5://127.0.0.1:1"])
+    with pytest.raises(ConfigError, match="SOCKS4 is not supported"):
+        GuardedTransport(NetworkPolicy(), proxies=["socks4://127.0.0.1:1"])
 
 
 def test_a_proxy_address_is_checked_too(canaries):
     canary = canaries("127.0.0.2")
     with pytest.raises(BlockedAddress):
         asyncio.run(_get("http://127.0.0.1:9/", LOCAL_ONLY, proxies=[f"http://127.0.0.2:{canary.port}"]))
+    assert canary.connections == 0
+
+
+def test_a_socks5_proxy_address_is_checked_too(canaries):
+    canary = canaries("127.0.0.2")
+    with pytest.raises(BlockedAddress, match=r"socks5://127\.0\.0\.2:\d+ \(refused by the SSRF guard"):
+        asyncio.run(_get("http://127.0.0.1:9/", LOCAL_ONLY, proxies=[f"socks5://127.0.0.2:{canary.port}"]))
     assert canary.connections == 0
 
 
