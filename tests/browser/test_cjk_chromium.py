@@ -75,6 +75,7 @@ def chromium_crawl(browser, site) -> dict[str, tuple[str, list[str]]]:
     return seen
 
 
+@pytest.mark.slow
 def test_strata_requests_exactly_what_chromium_requests(browser, site, root):
     crawl = chromium_crawl(browser, site)
     chromium = site.requested_targets()
@@ -101,6 +102,7 @@ def test_strata_requests_exactly_what_chromium_requests(browser, site, root):
     assert chromium - strata == set(), "requested by Chromium only"
 
 
+@pytest.mark.slow
 def test_clicking_each_link_requests_its_a_href(browser, site):
     page = browser.new_page()
     try:

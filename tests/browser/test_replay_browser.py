@@ -51,6 +51,7 @@ def live_site_is_down(base_url: str) -> bool:
     return False
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("run", [0, 2])
 def test_snapshot_page_in_chromium(browser, archives, strata_server, run):
     three = archives["three"]

@@ -133,6 +133,7 @@ def _queue_count(root) -> int:
         queue.close()
 
 
+@pytest.mark.slow
 def test_staff_flow_and_isolation_in_chromium(root, evil, console, chromium):
     ARTIFACTS.mkdir(exist_ok=True)
     staff, archive = console["staff"], console["archive"]

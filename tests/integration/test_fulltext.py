@@ -408,6 +408,7 @@ def test_unchanged_pages_add_capture_rows_not_documents(searched):
     assert open_index(searched.coll).latest_generation() == generation
 
 
+@pytest.mark.slow
 def test_crash_between_the_two_commits_is_caught_up(tmp_path, monkeypatch):
     """Killed after Whoosh committed a run's documents and before their capture rows: the next
     index_run adds the rows and the run's captures; the result equals a rebuild's."""

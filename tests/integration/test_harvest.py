@@ -155,6 +155,7 @@ def test_cdxj_equals_pywbs_own_indexer(two_runs, root, tmp_path):
     assert len(ours.splitlines()) > 50
 
 
+@pytest.mark.slow
 def test_unmodified_pywb_replays_run2_bytes_of_every_url(two_runs, root, wayback_factory):
     _, run2 = two_runs
     ts = run2["snapshot"]

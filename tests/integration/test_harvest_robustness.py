@@ -123,6 +123,7 @@ def test_oversized_body_is_truncated_at_the_cap(root, site):
     assert summary["bytes_stored"] < 2_000_000
 
 
+@pytest.mark.slow
 def test_decompression_bomb_is_stored_raw_and_not_inflated(root, site):
     import resource
 

@@ -228,6 +228,7 @@ def test_deleted_pages(archives, http, name, path, deleted_in, status):
         assert "Set-Cookie" not in r.headers
 
 
+@pytest.mark.slow
 def test_unmodified_wayback_serves_the_same_bytes_at_each_capture(archives, http, wayback_server):
     # one connection per request: pywb's server stalls ~40 ms per response on a kept-alive one
     with httpx.Client(base_url=wayback_server.base_url, timeout=20.0, headers={"Connection": "close"}) as pywb:

@@ -124,6 +124,7 @@ def execute(db_path: Path, sql: str) -> None:
         conn.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["three", "copies"])
 def test_a_revisit_of_another_url_replays_its_original_without_a_cdx_query(archives, copies, pywb_lookups, name):
     archive = copies if name == "copies" else archives[name]
@@ -222,6 +223,7 @@ def served_capture(archive: Archive, url: str, ts: str) -> dict | None:
     return before[-1] if before else None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["three", "copies"])
 def test_every_capture_replays_as_with_pywbs_own_loading(archives, copies, fast_paths, monkeypatch, name):
     from replay.warcserver import _RevisitLoader

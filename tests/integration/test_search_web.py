@@ -114,6 +114,7 @@ def test_cli_search_and_rebuild(searched, tmp_path):
     assert runner.invoke(cli, ["search", searched.name, "a AND", "--root", root]).exit_code != 0
 
 
+@pytest.mark.slow
 @pytest.mark.browser
 def test_browser_search_filter_and_follow_into_replay(searched, tmp_path):
     if not Path(CHROMIUM).exists():

@@ -121,6 +121,7 @@ def test_run2_reads_index_pages_follows_new_links_and_skips_content_not_due(thre
     assert run2["skipped"] >= len(reasons)
 
 
+@pytest.mark.slow
 def test_paging_stops_at_links_older_than_the_last_run(three_runs, root):
     _, run2, _ = three_runs
     with state_of(root) as state:
@@ -133,6 +134,7 @@ def test_paging_stops_at_links_older_than_the_last_run(three_runs, root):
     assert last_page in not_followed and last_page not in fetched
 
 
+@pytest.mark.slow
 def test_vanished_and_deleted_pages_are_recorded_with_evidence(three_runs, root):
     _, run2, run3 = three_runs
     with state_of(root) as state:
@@ -148,6 +150,7 @@ def test_vanished_and_deleted_pages_are_recorded_with_evidence(three_runs, root)
         assert caps3[path][0]["class"] == "deleted" and caps3[path][0]["status"] in (404, 410), path
 
 
+@pytest.mark.slow
 def test_run3_classifies_every_url_and_does_not_store_soft_changes(three_runs, root):
     run1, run2, run3 = three_runs
     with state_of(root) as state:
@@ -197,6 +200,7 @@ class TwoPages:
         return None
 
 
+@pytest.mark.slow
 def test_intervals_adapt_to_each_pages_history(root):
     job = dict(index_patterns=[r"^/$"], content_patterns=[r"\.html$"], min_interval=0, max_interval="30d")
     with SiteServer(TwoPages(), version=1) as server:

@@ -118,6 +118,7 @@ def test_a_broken_job_fails_its_run_and_the_worker_goes_on(root, site):
     assert entry(root, good).status == "finished"
 
 
+@pytest.mark.slow
 def test_cancel_stops_cleanly(root):
     with serve_sample_site(1, latency=0.2) as site:
         coll = add_job(root, site, concurrency=1)
@@ -142,6 +143,7 @@ def test_cancel_stops_cleanly(root):
     queue.close()
 
 
+@pytest.mark.slow
 def test_a_killed_worker_s_run_is_marked_and_retried(root):
     with serve_sample_site(1, latency=0.1) as site:
         coll = add_job(root, site, concurrency=1)
@@ -167,6 +169,7 @@ def test_a_killed_worker_s_run_is_marked_and_retried(root):
     assert_sealed(coll)
 
 
+@pytest.mark.slow
 def test_a_stopped_worker_stops_its_runs_cleanly_and_queues_them_again(root):
     with serve_sample_site(1, latency=0.2) as site:
         coll = add_job(root, site, concurrency=1)
@@ -251,6 +254,7 @@ def test_proxies_are_rotated_per_request_and_checked():
             server.server_close()
 
 
+@pytest.mark.slow
 def test_single_machine_services_run_worker_and_scheduler(root, site):
     """What `strata serve` starts beside the web server: a worker process with the scheduler in it."""
     from replay.hosts import start_services

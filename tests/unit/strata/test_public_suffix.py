@@ -125,6 +125,7 @@ def test_the_list_is_read_without_the_network_or_a_cache(monkeypatch, tmp_path):
     assert list(tmp_path.iterdir()) == []   # nothing written under HOME or the cache directory
 
 
+@pytest.mark.slow
 def test_an_incremental_run_from_another_port_leaves_the_first_sites_urls_alone(root):
 
     with serve_sample_site() as first, serve_sample_site() as second:
