@@ -19,12 +19,10 @@ from pathlib import Path
 
 from warcio.archiveiterator import ArchiveIterator
 
-from harvester.decide import classify, is_success
 from index import cdxj
 from index.collection import Collection
+from index.decision import NOT_MODIFIED_PROFILE, Observation, decide
 from index.state import Capture, HarvestState, Original
-
-NOT_MODIFIED_PROFILE = "server-not-modified"
 
 
 def _warcinfo_fields(block: bytes) -> dict[str, str]:
@@ -139,20 +137,21 @@ def _referers(path: Path) -> dict[str, str]:
 
 def _derive_capture(state: HarvestState, record, run_id: str, warc: str, offset: int, length: int,
                     payload_length: int | None, referers: dict[str, str]) -> None:
+    """One response or revisit record through ``index.decision``, as the harvest did when it wrote it."""
     headers = record.rec_headers
     url = headers.get_header("WARC-Target-URI")
     date = headers.get_header("WARC-Date")
     record_id = headers.get_header("WARC-Record-ID")
     digest = headers.get_header("WARC-Payload-Digest")
     http = record.http_headers
-    not_modified = record.rec_type == "revisit" and NOT_MODIFIED_PROFILE in (headers.get_header("WARC-Profile") or "")
+    profile = headers.get_header("WARC-Profile") if record.rec_type == "revisit" else None
+    not_modified = NOT_MODIFIED_PROFILE in (profile or "")
     status = 304 if not_modified else (int(http.get_statuscode()) if http and http.get_statuscode() else None)
     previous = state.url(url)
     if previous is None:
         state.see_url(url, url.split("/")[2].split(":")[0] if "//" in url else "", run_id, _iso(date),
                       referers.get(url), 0, "navigation")
-        previous = None
-    cls = classify(previous, status, digest)
+        previous = state.url(url)
     mime = (http.get_header("Content-Type") or "").split(";")[0].strip().lower() if http else ""
     refers_uri = headers.get_header("WARC-Refers-To-Target-URI")
     refers_date = headers.get_header("WARC-Refers-To-Date")
@@ -163,34 +162,21 @@ def _derive_capture(state: HarvestState, record, run_id: str, warc: str, offset:
     if payload_length is None:   # a revisit: the payload is its original's
         payload_length = original["payload_length"] if original and not not_modified else 0
     truncated = headers.get_header("WARC-Truncated") if record.rec_type == "response" else None
+    refers = Original(refers_uri, refers_date, refers_id, original["warc"] if original else None) \
+        if record.rec_type == "revisit" and refers_id else None
+    capture = Observation(
+        url=url, at=_iso(date), run_id=run_id, status=status, digest=digest, record_type=record.rec_type,
+        profile=profile, record_id=record_id, warc_date=date, warc=warc,
+        holds_payload=record.rec_type == "response" and bool(digest) and not truncated and bool(payload_length),
+        refers_to=refers, etag=http.get_header("ETag") if http else None,
+        last_modified=http.get_header("Last-Modified") if http else None,
+        location=http.get_header("Location") if http else None)
+    decided = decide(previous, capture)
     state.add_capture(Capture(
-        run_id=run_id, url=url, timestamp=_ts14(date), warc_date=date, record_type=record.rec_type, cls=cls,
-        status=status, digest=digest, mime=mime or "unknown", payload_length=payload_length, warc=warc,
-        offset=offset, length=length, record_id=record_id, refers_to_uri=refers_uri, refers_to_date=refers_date,
-        location=http.get_header("Location") if http else None))
-    update: dict = {"last_checked": _iso(date), "last_run": run_id, "last_class": cls,
-                    "checks": ((previous or {}).get("checks") or 0) + 1}
-    if cls in ("changed", "deleted"):
-        update["changes"] = ((previous or {}).get("changes") or 0) + 1
-    if not not_modified:
-        update["last_status"] = status
-    if is_success(status) or not_modified:
-        update["digest"] = digest
-        update["deleted_at"] = None
-        if record.rec_type == "response" and not truncated:
-            update.update(orig_uri=url, orig_date=date, orig_record_id=record_id, orig_warc=warc)
-            if digest and payload_length:
-                state.add_digest(digest, Original(url, date, record_id, warc))
-        elif record.rec_type == "revisit" and not not_modified and refers_id:
-            update.update(orig_uri=refers_uri, orig_date=refers_date, orig_record_id=refers_id,
-                          orig_warc=original["warc"] if original else None)
-        if not not_modified and http:
-            update.update(etag=http.get_header("ETag"), last_modified=http.get_header("Last-Modified"))
-    else:
-        update.update(digest=digest, orig_uri=None, orig_date=None, orig_record_id=None, orig_warc=None,
-                      etag=None, last_modified=None)
-        if record.rec_type == "response" and not truncated and digest and payload_length and status:
-            state.add_digest(digest, Original(url, date, record_id, warc))
-    if cls == "deleted":
-        update["deleted_at"] = _iso(date)
-    state.update_url(url, **update)
+        run_id=run_id, url=url, timestamp=_ts14(date), warc_date=date, record_type=record.rec_type,
+        cls=decided.cls, status=status, digest=digest, mime=mime or "unknown", payload_length=payload_length,
+        warc=warc, offset=offset, length=length, record_id=record_id, refers_to_uri=refers_uri,
+        refers_to_date=refers_date, location=capture.location))
+    state.update_url(url, **decided.state)
+    if decided.original:
+        state.add_digest(digest, decided.original)
