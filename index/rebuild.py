@@ -2,9 +2,10 @@
 
 WARC files are the single source of truth. This re-derives, in a fresh database swapped in at the
 end: WARC files, runs (from each file's ``warcinfo``: run id, job, mode), captures and their classes
-(each URL's captures in time order: first ``new``; same payload ``unchanged``; 304 revisit
-``not_modified``; 404/410 after 2xx ``deleted``; otherwise ``changed``), per-URL state (payload,
-original, validators, where it was found: the request's ``Referer``), the digest index, and the CDXJ.
+and per-URL state (payload, original, validators, where it was found: the request's ``Referer``)
+through ``index.decision``, the digest index, and the CDXJ. Captures are applied in capture-time
+order (WARC-Date) across all files, never in file-name order: other tools' file names do not sort
+by capture date.
 
 What the WARCs do not hold is not rebuilt: checks that wrote nothing (URLs skipped as not due, soft
 changes not stored, robots refusals), content fingerprints, link depth; soft changes that were stored
@@ -13,6 +14,7 @@ come back as ``changed``. A run's snapshot becomes the time of its last capture.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -42,23 +44,38 @@ def _iso(warc_date: str) -> str:
     return warc_date[:19] + "." + (warc_date[20:23] if len(warc_date) > 20 else "000").ljust(3, "0") + "Z"
 
 
+def _date_key(warc_date: str) -> str:
+    """A WARC-Date as a string that sorts in time order whatever its precision (``...00Z`` and
+    ``...00.5Z`` do not sort as strings): its digits, the fraction last."""
+    return "".join(ch for ch in warc_date if ch.isdigit())
+
+
+@dataclasses.dataclass
+class _Scan:
+    """What the first pass over every file keeps: one small key per capture record, and per file
+    its run (from its ``warcinfo``)."""
+
+    keys: list[tuple[str, int, int, int]] = dataclasses.field(default_factory=list)  # (date, file, offset, length)
+    file_runs: list[dict] = dataclasses.field(default_factory=list)
+    referers: dict[str, tuple[str, str]] = dataclasses.field(default_factory=dict)   # url -> (date, referer)
+    lines: list[bytes] = dataclasses.field(default_factory=list)
+
+
 def rebuild_state(collection: Collection, progress: Callable[[dict], None] | None = None) -> dict:
-    """Rebuild ``harvest.sqlite`` and ``indexes/index.cdxj`` from ``archive/``. Takes the harvest lock."""
+    """Rebuild ``harvest.sqlite`` and ``indexes/index.cdxj`` from ``archive/``. Takes the harvest lock.
+
+    Two passes: every file is read once for its ``warcinfo``, its CDXJ lines and one key per
+    capture (WARC-Date, file, offset); the captures are then derived in WARC-Date order across all
+    files, whatever the file names, each record read again at its offset."""
     with collection.harvest_lock():
         tmp = collection.state_dir / "harvest.sqlite.rebuild"
         for suffix in ("", "-wal", "-shm"):
             Path(str(tmp) + suffix).unlink(missing_ok=True)
         state = HarvestState(tmp)
         files = collection.warc_files()
-        lines: list[bytes] = []
-        runs: dict[str, dict] = {}
-        records = 0
         try:
-            for done, name in enumerate(files, 1):
-                records += _derive_file(collection, state, name, runs)
-                lines.extend(cdxj.index_warc(collection.archive_dir / name, name))
-                if progress:
-                    progress({"phase": "state", "files_done": done, "files": len(files), "records": records})
+            scan = _scan(collection, files, progress)
+            runs = _derive_all(collection, state, files, scan, progress)
             for run_id, run in runs.items():
                 counts = {}
                 for cls, count in state.conn.execute(
@@ -77,7 +94,7 @@ def rebuild_state(collection: Collection, progress: Callable[[dict], None] | Non
                      _ts14(run["last"]), None, "{}"))
                 state.update_run(run_id, figures=figures)
             state.close()
-            cdxj.write_index(collection.cdxj_path, lines)
+            cdxj.write_index(collection.cdxj_path, scan.lines)
             for suffix in ("-wal", "-shm"):
                 Path(str(collection.db_path) + suffix).unlink(missing_ok=True)
             os.replace(tmp, collection.db_path)
@@ -86,53 +103,78 @@ def rebuild_state(collection: Collection, progress: Callable[[dict], None] | Non
             for suffix in ("", "-wal", "-shm"):
                 Path(str(tmp) + suffix).unlink(missing_ok=True)
             raise
-        return {"files": len(files), "records": records, "runs": len(runs), "cdxj_lines": len(lines)}
+        return {"files": len(files), "records": len(scan.keys), "runs": len(runs), "cdxj_lines": len(scan.lines)}
 
 
-def _derive_file(collection: Collection, state: HarvestState, name: str, runs: dict) -> int:
-    path = collection.archive_dir / name
-    run_id = job = mode = None
-    count = 0
-    state.conn.execute("INSERT OR REPLACE INTO warcs VALUES (?,?,?,?)", (name, None, "indexed", path.stat().st_size))
-    referers = _referers(path)   # request records follow their responses: read them first
-    with open(path, "rb") as fh, state.transaction():
-        iterator = ArchiveIterator(fh)
-        for record in iterator:
-            headers = record.rec_headers
-            kind = record.rec_type
-            if kind == "warcinfo":
-                info = _warcinfo_fields(record.content_stream().read())
-                run_id, job, mode = info.get("run-id") or name, info.get("job"), info.get("mode")
-                state.conn.execute("UPDATE warcs SET run_id=? WHERE filename=?", (run_id, name))
-                continue
-            if kind not in ("response", "revisit"):
-                continue
-            # read the payload before asking for the offset: get_record_offset() reads to the end
-            payload_length = len(record.raw_stream.read()) if kind == "response" else None
-            iterator.read_to_end(record)
-            offset = iterator.get_record_offset()
-            length = iterator.get_record_length()
-            _derive_capture(state, record, run_id or name, name, offset, length, payload_length, referers)
-            count += 1
-            date = headers.get_header("WARC-Date")
-            run = runs.setdefault(run_id or name, {"job": job, "mode": mode, "files": [], "bytes": 0,
-                                                   "first": date, "last": date})
-            run["first"], run["last"] = min(run["first"], date), max(run["last"], date)
-    run = runs.setdefault(run_id or name, {"job": job, "mode": mode, "files": [], "bytes": 0, "first": "", "last": ""})
-    run["files"].append(name)
-    run["bytes"] += path.stat().st_size
-    return count
+def _scan(collection: Collection, files: list[str], progress: Callable[[dict], None] | None) -> _Scan:
+    scan = _Scan()
+    for index, name in enumerate(files):
+        path = collection.archive_dir / name
+        info: dict = {"run_id": None, "job": None, "mode": None, "name": name, "size": path.stat().st_size}
+        with open(path, "rb") as fh:
+            iterator = ArchiveIterator(fh, arc2warc=True)
+            for record in iterator:
+                kind = record.rec_type
+                headers = record.rec_headers
+                if kind == "warcinfo" and info["run_id"] is None:
+                    fields = _warcinfo_fields(record.content_stream().read())
+                    info.update(run_id=fields.get("run-id") or name, job=fields.get("job"), mode=fields.get("mode"))
+                elif kind == "request" and record.http_headers:
+                    referer = record.http_headers.get_header("Referer")
+                    url = headers.get_header("WARC-Target-URI")
+                    date = _date_key(headers.get_header("WARC-Date") or "")
+                    if referer and (url not in scan.referers or date < scan.referers[url][0]):
+                        scan.referers[url] = (date, referer)
+                elif kind in ("response", "revisit"):
+                    iterator.read_to_end(record)
+                    scan.keys.append((_date_key(headers.get_header("WARC-Date") or ""), index,
+                                      iterator.get_record_offset(), iterator.get_record_length()))
+        info["run_id"] = info["run_id"] or name
+        scan.file_runs.append(info)
+        scan.lines.extend(cdxj.index_warc(path, name))
+        if progress:
+            progress({"phase": "scan", "files_done": index + 1, "files": len(files), "records": len(scan.keys)})
+    return scan
 
 
-def _referers(path: Path) -> dict[str, str]:
-    out: dict[str, str] = {}
-    with open(path, "rb") as fh:
-        for record in ArchiveIterator(fh):
-            if record.rec_type == "request" and record.http_headers:
-                referer = record.http_headers.get_header("Referer")
-                if referer:
-                    out.setdefault(record.rec_headers.get_header("WARC-Target-URI"), referer)
-    return out
+def _derive_all(collection: Collection, state: HarvestState, files: list[str], scan: _Scan,
+                progress: Callable[[dict], None] | None) -> dict[str, dict]:
+    """Every capture in WARC-Date order (ties: file, then offset), through ``index.decision``."""
+    runs: dict[str, dict] = {}
+    for info in scan.file_runs:
+        state.conn.execute("INSERT OR REPLACE INTO warcs VALUES (?,?,?,?)",
+                           (info["name"], info["run_id"], "indexed", info["size"]))
+        run = runs.setdefault(info["run_id"], {"job": info["job"], "mode": info["mode"], "files": [], "bytes": 0,
+                                               "first": "", "last": ""})
+        run["files"].append(info["name"])
+        run["bytes"] += info["size"]
+    referers = {url: referer for url, (_, referer) in scan.referers.items()}
+    scan.keys.sort()
+    current, fh = -1, None
+    try:
+        with state.transaction():
+            for done, (_, index, offset, length) in enumerate(scan.keys, 1):
+                if index != current:
+                    if fh is not None:
+                        fh.close()
+                    current, fh = index, open(collection.archive_dir / files[index], "rb")
+                fh.seek(offset)
+                record = next(iter(ArchiveIterator(fh, arc2warc=True)))
+                # a response's payload length: what follows its HTTP headers
+                payload_length = len(record.raw_stream.read()) if record.rec_type == "response" else None
+                info = scan.file_runs[index]
+                _derive_capture(state, record, info["run_id"], files[index], offset, length, payload_length,
+                                referers)
+                date = record.rec_headers.get_header("WARC-Date")
+                run = runs[info["run_id"]]
+                run["first"] = min(run["first"], date) if run["first"] else date
+                run["last"] = max(run["last"], date)
+                if progress and done % 5000 == 0:
+                    progress({"phase": "state", "files_done": len(files), "files": len(files), "records": done})
+    finally:
+        if fh is not None:
+            fh.close()
+    return runs
 
 
 def _derive_capture(state: HarvestState, record, run_id: str, warc: str, offset: int, length: int,
