@@ -7,7 +7,8 @@ Run under the collection's harvest lock, before every harvest (and by ``strata r
 2. capture and digest rows pointing past the cut are deleted, and URLs whose payload was held there
    lose their validators (the next run fetches them in full: the safe, bigger write);
 3. every sealed file not yet in the CDXJ index is indexed, which makes its digest entries usable;
-4. runs left ``running`` by a dead process are marked ``interrupted`` with figures from their captures.
+4. runs left ``running`` by a dead process are marked ``interrupted`` with figures from their captures
+   and files (``index.runhistory.interrupted_run``: the rebuild restores such a run the same way).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pathlib import Path
 
 from harvester.warcfile import OPEN_SUFFIX, seal_file
 from index.collection import Collection
+from index.runhistory import interrupted_run
 from index.state import HarvestState
 
 
@@ -133,16 +135,9 @@ def recover(collection: Collection, state: HarvestState) -> RecoveryReport:
             report.indexed.append(name)
 
     for run in state.runs(statuses=("running",)):
-        figures = run["figures"] or {}
-        for cls, count in state.conn.execute(
-            "SELECT class, COUNT(*) FROM captures WHERE run_id=? GROUP BY class", (run["run_id"],)
-        ):
-            figures[cls if cls != "error" else "errors"] = count
         files = [r["filename"] for r in state.warcs() if r["run_id"] == run["run_id"]]
-        figures["warc_files"] = files
-        last = state.conn.execute("SELECT MAX(timestamp) FROM captures WHERE run_id=?", (run["run_id"],)).fetchone()[0]
-        state.update_run(run["run_id"], status="interrupted", figures=figures,
-                         snapshot=last or run["started"].replace("-", "").replace(":", "").replace("T", "")[:14])
+        state.update_run(run["run_id"], status="interrupted",
+                         **interrupted_run(state, run["run_id"], run["started"], files, archive))
         report.interrupted_runs.append(run["run_id"])
     return report
 

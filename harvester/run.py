@@ -33,7 +33,7 @@ from harvester.scope import Scope
 from harvester.strategy import PagingStrategy
 from harvester.urls import normalize_url, url_host
 from harvester.warcfile import RecordLocation, WarcRoller
-from index import cdxj, decision
+from index import cdxj, decision, runhistory
 from index.collection import Collection
 from index.payload import DecodeError, decode_content, read_record
 from index.state import Capture, HarvestState, Original
@@ -171,7 +171,7 @@ class Harvest:
             coll_archive := self.collection.archive_dir, self.collection.name,
             warcinfo={
                 "software": f"Strata/{__version__} (warcio, httpx)",
-                "job": job.name, "run-id": self.run_id, "mode": self.mode,
+                "job": job.name, "run-id": self.run_id, "mode": self.mode, "started": iso(started),
                 "robots": "classic" if job.robots == "obey" else "ignore",
                 "http-header-user-agent": job.user_agent,
                 "isPartOf": self.collection.name,
@@ -186,6 +186,7 @@ class Harvest:
                                   transport=self.transport)
         self.fetcher = await self._start_fetch_process()
         self.robots = RobotsCache(self._fetch_robots, user_agent=job.user_agent)
+        self.roller.write([])   # the run's first file (its warcinfo) at once: even a killed run leaves one
         self.paging.seed()
         try:
             self._workers = [asyncio.create_task(self._worker())
@@ -204,14 +205,30 @@ class Harvest:
             if self.fetcher is not None:
                 await self.fetcher.close()
             await self.client.aclose()
-            self.roller.close()
             finished = utc_now()
+            self._write_run_record(iso(started), finished)
+            self.roller.close()
             self.figures.warc_files = list(self.roller.files)
             self.figures.bytes_stored = self.roller.bytes_written
             state.update_run(self.run_id, status=self.status, finished=iso(finished), snapshot=ts14(finished),
                              figures=self.figures.as_dict())
             self._report(force=True)
         return self.summary(started, finished)
+
+    def _write_run_record(self, started: str, finished: datetime) -> None:
+        """The run's report as a WARC metadata record, last in its last file (``index.runhistory``):
+        what a rebuild needs to restore the run, its checks and the URL state no capture holds."""
+        self.figures.warc_files = list(self.roller.files)
+        self.figures.bytes_stored = self.roller.bytes_written
+        run = {"run_id": self.run_id, "job": self.job.name, "mode": self.mode, "status": self.status,
+               "started": started, "finished": iso(finished), "snapshot": ts14(finished)}
+        try:
+            report = runhistory.run_report(self.state, run, self.figures.as_dict())
+            self.roller.write([records.run_record(runhistory.run_uri(self.run_id), runhistory.encode(report),
+                                                  warc_date(utc_now()))])
+        except OSError as exc:
+            self.notes.append(f"the run's report was not written to its WARC ({exc}): a rebuild will restore "
+                              "this run as interrupted")
 
     def summary(self, started: datetime, finished: datetime) -> dict:
         return {

@@ -16,6 +16,8 @@ import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from warcio.timeutils import iso_date_to_timestamp
+
 # The options wb-manager uses for `wb-manager add` / `reindex`.
 PYWB_INDEX_OPTIONS = dict(append_post=True, cdxj=True, sort=True)
 
@@ -66,6 +68,8 @@ class RecordIndexer:
             if record.http_headers is None or record.http_headers.protocol != "GET":
                 raise NeedsFileIndex(f"{record.http_headers.protocol if record.http_headers else '?'} request")
             return None
+        if record.rec_type == "metadata" and url.isascii() and record.http_headers is None:
+            return self._metadata_line(record, offset, length, filename)
         if record.rec_type not in ("response", "revisit") or not url.isascii():
             raise NeedsFileIndex(record.rec_type)
         http = record.http_headers
@@ -76,6 +80,25 @@ class RecordIndexer:
         entry = self._parser.parse_warc_record(record)
         if entry.get("digest", "-") == "-" and record.rec_type != "revisit":
             raise NeedsFileIndex("no payload digest")
+        entry["urlkey"] = self._canonicalize(entry["url"], PYWB_INDEX_OPTIONS.get("surt_ordered", True))
+        entry.record = record
+        entry.set_rec_info(offset, length)
+        out = io.StringIO()
+        self._writer.write_cdx_line(out, entry, filename)
+        return out.getvalue().encode("utf-8")
+
+
+    def _metadata_line(self, record, offset: int, length: int, filename: str) -> bytes:
+        """A metadata record's line (a run's report), as pywb indexes it read back: the record's
+        Content-Type as its mime, no status, its payload digest."""
+        headers = record.rec_headers
+        entry = self._parser._create_index_entry(record.rec_type)
+        entry["url"] = headers.get_header("WARC-Target-URI")
+        entry["timestamp"] = iso_date_to_timestamp(headers.get_header("WARC-Date"))
+        entry.extract_mime(headers.get_header("Content-Type"), "unk")
+        entry["status"] = "-"
+        digest = headers.get_header("WARC-Payload-Digest") or "-"
+        entry["digest"] = digest[len("sha1:"):] if digest.startswith("sha1:") else digest
         entry["urlkey"] = self._canonicalize(entry["url"], PYWB_INDEX_OPTIONS.get("surt_ordered", True))
         entry.record = record
         entry.set_rec_info(offset, length)

@@ -7,9 +7,11 @@ through ``index.decision``, the digest index, and the CDXJ. Captures are applied
 order (WARC-Date) across all files, never in file-name order: other tools' file names do not sort
 by capture date.
 
-What the WARCs do not hold is not rebuilt: checks that wrote nothing (URLs skipped as not due, soft
-changes not stored, robots refusals), content fingerprints, link depth; soft changes that were stored
-come back as ``changed``. A run's snapshot becomes the time of its last capture.
+Each run's report (a ``metadata`` record, ``index.runhistory``) restores the run's row and figures,
+its checks, the soft changes it stored, and the URL fields no capture holds (where and when each URL
+was first seen, depth, page kind, fingerprint). A Strata run without one (killed before writing
+it) comes back as ``interrupted``, as recovery marks it; another tool's file becomes a ``finished``
+run of its own. The README (Rebuilding) lists what cannot be restored.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from pathlib import Path
 
 from warcio.archiveiterator import ArchiveIterator
 
-from index import cdxj
+from index import cdxj, runhistory
 from index.collection import Collection
 from index.decision import NOT_MODIFIED_PROFILE, Observation, decide
 from index.state import Capture, HarvestState, Original
@@ -52,21 +54,25 @@ def _date_key(warc_date: str) -> str:
 
 @dataclasses.dataclass
 class _Scan:
-    """What the first pass over every file keeps: one small key per capture record, and per file
-    its run (from its ``warcinfo``)."""
+    """What the first pass over every file keeps: one small key per capture record and per run
+    report (date, file, offset, length, the report's run id or None), per file its run (from its
+    ``warcinfo``), and the reports."""
 
-    keys: list[tuple[str, int, int, int]] = dataclasses.field(default_factory=list)  # (date, file, offset, length)
+    keys: list[tuple[str, int, int, int, str | None]] = dataclasses.field(default_factory=list)
     file_runs: list[dict] = dataclasses.field(default_factory=list)
     referers: dict[str, tuple[str, str]] = dataclasses.field(default_factory=dict)   # url -> (date, referer)
+    reports: dict[str, dict] = dataclasses.field(default_factory=dict)               # run id -> report
     lines: list[bytes] = dataclasses.field(default_factory=list)
+    captures: int = 0
 
 
 def rebuild_state(collection: Collection, progress: Callable[[dict], None] | None = None) -> dict:
     """Rebuild ``harvest.sqlite`` and ``indexes/index.cdxj`` from ``archive/``. Takes the harvest lock.
 
-    Two passes: every file is read once for its ``warcinfo``, its CDXJ lines and one key per
-    capture (WARC-Date, file, offset); the captures are then derived in WARC-Date order across all
-    files, whatever the file names, each record read again at its offset."""
+    Two passes: every file is read once for its ``warcinfo``, its CDXJ lines, its run reports and
+    one key per capture (WARC-Date, file, offset); the captures are then derived in WARC-Date
+    order across all files, whatever the file names, each record read again at its offset, and
+    each run's report applied where the run ended (``index.runhistory``)."""
     with collection.harvest_lock():
         tmp = collection.state_dir / "harvest.sqlite.rebuild"
         for suffix in ("", "-wal", "-shm"):
@@ -76,23 +82,9 @@ def rebuild_state(collection: Collection, progress: Callable[[dict], None] | Non
         try:
             scan = _scan(collection, files, progress)
             runs = _derive_all(collection, state, files, scan, progress)
-            for run_id, run in runs.items():
-                counts = {}
-                for cls, count in state.conn.execute(
-                        "SELECT class, COUNT(*) FROM captures WHERE run_id=? GROUP BY class", (run_id,)):
-                    counts["errors" if cls == "error" else cls] = count
-                revisits, saved = state.conn.execute(
-                    "SELECT COUNT(*), COALESCE(SUM(payload_length), 0) FROM captures WHERE run_id=? "
-                    "AND record_type='revisit'", (run_id,)).fetchone()
-                figures = {"urls_fetched": sum(counts.values()), **counts, "warc_files": run["files"],
-                           "bytes_stored": run["bytes"], "revisits": revisits, "bytes_saved": saved,
-                           "rebuilt": True}
-                state.conn.execute(
-                    "INSERT INTO runs (run_id, job, mode, status, started, finished, snapshot, pid, figures) "
-                    "VALUES (?,?,?,?,?,?,?,?,?)",
-                    (run_id, run["job"], run["mode"], "finished", _iso(run["first"]), _iso(run["last"]),
-                     _ts14(run["last"]), None, "{}"))
-                state.update_run(run_id, figures=figures)
+            with state.transaction():
+                for run_id, run in runs.items():
+                    _restore_run(state, collection, run_id, run, scan.reports.get(run_id))
             state.close()
             cdxj.write_index(collection.cdxj_path, scan.lines)
             for suffix in ("-wal", "-shm"):
@@ -103,14 +95,43 @@ def rebuild_state(collection: Collection, progress: Callable[[dict], None] | Non
             for suffix in ("", "-wal", "-shm"):
                 Path(str(tmp) + suffix).unlink(missing_ok=True)
             raise
-        return {"files": len(files), "records": len(scan.keys), "runs": len(runs), "cdxj_lines": len(scan.lines)}
+        return {"files": len(files), "records": scan.captures, "runs": len(runs), "cdxj_lines": len(scan.lines)}
+
+
+def _restore_run(state: HarvestState, collection: Collection, run_id: str, run: dict, report: dict | None) -> None:
+    """The run's row: from its report; else, for a Strata run (its warcinfo names it), as
+    ``interrupted``, as recovery marks a run that died; else (another tool's file) ``finished``,
+    from its captures."""
+    size = sum(run["sizes"])
+    if report is not None:
+        state.add_run(runhistory.reported_run(report, run["files"], size))
+        return
+    if run["strata"]:
+        started = run["started"] or (_iso(run["first"]) if run["first"] else None)
+        state.add_run({"run_id": run_id, "job": run["job"], "mode": run["mode"], "status": "interrupted",
+                       "started": started, "finished": None,
+                       **runhistory.interrupted_run(state, run_id, started, run["files"], collection.archive_dir)})
+        return
+    counts = {}
+    for cls, count in state.capture_counts(run_id).items():
+        counts["errors" if cls == "error" else cls] = count
+    revisits, saved = state.conn.execute(
+        "SELECT COUNT(*), COALESCE(SUM(payload_length), 0) FROM captures WHERE run_id=? "
+        "AND record_type='revisit'", (run_id,)).fetchone()
+    figures = {"urls_fetched": sum(counts.values()), **counts, "warc_files": run["files"],
+               "bytes_stored": size, "revisits": revisits, "bytes_saved": saved, "rebuilt": True}
+    state.add_run({"run_id": run_id, "job": run["job"], "mode": run["mode"], "status": "finished",
+                   "started": _iso(run["first"]) if run["first"] else None,
+                   "finished": _iso(run["last"]) if run["last"] else None,
+                   "snapshot": _ts14(run["last"]) if run["last"] else None, "figures": figures})
 
 
 def _scan(collection: Collection, files: list[str], progress: Callable[[dict], None] | None) -> _Scan:
     scan = _Scan()
     for index, name in enumerate(files):
         path = collection.archive_dir / name
-        info: dict = {"run_id": None, "job": None, "mode": None, "name": name, "size": path.stat().st_size}
+        info: dict = {"run_id": None, "job": None, "mode": None, "started": None, "strata": False, "name": name,
+                      "size": path.stat().st_size}
         with open(path, "rb") as fh:
             iterator = ArchiveIterator(fh, arc2warc=True)
             for record in iterator:
@@ -118,42 +139,57 @@ def _scan(collection: Collection, files: list[str], progress: Callable[[dict], N
                 headers = record.rec_headers
                 if kind == "warcinfo" and info["run_id"] is None:
                     fields = _warcinfo_fields(record.content_stream().read())
-                    info.update(run_id=fields.get("run-id") or name, job=fields.get("job"), mode=fields.get("mode"))
+                    info.update(run_id=fields.get("run-id") or name, job=fields.get("job"), mode=fields.get("mode"),
+                                started=fields.get("started"), strata=bool(fields.get("run-id")))
                 elif kind == "request" and record.http_headers:
                     referer = record.http_headers.get_header("Referer")
                     url = headers.get_header("WARC-Target-URI")
                     date = _date_key(headers.get_header("WARC-Date") or "")
                     if referer and (url not in scan.referers or date < scan.referers[url][0]):
                         scan.referers[url] = (date, referer)
-                elif kind in ("response", "revisit"):
+                elif kind in ("response", "revisit") or runhistory.is_run_record(record):
+                    report = runhistory.decode(record.content_stream().read()) if kind == "metadata" else None
                     iterator.read_to_end(record)
+                    if kind == "metadata" and report is None:
+                        continue
+                    run_id = report["run"]["run_id"] if report else None
+                    if report:
+                        scan.reports[run_id] = report
+                    else:
+                        scan.captures += 1
                     scan.keys.append((_date_key(headers.get_header("WARC-Date") or ""), index,
-                                      iterator.get_record_offset(), iterator.get_record_length()))
+                                      iterator.get_record_offset(), iterator.get_record_length(), run_id))
         info["run_id"] = info["run_id"] or name
         scan.file_runs.append(info)
         scan.lines.extend(cdxj.index_warc(path, name))
         if progress:
-            progress({"phase": "scan", "files_done": index + 1, "files": len(files), "records": len(scan.keys)})
+            progress({"phase": "scan", "files_done": index + 1, "files": len(files), "records": scan.captures})
     return scan
 
 
 def _derive_all(collection: Collection, state: HarvestState, files: list[str], scan: _Scan,
                 progress: Callable[[dict], None] | None) -> dict[str, dict]:
-    """Every capture in WARC-Date order (ties: file, then offset), through ``index.decision``."""
+    """Every capture in WARC-Date order (ties: file, then offset), through ``index.decision``; each
+    run's report where it comes in that order (at the run's end)."""
     runs: dict[str, dict] = {}
     for info in scan.file_runs:
         state.conn.execute("INSERT OR REPLACE INTO warcs VALUES (?,?,?,?)",
                            (info["name"], info["run_id"], "indexed", info["size"]))
-        run = runs.setdefault(info["run_id"], {"job": info["job"], "mode": info["mode"], "files": [], "bytes": 0,
+        run = runs.setdefault(info["run_id"], {"job": info["job"], "mode": info["mode"], "files": [], "sizes": [],
+                                               "started": info["started"], "strata": info["strata"],
                                                "first": "", "last": ""})
         run["files"].append(info["name"])
-        run["bytes"] += info["size"]
+        run["sizes"].append(info["size"])
     referers = {url: referer for url, (_, referer) in scan.referers.items()}
+    soft = {run_id: set(report.get("soft") or ()) for run_id, report in scan.reports.items()}
     scan.keys.sort()
     current, fh = -1, None
     try:
         with state.transaction():
-            for done, (_, index, offset, length) in enumerate(scan.keys, 1):
+            for done, (_, index, offset, length, report_of) in enumerate(scan.keys, 1):
+                if report_of is not None:
+                    runhistory.apply_report(state, scan.reports[report_of])
+                    continue
                 if index != current:
                     if fh is not None:
                         fh.close()
@@ -162,13 +198,15 @@ def _derive_all(collection: Collection, state: HarvestState, files: list[str], s
                 record = next(iter(ArchiveIterator(fh, arc2warc=True)))
                 # a response's payload length: what follows its HTTP headers
                 payload_length = len(record.raw_stream.read()) if record.rec_type == "response" else None
-                info = scan.file_runs[index]
-                _derive_capture(state, record, info["run_id"], files[index], offset, length, payload_length,
-                                referers)
+                run_id = scan.file_runs[index]["run_id"]
+                _derive_capture(state, record, run_id, files[index], offset, length, payload_length, referers,
+                                soft.get(run_id, ()))
                 date = record.rec_headers.get_header("WARC-Date")
-                run = runs[info["run_id"]]
-                run["first"] = min(run["first"], date) if run["first"] else date
-                run["last"] = max(run["last"], date)
+                run = runs[run_id]
+                if not run["first"] or _date_key(date) < _date_key(run["first"]):
+                    run["first"] = date
+                if not run["last"] or _date_key(date) > _date_key(run["last"]):
+                    run["last"] = date
                 if progress and done % 5000 == 0:
                     progress({"phase": "state", "files_done": len(files), "files": len(files), "records": done})
     finally:
@@ -178,7 +216,7 @@ def _derive_all(collection: Collection, state: HarvestState, files: list[str], s
 
 
 def _derive_capture(state: HarvestState, record, run_id: str, warc: str, offset: int, length: int,
-                    payload_length: int | None, referers: dict[str, str]) -> None:
+                    payload_length: int | None, referers: dict[str, str], soft: set[str] | tuple[str, ...] = ()) -> None:
     """One response or revisit record through ``index.decision``, as the harvest did when it wrote it."""
     headers = record.rec_headers
     url = headers.get_header("WARC-Target-URI")
@@ -212,7 +250,7 @@ def _derive_capture(state: HarvestState, record, run_id: str, warc: str, offset:
         holds_payload=record.rec_type == "response" and bool(digest) and not truncated and bool(payload_length),
         refers_to=refers, etag=http.get_header("ETag") if http else None,
         last_modified=http.get_header("Last-Modified") if http else None,
-        location=http.get_header("Location") if http else None)
+        location=http.get_header("Location") if http else None, main_text_same=url in soft)
     decided = decide(previous, capture)
     state.add_capture(Capture(
         run_id=run_id, url=url, timestamp=_ts14(date), warc_date=date, record_type=record.rec_type,
