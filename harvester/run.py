@@ -154,7 +154,8 @@ class Harvest:
             self.transport = with_cookies(job, self.transport, await form_login(job, self.transport))
         started = utc_now()
         self.run_id = new_run_id(started)
-        self.mode = self.requested_mode or ("incremental" if state.has_completed_run() else "full")
+        # Incremental once a full run has finished: an interrupted or cancelled first run is no baseline.
+        self.mode = self.requested_mode or ("incremental" if state.has_full_baseline() else "full")
         state.begin_run(self.run_id, job.name, self.mode, iso(started), os.getpid())
         self.scope = Scope(list(job.seeds), hosts=job.scope, include=list(job.include), exclude=list(job.exclude),
                            max_depth=job.depth, embeds_offsite=job.embeds_offsite)

@@ -124,10 +124,11 @@ class HarvestState:
         row = self.conn.execute("SELECT MAX(snapshot) FROM runs").fetchone()
         return row[0] if row else None
 
-    def has_completed_run(self) -> bool:
+    def has_full_baseline(self) -> bool:
+        """Is there a finished run that was not incremental (a full one, or one imported)? Until
+        there is, runs are full: an interrupted or cancelled first full run is no baseline."""
         row = self.conn.execute(
-            "SELECT 1 FROM runs WHERE status IN ('finished','cancelled','interrupted') LIMIT 1"
-        ).fetchone()
+            "SELECT 1 FROM runs WHERE status='finished' AND mode IS NOT 'incremental' LIMIT 1").fetchone()
         return row is not None
 
     # -- WARC files ----------------------------------------------------------------------------

@@ -48,8 +48,8 @@ def strata(root, *args, check=True):
     return out
 
 
-def cli_harvest(root, name="c", job=JOB):
-    return json.loads(strata(root, "harvest", name, "--job", job, "--json").stdout)
+def cli_harvest(root, name="c", job=JOB, *extra):
+    return json.loads(strata(root, "harvest", name, "--job", job, "--json", *extra).stdout)
 
 
 def views(root, name="c"):
@@ -127,7 +127,8 @@ def test_every_run_ends_with_its_report_last_in_its_last_file(root, site):
 def test_a_killed_run_comes_back_interrupted_with_the_figures_of_its_warcs(root, site):
     """SIGKILL: no report. Recovery and the rebuild both count the run from what its WARCs hold,
     and agree; what only the report holds (URLs seen but not fetched, page kinds, the run's checks)
-    is lost with it. Once the next runs have finished, a rebuild gives everything back."""
+    is lost with it. The next run is full again: an interrupted first run is no baseline. Once it
+    has finished, a rebuild gives everything back."""
     write_job(root, site, delay=0.05)
     site.latency = 0.02
     proc = subprocess.Popen([STRATA, "harvest", "c", "--job", JOB, "--json", "--root", str(root)],
@@ -155,9 +156,10 @@ def test_a_killed_run_comes_back_interrupted_with_the_figures_of_its_warcs(root,
     assert before["report"]["runs"] == after["report"]["runs"]
 
     site.latency = 0.0
-    assert cli_harvest(root)["status"] == "finished"
+    following = cli_harvest(root)
+    assert following["mode"] == "full" and following["status"] == "finished"
     site.version = 2
-    cli_harvest(root)
+    assert cli_harvest(root)["mode"] == "incremental"
     before = views(root)
     delete_derived(root)
     strata(root, "index", "rebuild", "c", "--only", "state")
@@ -199,3 +201,28 @@ def test_rebuild_in_process_restores_the_state_of_three_runs(root, site):
     delete_derived(root)
     rebuild_state(Collection.open(root, "c"))
     assert_same(before, views(root))
+
+
+def test_a_cancelled_first_full_run_leaves_the_next_run_full(root, site):
+    """No baseline until a full run has finished: after a first run stopped by SIGTERM the next
+    run is full, unless the command says otherwise."""
+    write_job(root, site, delay=0.05)
+    site.latency = 0.02
+    proc = subprocess.Popen([STRATA, "harvest", "c", "--job", JOB, "--json", "--root", str(root)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    _wait_for_captures(root, proc, 5)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err.decode()
+    cancelled = json.loads(out)
+    assert (cancelled["mode"], cancelled["status"]) == ("full", "cancelled")
+    archive = root / "c" / "archive"
+    assert cancelled["bytes_stored"] == sum((archive / f).stat().st_size for f in cancelled["warc_files"])
+    conn = sqlite3.connect(Collection.open(root, "c").db_path)
+    captures = conn.execute("SELECT COUNT(*) FROM captures").fetchone()[0]
+    conn.close()
+    assert cancelled["urls_fetched"] == cancelled["new"] == captures
+    site.latency = 0.0
+    assert cli_harvest(root, "c", JOB, "--mode", "incremental")["mode"] == "incremental"   # the command says so
+    assert cli_harvest(root)["mode"] == "full"
+    assert cli_harvest(root)["mode"] == "incremental"
