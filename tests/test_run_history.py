@@ -54,16 +54,17 @@ def cli_harvest(root, name="c", job=JOB, *extra):
 
 def views(root, name="c"):
     """What the commands say, and every row of every table of the harvest database, ordered."""
-    out = {"runs": json.loads(strata(root, "runs", name, "--json").stdout),
-           "report": json.loads(strata(root, "report", name, "--json").stdout)}
-    for run in out["runs"]:
-        out[f"report --run {run['run_id']}"] = json.loads(strata(root, "report", name, "--run", run["run_id"],
-                                                                 "--json").stdout)
+    out = {"strata runs --json": json.loads(strata(root, "runs", name, "--json").stdout),
+           "strata report --json": json.loads(strata(root, "report", name, "--json").stdout)}
+    for run in out["strata runs --json"]:
+        out[f"strata report --run {run['run_id']} --json"] = json.loads(
+            strata(root, "report", name, "--run", run["run_id"], "--json").stdout)
     conn = sqlite3.connect(Collection.open(root, name).db_path)
     try:
         for table, order in TABLES.items():
             columns = COLUMNS.get(table, "*")
-            out[table] = [tuple(row) for row in conn.execute(f"SELECT {columns} FROM {table} ORDER BY {order}")]
+            out[f"table {table}"] = [tuple(row) for row in
+                                     conn.execute(f"SELECT {columns} FROM {table} ORDER BY {order}")]
     finally:
         conn.close()
     return out
@@ -151,9 +152,9 @@ def test_a_killed_run_comes_back_interrupted_with_the_figures_of_its_warcs(root,
     delete_derived(root)
     strata(root, "index", "rebuild", "c", "--only", "state")
     after = views(root)
-    for key in ("runs", "captures", "digests", "warcs"):
+    for key in ("strata runs --json", "table runs", "table captures", "table digests", "table warcs"):
         assert before[key] == after[key], key
-    assert before["report"]["runs"] == after["report"]["runs"]
+    assert before["strata report --json"]["runs"] == after["strata report --json"]["runs"]
 
     site.latency = 0.0
     following = cli_harvest(root)
@@ -226,3 +227,35 @@ def test_a_cancelled_first_full_run_leaves_the_next_run_full(root, site):
     assert cli_harvest(root, "c", JOB, "--mode", "incremental")["mode"] == "incremental"   # the command says so
     assert cli_harvest(root)["mode"] == "full"
     assert cli_harvest(root)["mode"] == "incremental"
+
+
+def test_rebuild_after_three_harvests_one_cancelled_by_sigterm_gives_everything_back(root, site):
+    """v1 full, v2 incremental, then a run stopped by SIGTERM mid-run through the CLI: delete
+    harvest.sqlite and the CDXJ, `strata index rebuild`, and `strata runs --json`, `strata report
+    --json` (and `--run` for each run) and every row of every table are as before."""
+    write_job(root, site)
+    first = cli_harvest(root)
+    site.version = 2
+    second = cli_harvest(root)
+    assert (first["mode"], second["mode"]) == ("full", "incremental")
+    site.version = 3
+    site.latency = 0.05      # slow enough to be stopped half way
+    proc = subprocess.Popen([STRATA, "harvest", "c", "--job", "all", "--json", "--root", str(root)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    _wait_for_captures(root, proc, 5, run_index=2)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err.decode()
+    third = json.loads(out)
+    assert third["status"] == "cancelled" and third["urls_fetched"] < first["urls_fetched"]
+    site.latency = 0.0
+    before = views(root)
+    runs = before["strata runs --json"]
+    assert [r["status"] for r in runs] == ["finished", "finished", "cancelled"]
+    assert [r["snapshot"] for r in runs] == [first["snapshot"], second["snapshot"], third["snapshot"]]
+    cdxj_before = (root / "c" / "indexes" / "index.cdxj").read_bytes()
+    delete_derived(root)
+    rebuilt = strata(root, "index", "rebuild", "c")
+    assert "rebuilt" in rebuilt.stdout
+    assert_same(before, views(root))
+    assert (root / "c" / "indexes" / "index.cdxj").read_bytes() == cdxj_before
