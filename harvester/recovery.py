@@ -8,7 +8,8 @@ Run under the collection's harvest lock, before every harvest (and by ``strata r
    lose their validators (the next run fetches them in full: the safe, bigger write);
 3. every sealed file not yet in the CDXJ index is indexed, which makes its digest entries usable;
 4. runs left ``running`` by a dead process are marked ``interrupted`` with figures from their captures
-   and files (``index.runhistory.interrupted_run``: the rebuild restores such a run the same way).
+   and files (``index.runhistory.interrupted_run``: the rebuild restores such a run the same way),
+   unless the run had written its report to its last file: then it ended as the report says.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from pathlib import Path
 
 from harvester.warcfile import OPEN_SUFFIX, seal_file
 from index.collection import Collection
-from index.runhistory import interrupted_run
+from index.runhistory import interrupted_run, report_in, reported_run
 from index.state import HarvestState
 
 
@@ -136,6 +137,11 @@ def recover(collection: Collection, state: HarvestState) -> RecoveryReport:
 
     for run in state.runs(statuses=("running",)):
         files = [r["filename"] for r in state.warcs() if r["run_id"] == run["run_id"]]
+        written = report_in(archive / files[-1], run["run_id"]) if files else None
+        if written is not None:    # killed after writing its report: the run ended as it says
+            ended = reported_run(written, files, sum((archive / name).stat().st_size for name in files))
+            state.update_run(run["run_id"], **{k: ended[k] for k in ("status", "finished", "snapshot", "figures")})
+            continue
         state.update_run(run["run_id"], status="interrupted",
                          **interrupted_run(state, run["run_id"], run["started"], files, archive))
         report.interrupted_runs.append(run["run_id"])

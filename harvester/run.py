@@ -187,9 +187,9 @@ class Harvest:
                                   transport=self.transport)
         self.fetcher = await self._start_fetch_process()
         self.robots = RobotsCache(self._fetch_robots, user_agent=job.user_agent)
-        self.roller.write([])   # the run's first file (its warcinfo) at once: even a killed run leaves one
-        self.paging.seed()
         try:
+            self.roller.write([])   # the run's first file (its warcinfo) at once: even a killed run leaves one
+            self.paging.seed()
             self._workers = [asyncio.create_task(self._worker())
                              for _ in range(job.concurrency * URLS_PER_CONNECTION)]
             results = await asyncio.gather(*self._workers, return_exceptions=True)

@@ -29,6 +29,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from warcio.archiveiterator import ArchiveIterator
+
 from index.decision import not_stored
 from index.state import HarvestState
 
@@ -80,6 +82,19 @@ def decode(block: bytes) -> dict | None:
     if not isinstance(report, dict) or report.get("format") != FORMAT or "run" not in report:
         return None
     return report
+
+
+def report_in(path: Path, run_id: str) -> dict | None:
+    """The report of ``run_id`` in a WARC file, if it holds one (recovery: a run killed after
+    writing its report, before the database heard of its end)."""
+    try:
+        with open(path, "rb") as fh:
+            for record in ArchiveIterator(fh):
+                if is_run_record(record) and record.rec_headers.get_header("WARC-Target-URI") == run_uri(run_id):
+                    return decode(record.content_stream().read())
+    except (OSError, ValueError, EOFError):
+        return None
+    return None
 
 
 def _rows(table: dict) -> list[dict]:

@@ -259,3 +259,17 @@ def test_rebuild_after_three_harvests_one_cancelled_by_sigterm_gives_everything_
     assert "rebuilt" in rebuilt.stdout
     assert_same(before, views(root))
     assert (root / "c" / "indexes" / "index.cdxj").read_bytes() == cdxj_before
+
+
+def test_a_run_killed_after_writing_its_report_ends_as_the_report_says(root, site):
+    """Killed between its report and the database update (sealing, indexing): recovery reads the
+    report from the run's last file instead of calling the run interrupted, as the rebuild would."""
+    write_job(root, site)
+    cli_harvest(root)
+    before = views(root)
+    conn = sqlite3.connect(Collection.open(root, "c").db_path)
+    conn.execute("UPDATE runs SET status='running', finished=NULL, snapshot=NULL, figures='{}'")
+    conn.commit()
+    conn.close()
+    assert "marked interrupted" not in strata(root, "recover", "c").stdout
+    assert_same(before, views(root))
