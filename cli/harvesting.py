@@ -66,7 +66,7 @@ def print_summary(s: dict, coll) -> None:
 @click.option("--depth", type=int, help="Link hops from a seed (default 3).")
 @click.option("--delay", type=float, help="Seconds between requests to one host (default 1.0).")
 @click.option("--concurrency", type=int, help="Connections at once (default 4).")
-@click.option("--mode", type=click.Choice(["full", "incremental"]), help="Default: incremental once the collection holds a run.")
+@click.option("--mode", type=click.Choice(["full", "incremental"]), help="Default: incremental once a full run has finished (an interrupted or cancelled one does not count).")
 @click.option("--json", "as_json", is_flag=True, help="Print the run report as one JSON object.")
 @root_option
 def harvest(collection, seeds, job_name, depth, delay, concurrency, mode, as_json, root) -> None:

@@ -1,40 +1,18 @@
-"""What a fetch means for the archive: its class, and whether its payload is written again.
+"""The harvest's write policy: whether a payload is written again, and which validators to send.
 
 Pure functions over what the collection knew of the URL before the fetch; no I/O, so the policy is
-tested without touching a WARC.
-
-Classes: ``new`` (first capture of the URL), ``changed`` (payload differs from the last capture),
-``unchanged`` (identical payload), ``not_modified`` (the server answered 304), ``deleted`` (the URL
-answered 2xx before and answers 404/410 now), ``error`` (no HTTP response).
+tested without touching a WARC. What a capture *means* (its class, the URL's next state) is
+``index.decision``, shared with the rebuild.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
+from index.decision import is_success
 from index.state import Original
 
 EMPTY_SHA1 = "sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ"
-GONE_STATUSES = (404, 410)
-
-
-def is_success(status: int | None) -> bool:
-    return status is not None and 200 <= status < 300
-
-
-def classify(previous: dict | None, status: int | None, digest: str | None) -> str:
-    if status is None:
-        return "error"
-    if status == 304:
-        return "not_modified"
-    prev_status = previous.get("last_status") if previous else None
-    if status in GONE_STATUSES and is_success(prev_status):
-        return "deleted"
-    if not previous or not previous.get("digest") and prev_status is None:
-        return "new"
-    if digest and digest == previous.get("digest"):
-        return "unchanged"
-    return "changed"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -13,10 +13,12 @@
   pywb needs to find the original in the same collection.
 - ``not_modified_revisit``: a 304 recorded as a server-not-modified revisit with an empty block, the
   original's payload digest and the three Refers-To headers, so pywb replays the original as 200.
+- ``run_record``: the run's report, a ``metadata`` record (``index.runhistory``).
 """
 
 from __future__ import annotations
 
+import io
 from urllib.parse import quote
 
 from warcio.statusandheaders import StatusAndHeaders
@@ -99,6 +101,14 @@ def not_modified_revisit(result: FetchResult, warc_date: str, original: Original
     record.rec_headers.replace_header("WARC-Profile", NOT_MODIFIED_PROFILE)
     record.rec_headers.add_header("WARC-Refers-To", original.record_id)
     return record
+
+
+def run_record(uri: str, report: bytes, warc_date: str):
+    """A run's report (``index.runhistory``): a ``metadata`` record of ``application/json``."""
+    return _BUILDER.create_warc_record(
+        uri, "metadata", payload=io.BytesIO(report), length=len(report), warc_content_type="application/json",
+        warc_headers_dict={"WARC-Date": warc_date},
+    )
 
 
 def record_id(record) -> str:

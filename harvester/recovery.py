@@ -7,7 +7,9 @@ Run under the collection's harvest lock, before every harvest (and by ``strata r
 2. capture and digest rows pointing past the cut are deleted, and URLs whose payload was held there
    lose their validators (the next run fetches them in full: the safe, bigger write);
 3. every sealed file not yet in the CDXJ index is indexed, which makes its digest entries usable;
-4. runs left ``running`` by a dead process are marked ``interrupted`` with figures from their captures;
+4. runs left ``running`` by a dead process are marked ``interrupted`` with figures from their captures
+   and files (``index.runhistory.interrupted_run``: the rebuild restores such a run the same way),
+   unless the run had written its report to its last file: then it ended as the report says.
 5. temp files a killed writer left (``indexes/.index.*.tmp`` from a CDXJ merge, the rebuild's
    ``strata/harvest.sqlite.rebuild``) are removed: their writers run under the same lock, so none is live.
 """
@@ -24,6 +26,7 @@ from pathlib import Path
 from harvester.warcfile import OPEN_SUFFIX, seal_file
 from index import cdxj
 from index.collection import Collection
+from index.runhistory import interrupted_run, report_in, reported_run
 from index.seal import index_sealed_file
 from index.state import HarvestState
 
@@ -143,13 +146,13 @@ def recover(collection: Collection, state: HarvestState) -> RecoveryReport:
             report.indexed.append(name)
 
     for run in state.runs(statuses=("running",)):
-        figures = run["figures"] or {}
-        for cls, count in state.class_counts(run["run_id"]).items():
-            figures[cls if cls != "error" else "errors"] = count
         files = [r["filename"] for r in state.warcs() if r["run_id"] == run["run_id"]]
-        figures["warc_files"] = files
-        last = state.last_capture_timestamp(run["run_id"])
-        state.update_run(run["run_id"], status="interrupted", figures=figures,
-                         snapshot=last or run["started"].replace("-", "").replace(":", "").replace("T", "")[:14])
+        written = report_in(archive / files[-1], run["run_id"]) if files else None
+        if written is not None:    # killed after writing its report: the run ended as it says
+            ended = reported_run(written, files, sum((archive / name).stat().st_size for name in files))
+            state.update_run(run["run_id"], **{k: ended[k] for k in ("status", "finished", "snapshot", "figures")})
+            continue
+        state.update_run(run["run_id"], status="interrupted",
+                         **interrupted_run(state, run["run_id"], run["started"], files, archive))
         report.interrupted_runs.append(run["run_id"])
     return report

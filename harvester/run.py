@@ -11,6 +11,7 @@ queued. When a WARC is sealed its CDXJ lines are merged and its digest entries b
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import secrets
 import time
@@ -31,17 +32,11 @@ from harvester.proxies import ProxyPool
 from harvester.recovery import recover
 from harvester.report import RunFigures
 from harvester.robots import RobotsCache, RobotsRules, RobotsUnreachable, effective_delay
-from harvester.schedule import (
-    PageKinds,
-    due_at,
-    is_ordered_listing,
-    is_pagination_link,
-    page_number,
-    url_order_key,
-)
+from harvester.schedule import PageKinds
 from harvester.scope import Scope
-from harvester.warcfile import WarcRoller
-from index import cdxj
+from harvester.strategy import PagingStrategy
+from harvester.warcfile import RecordLocation, WarcRoller
+from index import cdxj, decision, runhistory
 from index.collection import Collection
 from index.payload import DecodeError, decode_content, read_record
 from index.seal import index_sealed_file
@@ -55,11 +50,6 @@ ACCEPT_ENCODING = "gzip, deflate"   # no br: only capped decoders touch stored b
 MAX_REDIRECT_HOPS = 10
 
 
-def _section(url: str) -> str:
-    """A listing's or an article's section: the first segment of its path (``/news/...``)."""
-    return url.split("://", 1)[-1].partition("/")[2].split("/", 1)[0]
-
-
 URLS_PER_CONNECTION = 2
 
 
@@ -71,6 +61,16 @@ def _charset(content_type: str) -> str | None:
 
 def new_run_id(now: datetime) -> str:
     return f"{ts14(now)}-{secrets.token_hex(2)}"
+
+
+@dataclasses.dataclass(frozen=True)
+class _Look:
+    """What the harvest sees in a 2xx HTML payload before it is written (see ``Harvest._look``)."""
+
+    page_kind: str | None = None
+    fingerprint: str | None = None
+    score: float = 0.0
+    main_text_same: bool = False
 
 
 class Harvest:
@@ -153,7 +153,8 @@ class Harvest:
         self._proxy_pool = getattr(self.transport, "proxy_pool", None)
         started = utc_now()
         self.run_id = new_run_id(started)
-        self.mode = self.requested_mode or ("incremental" if state.has_completed_run() else "full")
+        # Incremental once a full run has finished: an interrupted or cancelled first run is no baseline.
+        self.mode = self.requested_mode or ("incremental" if state.has_full_baseline() else "full")
         state.begin_run(self.run_id, job.name, self.mode, iso(started), os.getpid())
         self.scope = Scope(list(job.seeds), hosts=job.scope, include=list(job.include), exclude=list(job.exclude),
                            max_depth=job.depth, embeds_offsite=job.embeds_offsite,
@@ -165,18 +166,13 @@ class Harvest:
         self._fetch_slots = asyncio.Semaphore(job.concurrency)
         self.kinds = PageKinds(job.index_patterns, job.content_patterns, job.default_page_kind, job.seeds)
         self.noise = NoiseRules(job.noise_selectors, job.noise_patterns)
-        # Index/content strategy: only in incremental runs of jobs that name page kinds.
-        self.strategy = self.mode == "incremental" and self.kinds.enabled and not job.recheck_all
-        self.index_links: set[str] = set()
-        self.index_pages_done: set[str] = set()
-        self.fetched: set[str] = set()
-        self.stopped_at: dict[str, int] = {}                         # listing section -> page where paging stopped
-        self.oldest_on_page: dict[tuple[str, int], tuple] = {}      # (section, page) -> oldest link on it
+        self.paging = PagingStrategy(state, self.run_id, job, self.mode, self.kinds, self.scope, self.frontier,
+                                     self.figures, self._enqueue, self.notes)
         self.roller = WarcRoller(
             coll_archive := self.collection.archive_dir, self.collection.name,
             warcinfo={
                 "software": f"Strata/{__version__} (warcio, httpx)",
-                "job": job.name, "run-id": self.run_id, "mode": self.mode,
+                "job": job.name, "run-id": self.run_id, "mode": self.mode, "started": iso(started),
                 "robots": "classic" if job.robots == "obey" else "ignore",
                 "http-header-user-agent": job.user_agent,
                 "isPartOf": self.collection.name,
@@ -193,8 +189,9 @@ class Harvest:
         self.robots = RobotsCache(self._fetch_robots, user_agent=job.user_agent)
         self._robots_answered: dict[str, float] = {}  # host -> when its robots.txt last answered
         self._crawl_delays: dict[str, float] = {}     # host -> seconds between requests it was given
-        self._seed_frontier()
         try:
+            self.roller.write([])   # the run's first file (its warcinfo) at once: even a killed run leaves one
+            self.paging.seed()
             self._workers = [asyncio.create_task(self._worker())
                              for _ in range(job.concurrency * URLS_PER_CONNECTION)]
             results = await asyncio.gather(*self._workers, return_exceptions=True)
@@ -210,8 +207,8 @@ class Harvest:
                 self.failure = self._failure()
                 if self.failure:
                     self.status = "failed"
-            if self.status == "finished" and self.strategy and job.check_deleted_links:
-                self._record_vanished()
+            if self.status == "finished":
+                self.paging.record_vanished()
         except BaseException:
             self.status = "failed" if not self._stop else "cancelled"
             raise
@@ -219,13 +216,17 @@ class Harvest:
             if self.fetcher is not None:
                 await self.fetcher.close()
             await self.client.aclose()
-            self.roller.close()
             finished = utc_now()
             self._note_failed_hosts()
             if self.surplus_urls:
                 self.notes.append(f"{len(self.surplus_urls)} response(s) came with bytes past their end (more than "
                                   f"Content-Length), e.g. {self.surplus_urls[0]}: their connections were closed "
                                   "and their records carry WARC-Strata-Note: content-length-surplus")
+            figures = self.figures.as_dict()
+            if self.failure:
+                figures["failure"] = self.failure
+            self._write_run_record(iso(started), finished, figures)
+            self.roller.close()
             self.figures.warc_files = list(self.roller.files)
             self.figures.bytes_stored = self.roller.bytes_written
             figures = self.figures.as_dict()
@@ -244,6 +245,21 @@ class Harvest:
             count, first = self.host_errors[host]
             self.notes.append(f"every request to {host or 'a URL without a host'} failed ({count} request(s); "
                               f"first error: {first})")
+
+    def _write_run_record(self, started: str, finished: datetime, figures: dict) -> None:
+        """The run's report as a WARC metadata record, last in its last file (``index.runhistory``):
+        what a rebuild needs to restore the run, its checks and the URL state no capture holds."""
+        self.figures.warc_files = list(self.roller.files)
+        self.figures.bytes_stored = self.roller.bytes_written
+        run = {"run_id": self.run_id, "job": self.job.name, "mode": self.mode, "status": self.status,
+               "started": started, "finished": iso(finished), "snapshot": ts14(finished)}
+        try:
+            report = runhistory.run_report(self.state, run, {**figures, **self.figures.as_dict()})
+            self.roller.write([records.run_record(runhistory.run_uri(self.run_id), runhistory.encode(report),
+                                                  warc_date(utc_now()))])
+        except OSError as exc:
+            self.notes.append(f"the run's report was not written to its WARC ({exc}): a rebuild will restore "
+                              "this run as interrupted")
 
     def summary(self, started: datetime, finished: datetime) -> dict:
         return {
@@ -295,36 +311,6 @@ class Harvest:
                 return
             await asyncio.sleep(0.1)
 
-    def _seed_frontier(self) -> None:
-        for seed in self.job.seeds:
-            self._enqueue(Item(seed, 0, "seed"))
-        if self.mode != "incremental":
-            return
-        for row in self.state.known_urls():
-            decision = self.scope.decide(row["url"], row["depth"] or 0, row["link_kind"] or "navigation")
-            if not decision.accept:
-                continue
-            if self.strategy:
-                # Index pages are reached again from the seeds (so paging stops where old links
-                # begin); content pages come back when due; resources come back with their pages.
-                if row["page_kind"] != "content":
-                    continue
-                if not self._due(row):
-                    self.frontier.add_seen(row["url"])
-                    continue
-            self._enqueue(Item(row["url"], row["depth"] or 0, "recheck", via=row["found_on"]))
-
-    def _due(self, row: dict) -> bool:
-        """Is a known content page due for a recheck? Records why not, for staff to see."""
-        when, rate = due_at(row, self.job.min_interval, self.job.max_interval)
-        if when is None or when <= utc_now():
-            return True
-        self.figures.skipped += 1
-        self.state.add_check(self.run_id, row["url"], "not_due",
-                             f"not due until {iso(when)} (estimated {rate:.3f} changes/day, "
-                             f"{row.get('changes') or 0} changes in {row.get('checks') or 0} checks)", iso(utc_now()))
-        return False
-
     def _enqueue(self, item: Item) -> None:
         if item.url.endswith("/robots.txt") and self.job.robots == "obey":
             return  # fetched (and archived) once per host by the robots cache
@@ -360,7 +346,7 @@ class Harvest:
                 return
         if self.frontier.paced(item.host):
             await self.frontier.pace(item.host)
-        self.fetched.add(item.url)
+        self.paging.fetched.add(item.url)
         previous = self.state.url(item.url)
         conditional = decide.conditional_headers(previous) if self.mode == "incremental" else {}
         referer = {"Referer": item.via} if item.via else {}  # also lets a rebuild recover where it was found
@@ -447,12 +433,13 @@ class Harvest:
 
     def _record(self, item: Item, result: FetchResult, previous: dict | None, conditional: bool,
                 follow: bool = True) -> None:
-        state, figures = self.state, self.figures
+        """Write what a fetch brought back and the URL's next state (``index.decision``), then queue
+        its links."""
         now = utc_now()
         if result.error:
-            figures.errors += 1
+            self.figures.errors += 1
             self.recent_errors = (self.recent_errors + [(item.url, result.error)])[-20:]
-            state.add_check(self.run_id, item.url, "error", result.error, iso(now))
+            self.state.add_check(self.run_id, item.url, "error", result.error, iso(now))
             host = urlsplit(item.url).netloc
             count, first = self.host_errors.get(host, (0, result.error))
             self.host_errors[host] = (count + 1, first)
@@ -461,112 +448,115 @@ class Harvest:
             return
         if item.kind == "seed":
             self._seeds_answered.add(item.url)
-        figures.urls_fetched += 1
+        self.figures.urls_fetched += 1
         self.hosts_answered.add(urlsplit(item.url).netloc)
         if result.surplus:
             self.surplus_urls.append(item.url)
-        cls = decide.classify(previous, result.status, result.digest)
-        date = warc_date(now)
-        link_source = None   # () -> (raw body, Content-Type, Content-Encoding), called on a cache miss
         content_type = result.header("Content-Type") or ""
         mime = content_type.split(";")[0].strip().lower() or "unknown"
-        url_update: dict = {"last_checked": iso(now), "last_run": self.run_id, "last_class": cls}
-        digest_entry: Original | None = None
-        refers: Original | None = None   # the original a revisit points at
-
         if result.status == 304 and conditional and previous:
-            original = Original(previous["orig_uri"], previous["orig_date"], previous["orig_record_id"],
-                                previous["orig_warc"])
-            main = records.not_modified_revisit(result, date, original, previous["digest"])
-            record_type, digest, refers = "revisit", previous["digest"], original
-            held = state.capture_by_record_id(original.record_id) or {}
-            figures.bytes_saved += held.get("payload_length") or 0
-            mime = held.get("mime") or mime
-            if follow and mime in LINK_TYPES and held:
-                # a 304 has no body: the links are those of the stored original
-                link_source = lambda: self._stored_body(held)  # noqa: E731
+            capture, loc, mime, link_source = self._write_not_modified(item, result, previous, now, mime)
         else:
-            if mime in HTML_TYPES and decide.is_success(result.status):
-                url_update["page_kind"] = self.kinds.kind(item.url)
-                if cls == "changed" and previous and decide.is_success(previous.get("last_status")):
-                    # Only a changed payload needs the (costly) main-content comparison.
-                    text = main_text(self._decoded_body(result), _charset(content_type), self.noise)
-                    url_update["fingerprint"] = content_digest(text)
-                    score = self._main_text_score(text, url_update["fingerprint"], previous)
-                    if score >= self.job.change_threshold:
-                        cls = url_update["last_class"] = "soft"
-                        if not self.job.store_soft_changes:
-                            self._skip_soft(item, result, previous, score, now, follow)
-                            return
-            original = None
-            if self.mode == "incremental" and result.digest:
-                original = state.lookup_digest(result.digest)
-            decision = decide.dedup_decision(result.digest, result.truncated, result.body_length, original,
-                                             result.status)
-            digest, refers = result.digest, decision.original
-            if decision.kind == "revisit" and decision.original is not None:
-                main = records.identical_revisit(result, date, decision.original)
-                record_type = "revisit"
-                figures.bytes_saved += result.body_length
-            else:
-                main = records.response_record(result, date)
-                record_type = "response"
+            look = self._look(item, result, previous, content_type, mime)
+            if look.main_text_same and not self.job.store_soft_changes:     # soft, and not stored
+                self._skip_soft(item, result, previous, look.score, now, follow)
+                return
+            capture, loc = self._write_response(item, result, now, look)
+            link_source = None   # () -> (raw body, Content-Type, Content-Encoding), called on a cache miss
             if follow and mime in LINK_TYPES and result.status and result.status < 300:
                 link_source = lambda: (result.read_body(), content_type, result.header("Content-Encoding"))  # noqa: E731
-        request = records.request_record(result, date, records.record_id(main))
-        main_loc, _ = self.roller.write([main, request])
-        main_id = records.record_id(main)
-        if record_type == "revisit":
-            figures.revisits += 1
-        elif result.digest and not result.truncated and result.body_length:
-            digest_entry = Original(item.url, date, main_id, main_loc.filename)
-
-        if record_type == "response" or result.status != 304:
-            url_update["last_status"] = result.status
-        if decide.is_success(result.status) or result.status == 304:
-            url_update["digest"] = digest
-            if digest_entry:
-                url_update.update(orig_uri=item.url, orig_date=date, orig_record_id=main_id,
-                                  orig_warc=main_loc.filename)
-            elif refers is not None and result.status != 304:
-                url_update.update(orig_uri=refers.url, orig_date=refers.warc_date, orig_record_id=refers.record_id,
-                                  orig_warc=refers.warc)
-            if result.status != 304:
-                url_update.update(etag=result.header("ETag"), last_modified=result.header("Last-Modified"))
-        else:
-            url_update.update(digest=digest, orig_uri=None, orig_date=None, orig_record_id=None, orig_warc=None,
-                              etag=None, last_modified=None)
-        if cls == "deleted":
-            url_update["deleted_at"] = iso(now)
-        elif decide.is_success(result.status) or result.status == 304:
-            url_update["deleted_at"] = None
-        url_update["checks"] = (previous or {}).get("checks", 0) + 1 if previous else 1
-        if cls in ("changed", "deleted"):
-            url_update["changes"] = (previous or {}).get("changes", 0) + 1
-        if digest != (previous or {}).get("digest") and "fingerprint" not in url_update:
-            url_update["fingerprint"] = None   # it described the payload held before
-
-        with state.transaction():
-            state.add_capture(Capture(
-                run_id=self.run_id, url=item.url, timestamp=ts14(now), warc_date=date, record_type=record_type,
-                cls=cls, status=result.status, digest=digest, mime=mime, payload_length=result.body_length,
-                warc=main_loc.filename, offset=main_loc.offset, length=main_loc.length, record_id=main_id,
-                refers_to_uri=refers.url if refers else None, refers_to_date=refers.warc_date if refers else None,
-                location=result.header("Location"),
+        decided = decision.decide(previous, capture)
+        # a record Strata wrote has all three
+        assert capture.warc_date and capture.record_type and capture.record_id
+        with self.state.transaction():
+            self.state.add_capture(Capture(
+                run_id=self.run_id, url=item.url, timestamp=ts14(now), warc_date=capture.warc_date,
+                record_type=capture.record_type, cls=decided.cls, status=result.status, digest=capture.digest,
+                mime=mime, payload_length=result.body_length, warc=loc.filename, offset=loc.offset,
+                length=loc.length, record_id=capture.record_id,
+                refers_to_uri=capture.refers_to.url if capture.refers_to else None,
+                refers_to_date=capture.refers_to.warc_date if capture.refers_to else None,
+                location=capture.location,
             ))
-            state.update_url(item.url, **url_update)
-            if digest_entry:
-                state.add_digest(digest, digest_entry)
-        figures.count(cls)
-
+            self.state.update_url(item.url, **decided.state)
+            if decided.original and capture.digest:
+                self.state.add_digest(capture.digest, decided.original)
+        self.figures.count(decided.cls)
         if not follow:
             return
-        if result.status in (301, 302, 303, 307, 308):
-            target = normalize_url(result.header("Location") or "", item.url)
+        if decided.redirect is not None:
+            target = normalize_url(decided.redirect, item.url)
             if target:
-                self._follow(item, target, "redirect", item.depth)
+                self.paging.follow(item, target, "redirect", item.depth)
         if link_source is not None:
-            self._queue_links(item, digest, mime, link_source)
+            self._queue_links(item, capture.digest, mime, link_source)
+
+    def _write_not_modified(self, item: Item, result: FetchResult, previous: dict, now: datetime,
+                            mime: str) -> tuple[decision.Observation, RecordLocation, str, Callable | None]:
+        """A 304 to a conditional request: a server-not-modified revisit of the payload held."""
+        date = warc_date(now)
+        original = Original(previous["orig_uri"], previous["orig_date"], previous["orig_record_id"],
+                            previous["orig_warc"])
+        main = records.not_modified_revisit(result, date, original, previous["digest"])
+        loc = self._write_pair(result, date, main)
+        held = self.state.capture_by_record_id(original.record_id) or {}
+        self.figures.bytes_saved += held.get("payload_length") or 0
+        self.figures.revisits += 1
+        mime = held.get("mime") or mime
+        link_source = None
+        if mime in LINK_TYPES and held:
+            # a 304 has no body: the links are those of the stored original
+            link_source = lambda: self._stored_body(held)  # noqa: E731
+        return self._observation(item, result, now, main, loc, previous["digest"], original), loc, mime, link_source
+
+    def _look(self, item: Item, result: FetchResult, previous: dict | None, content_type: str,
+              mime: str) -> _Look:
+        """The page kind of a 2xx HTML page and, when only the main text can tell changed from soft,
+        its fingerprint and how alike it is to the text held."""
+        if mime not in HTML_TYPES or not decision.is_success(result.status):
+            return _Look()
+        page_kind = self.kinds.kind(item.url)
+        if not decision.compares_main_text(previous, result.status, result.digest):
+            return _Look(page_kind)
+        # Only a changed payload needs the (costly) main-content comparison.
+        text = main_text(self._decoded_body(result), _charset(content_type), self.noise)
+        fingerprint = content_digest(text)
+        assert previous is not None   # compares_main_text says there is a text held
+        score = self._main_text_score(text, fingerprint, previous)
+        return _Look(page_kind, fingerprint, score, score >= self.job.change_threshold)
+
+    def _write_response(self, item: Item, result: FetchResult, now: datetime,
+                        look: _Look) -> tuple[decision.Observation, RecordLocation]:
+        """A response record, or an identical-payload revisit when an indexed original holds the payload."""
+        date = warc_date(now)
+        original = self.state.lookup_digest(result.digest) if self.mode == "incremental" and result.digest else None
+        write = decide.dedup_decision(result.digest, result.truncated, result.body_length, original, result.status)
+        if write.kind == "revisit" and write.original is not None:
+            main = records.identical_revisit(result, date, write.original)
+            self.figures.bytes_saved += result.body_length
+            self.figures.revisits += 1
+        else:
+            main = records.response_record(result, date)
+        loc = self._write_pair(result, date, main)
+        holds = write.kind == "response" and bool(result.digest) and not result.truncated and result.body_length > 0
+        return self._observation(item, result, now, main, loc, result.digest, write.original, look, holds), loc
+
+    def _write_pair(self, result: FetchResult, date: str, main) -> RecordLocation:
+        request = records.request_record(result, date, records.record_id(main))
+        return self.roller.write([main, request])[0]
+
+    def _observation(self, item: Item, result: FetchResult, now: datetime, main, loc: RecordLocation,
+                     digest: str | None, refers: Original | None, look: _Look | None = None,
+                     holds: bool = False) -> decision.Observation:
+        look = look or _Look()
+        return decision.Observation(
+            url=item.url, at=iso(now), run_id=self.run_id, status=result.status, digest=digest,
+            record_type=main.rec_type, profile=main.rec_headers.get_header("WARC-Profile"),
+            record_id=records.record_id(main), warc_date=main.rec_headers.get_header("WARC-Date"),
+            warc=loc.filename, holds_payload=holds, refers_to=refers,
+            etag=result.header("ETag"), last_modified=result.header("Last-Modified"),
+            location=result.header("Location"), page_kind=look.page_kind, fingerprint=look.fingerprint,
+            main_text_same=look.main_text_same)
 
     def _links(self, item: Item, digest: str | None, source) -> list[Link]:
         """The page's links: from the outlink cache when its payload was parsed before (unchanged
@@ -587,62 +577,7 @@ class Harvest:
         return links
 
     def _queue_links(self, item: Item, digest: str | None, mime: str, source) -> None:
-        links = self._links(item, digest, source)
-        paging: bool | None = None     # None: not an ordered listing; True: read on; False: stop
-        if self.strategy and mime in HTML_TYPES and self.kinds.kind(item.url) == "index":
-            self.index_pages_done.add(item.url)
-            content = [link.url for link in links if link.kind != "embed" and self.kinds.kind(link.url) == "content"]
-            self.index_links.update(content)
-            if is_ordered_listing(content):
-                # Newest first: read on to the next page only while this one holds links new since the
-                # last run; past that, older pages hold only old links.
-                paging = any(self._new_since_last_run(u) for u in content)
-                section, page = _section(item.url), page_number(item.url)
-                oldest = min(url_order_key(u) for u in content if url_order_key(u))
-                self.oldest_on_page[(section, page)] = oldest
-                if not paging:
-                    self.stopped_at[section] = min(page, self.stopped_at.get(section, page))
-        next_page = None
-        if paging:
-            later = [link.url for link in links if link.kind != "embed" and is_pagination_link(item.url, link.url)
-                     and self.kinds.kind(link.url) == "index" and page_number(link.url) > page_number(item.url)]
-            next_page = min(later, key=page_number, default=None)
-        for link in links:
-            depth = item.depth if link.kind == "embed" else item.depth + 1
-            if paging is not None and link.kind != "embed" and is_pagination_link(item.url, link.url) \
-                    and self.kinds.kind(link.url) == "index" and not self.frontier.seen(link.url):
-                never_seen = self._new_since_last_run(link.url)
-                if (paging and link.url == next_page) or never_seen:
-                    self._follow(item, link.url, link.kind, depth)   # the next page, or a new one
-                elif not paging:
-                    self.frontier.add_seen(link.url)
-                    self.state.add_check(self.run_id, link.url, "not_followed",
-                                         f"listing {item.url} holds no links newer than the last run",
-                                         iso(utc_now()))
-                continue
-            self._follow(item, link.url, link.kind, depth)
-
-    def _new_since_last_run(self, url: str) -> bool:
-        """Unknown before this run. Not "never checked": another worker may have fetched it already
-        in this run (the home page links to the newest articles too), which says nothing about
-        whether the listing that links to it holds news."""
-        row = self.state.url(url)
-        return not row or not row.get("last_checked") or row.get("first_run") == self.run_id
-
-    def _follow(self, item: Item, url: str, kind: str, depth: int) -> None:
-        if self.frontier.seen(url):
-            return
-        scope_kind = "embed" if kind == "embed" else "navigation"
-        if kind == "redirect" and item.kind == "embed":
-            scope_kind = "embed"
-        if not self.scope.decide(url, depth, scope_kind).accept:
-            return
-        if self.strategy and scope_kind == "navigation" and self.kinds.kind(url) == "content":
-            row = self.state.url(url)
-            if row and row.get("last_checked") and not self._due(row):
-                self.frontier.add_seen(url)
-                return
-        self._enqueue(Item(url, depth, "embed" if scope_kind == "embed" else kind, via=item.url))
+        self.paging.queue_links(item, self._links(item, digest, source), mime)
 
     def _skip_soft(self, item: Item, result: FetchResult, previous: dict | None, similarity: float,
                    now: datetime, follow: bool) -> None:
@@ -651,46 +586,12 @@ class Harvest:
         self.figures.count("soft")
         self.state.add_check(self.run_id, item.url, "soft",
                              f"main content {similarity:.3f} similar to the stored capture; not stored", iso(now))
-        self.state.update_url(item.url, last_checked=iso(now), last_run=self.run_id, last_class="soft",
-                              checks=((previous or {}).get("checks") or 0) + 1)
+        self.state.update_url(item.url, **decision.not_stored(previous, "soft", iso(now), self.run_id))
         if follow:
             content_type = result.header("Content-Type") or ""
             mime = content_type.split(";")[0].strip().lower()
             self._queue_links(item, result.digest, mime,
                               lambda: (result.read_body(), content_type, result.header("Content-Encoding")))
-
-    def _maybe_on_unread_page(self, url: str) -> bool:
-        """Where paging stopped at page N of a listing, pages 0..N were read in order: a link older than
-        the oldest of them may sit on a page after N (pages read out of order, such as a listing's
-        new tail pages, say nothing about that)."""
-        section = _section(url)
-        if section not in self.stopped_at:
-            return False
-        read = [key for (sec, page), key in self.oldest_on_page.items() if sec == section
-                and page <= self.stopped_at[section]]
-        return not read or url_order_key(url) <= min(read)
-
-    def _record_vanished(self) -> None:
-        """Content pages that were listed on an index page read this run, and are on none now. Only
-        when every listing was read to its end: where paging stopped early, an article may just
-        have moved to a page not read, and its due recheck (a 404) is the evidence to wait for."""
-        unsure = 0
-        for row in self.state.known_urls():
-            if row["page_kind"] != "content" or row["deleted_at"] or row["url"] in self.index_links:
-                continue
-            if row["found_on"] not in self.index_pages_done or row["url"] in self.fetched:
-                continue
-            if self._maybe_on_unread_page(row["url"]):
-                unsure += 1     # as old as links on pages not read: it may just have moved there
-                continue
-            now = iso(utc_now())
-            self.state.add_check(self.run_id, row["url"], "deleted",
-                                 f"no longer linked from any index page (was on {row['found_on']})", now)
-            self.state.update_url(row["url"], deleted_at=now, last_class="deleted")
-            self.figures.deleted += 1
-        if unsure:
-            self.notes.append(f"{unsure} content page(s) not on the listing pages read were left to their due "
-                              "recheck: paging stopped before links as old as theirs")
 
     def _main_text_score(self, text: str, fingerprint: str, previous: dict) -> float:
         """How alike the new main text is to the stored one (1.0: the same). Below a threshold of 1.0

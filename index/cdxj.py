@@ -16,11 +16,12 @@ import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from warcio.timeutils import iso_date_to_timestamp
+
 from index.warcscan import open_prefix
 
 # The options wb-manager uses for `wb-manager add` / `reindex`.
 PYWB_INDEX_OPTIONS = dict(append_post=True, cdxj=True, sort=True)
-
 
 def index_warc(path: Path, filename: str, limit: int | None = None) -> list[bytes]:
     """Sorted CDXJ lines for one WARC (or ARC) file, as pywb's indexer writes them; with ``limit``,
@@ -32,10 +33,8 @@ def index_warc(path: Path, filename: str, limit: int | None = None) -> list[byte
         write_cdx_index(_Unclosable(out), infile, filename, **PYWB_INDEX_OPTIONS)
     return [line + b"\n" for line in out.getvalue().splitlines() if line.strip()]
 
-
 class NeedsFileIndex(Exception):
     """A record whose line only pywb's file indexer can be trusted to make (the file is read back)."""
-
 
 class RecordIndexer:
     """CDXJ lines for records as they are written, without reading the file back.
@@ -70,6 +69,8 @@ class RecordIndexer:
             if record.http_headers is None or record.http_headers.protocol != "GET":
                 raise NeedsFileIndex(f"{record.http_headers.protocol if record.http_headers else '?'} request")
             return None
+        if record.rec_type == "metadata" and url.isascii() and record.http_headers is None:
+            return self._metadata_line(record, offset, length, filename)
         if record.rec_type not in ("response", "revisit") or not url.isascii():
             raise NeedsFileIndex(record.rec_type)
         http = record.http_headers
@@ -87,6 +88,24 @@ class RecordIndexer:
         self._writer.write_cdx_line(out, entry, filename)
         return out.getvalue().encode("utf-8")
 
+    def _metadata_line(self, record, offset: int, length: int, filename: str) -> bytes:
+        """A metadata record's line (a run's report), as pywb indexes it read back: the record's
+        Content-Type as its mime, no status, its payload digest."""
+        headers = record.rec_headers
+        assert self._parser is not None   # line() made it
+        entry = self._parser._create_index_entry(record.rec_type)
+        entry["url"] = headers.get_header("WARC-Target-URI")
+        entry["timestamp"] = iso_date_to_timestamp(headers.get_header("WARC-Date"))
+        entry.extract_mime(headers.get_header("Content-Type"), "unk")
+        entry["status"] = "-"
+        digest = headers.get_header("WARC-Payload-Digest") or "-"
+        entry["digest"] = digest[len("sha1:"):] if digest.startswith("sha1:") else digest
+        entry["urlkey"] = self._canonicalize(entry["url"], PYWB_INDEX_OPTIONS.get("surt_ordered", True))
+        entry.record = record
+        entry.set_rec_info(offset, length)
+        out = io.StringIO()
+        self._writer.write_cdx_line(out, entry, filename)
+        return out.getvalue().encode("utf-8")
 
 def preload_indexer() -> threading.Thread:
     """Import pywb's indexer (a fifth of a second: surt, tldextract, requests) on a thread, while a
@@ -98,7 +117,6 @@ def preload_indexer() -> threading.Thread:
     thread = threading.Thread(target=load, name="preload-pywb-indexer", daemon=True)
     thread.start()
     return thread
-
 
 class _Unclosable(io.BufferedIOBase):
     """pywb's writer closes its output; keep the BytesIO readable."""
@@ -112,10 +130,8 @@ class _Unclosable(io.BufferedIOBase):
     def close(self) -> None:
         pass
 
-
 TEMP_PREFIX = ".index."     # temp files beside the index: ``.index.<random>.tmp`` (recovery removes leftovers)
 TEMP_SUFFIX = ".tmp"
-
 
 def _temp_beside(index_path: Path) -> tuple[int, str]:
     """A new temp file next to ``index_path``, open for writing. Created with mode 0666 less the
@@ -127,7 +143,6 @@ def _temp_beside(index_path: Path) -> tuple[int, str]:
             return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666), tmp
         except FileExistsError:
             continue
-
 
 def merge_lines(index_path: Path, new_lines: Iterable[bytes]) -> None:
     """Merge sorted ``new_lines`` into the sorted index file, dropping exact duplicates (so that
@@ -152,7 +167,6 @@ def merge_lines(index_path: Path, new_lines: Iterable[bytes]) -> None:
             os.unlink(tmp)
         raise
 
-
 def remove_file_lines(index_path: Path, filename: str) -> None:
     """Drop every line pointing into ``filename`` (before re-indexing a repaired file)."""
     if not index_path.exists():
@@ -172,13 +186,11 @@ def remove_file_lines(index_path: Path, filename: str) -> None:
             os.unlink(tmp)
         raise
 
-
 def write_index(index_path: Path, lines: Iterable[bytes]) -> None:
     """Replace the whole index (rebuild)."""
     if index_path.exists():
         index_path.unlink()
     merge_lines(index_path, lines)
-
 
 def parse_line(line: bytes | str) -> dict:
     """``urlkey timestamp {json}`` -> dict with ``urlkey`` and ``timestamp`` added."""
@@ -189,7 +201,6 @@ def parse_line(line: bytes | str) -> dict:
     fields["urlkey"] = urlkey
     fields["timestamp"] = timestamp
     return fields
-
 
 def iter_index(index_path: Path) -> Iterator[dict]:
     if not index_path.exists():

@@ -2,17 +2,21 @@
 
 WARC files are the single source of truth. This re-derives, in a fresh database swapped in at the
 end: WARC files, runs (from each file's ``warcinfo``: run id, job, mode), captures and their classes
-(each URL's captures in time order: first ``new``; same payload ``unchanged``; 304 revisit
-``not_modified``; 404/410 after 2xx ``deleted``; otherwise ``changed``), per-URL state (payload,
-original, validators, where it was found: the request's ``Referer``), the digest index, and the CDXJ.
+and per-URL state (payload, original, validators, where it was found: the request's ``Referer``)
+through ``index.decision``, the digest index, and the CDXJ. Captures are applied in capture-time
+order (WARC-Date) across all files, never in file-name order: other tools' file names do not sort
+by capture date.
 
-What the WARCs do not hold is not rebuilt: checks that wrote nothing (URLs skipped as not due, soft
-changes not stored, robots refusals), content fingerprints, link depth; soft changes that were stored
-come back as ``changed``. A run's snapshot becomes the time of its last capture.
+Each run's report (a ``metadata`` record, ``index.runhistory``) restores the run's row and figures,
+its checks, the soft changes it stored, and the URL fields no capture holds (where and when each URL
+was first seen, depth, page kind, fingerprint). A Strata run without one (killed before writing
+it) comes back as ``interrupted``, as recovery marks it; another tool's file becomes a ``finished``
+run of its own. The README (Rebuilding) lists what cannot be restored.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import uuid
 from collections.abc import Callable
@@ -20,12 +24,10 @@ from pathlib import Path
 
 from warcio.archiveiterator import ArchiveIterator
 
-from harvester.decide import classify, is_success
-from index import cdxj, warcscan
+from index import cdxj, runhistory, warcscan
 from index.collection import Collection
+from index.decision import NOT_MODIFIED_PROFILE, Observation, decide
 from index.state import Capture, HarvestState, Original
-
-NOT_MODIFIED_PROFILE = "server-not-modified"
 
 
 def _warcinfo_fields(block: bytes) -> dict[str, str]:
@@ -45,50 +47,48 @@ def _iso(warc_date: str) -> str:
     return warc_date[:19] + "." + (warc_date[20:23] if len(warc_date) > 20 else "000").ljust(3, "0") + "Z"
 
 
+def _date_key(warc_date: str) -> str:
+    """A WARC-Date as a string that sorts in time order whatever its precision (``...00Z`` and
+    ``...00.5Z`` do not sort as strings): its digits, the fraction last."""
+    return "".join(ch for ch in warc_date if ch.isdigit())
+
+
+@dataclasses.dataclass
+class _Scan:
+    """What the first pass over every file keeps: one small key per capture record and per run
+    report (date, file, offset, length, the report's run id or None), per file its run (from its
+    ``warcinfo``), and the reports."""
+
+    keys: list[tuple[str, int, int, int, str | None]] = dataclasses.field(default_factory=list)
+    file_runs: list[dict] = dataclasses.field(default_factory=list)
+    referers: dict[str, tuple[str, str]] = dataclasses.field(default_factory=dict)   # url -> (date, referer)
+    reports: dict[str, dict] = dataclasses.field(default_factory=dict)               # run id -> report
+    lines: list[bytes] = dataclasses.field(default_factory=list)
+    captures: int = 0
+    damage: list[warcscan.Damage] = dataclasses.field(default_factory=list)   # where files are damaged
+
+
 def rebuild_state(collection: Collection, progress: Callable[[dict], None] | None = None) -> dict:
-    """Rebuild ``harvest.sqlite`` and ``indexes/index.cdxj`` from ``archive/``. Takes the harvest lock."""
+    """Rebuild ``harvest.sqlite`` and ``indexes/index.cdxj`` from ``archive/``. Takes the harvest lock.
+
+    Two passes: every file is read once for its ``warcinfo``, its CDXJ lines, its run reports and
+    one key per capture (WARC-Date, file, offset); the captures are then derived in WARC-Date
+    order across all files, whatever the file names, each record read again at its offset, and
+    each run's report applied where the run ended (``index.runhistory``)."""
     with collection.harvest_lock():
         tmp = collection.state_dir / "harvest.sqlite.rebuild"
         for suffix in ("", "-wal", "-shm"):
             Path(str(tmp) + suffix).unlink(missing_ok=True)
         state = HarvestState(tmp)
         files = collection.warc_files()
-        lines: list[bytes] = []
-        runs: dict[str, dict] = {}
-        records = 0
-        damage: list[warcscan.Damage] = []
         try:
-            for done, name in enumerate(files, 1):
-                # a damaged file is read up to its damage: every whole record before it is indexed
-                scan = warcscan.scan_file(collection.archive_dir / name, name)
-                limit = None if scan.whole else scan.good_end
-                damage.extend([scan.damage] if scan.damage else [])
-                if scan.records == 0:   # nothing readable: known (so recovery leaves it alone), no run
-                    state.conn.execute("INSERT OR REPLACE INTO warcs VALUES (?,?,?,?)", (name, None, "indexed", scan.size))
-                    continue
-                records += _derive_file(collection, state, name, runs, limit)
-                lines.extend(cdxj.index_warc(collection.archive_dir / name, name, limit))
-                if progress:
-                    progress({"phase": "state", "files_done": done, "files": len(files), "records": records})
-            for run_id, run in runs.items():
-                counts = {}
-                for cls, count in state.conn.execute(
-                        "SELECT class, COUNT(*) FROM captures WHERE run_id=? GROUP BY class", (run_id,)):
-                    counts["errors" if cls == "error" else cls] = count
-                revisits, saved = state.conn.execute(
-                    "SELECT COUNT(*), COALESCE(SUM(payload_length), 0) FROM captures WHERE run_id=? "
-                    "AND record_type='revisit'", (run_id,)).fetchone()
-                figures = {"urls_fetched": sum(counts.values()), **counts, "warc_files": run["files"],
-                           "bytes_stored": run["bytes"], "revisits": revisits, "bytes_saved": saved,
-                           "rebuilt": True}
-                state.conn.execute(
-                    "INSERT INTO runs (run_id, job, mode, status, started, finished, snapshot, pid, figures) "
-                    "VALUES (?,?,?,?,?,?,?,?,?)",
-                    (run_id, run["job"], run["mode"], "finished", _iso(run["first"]), _iso(run["last"]),
-                     _ts14(run["last"]), None, "{}"))
-                state.update_run(run_id, figures=figures)
+            scan = _scan(collection, files, progress)
+            runs = _derive_all(collection, state, files, scan, progress)
+            with state.transaction():
+                for run_id, run in runs.items():
+                    _restore_run(state, collection, run_id, run, scan.reports.get(run_id))
             state.close()
-            cdxj.write_index(collection.cdxj_path, lines)
+            cdxj.write_index(collection.cdxj_path, scan.lines)
             for suffix in ("-wal", "-shm"):
                 Path(str(collection.db_path) + suffix).unlink(missing_ok=True)
             os.replace(tmp, collection.db_path)
@@ -97,46 +97,134 @@ def rebuild_state(collection: Collection, progress: Callable[[dict], None] | Non
             for suffix in ("", "-wal", "-shm"):
                 Path(str(tmp) + suffix).unlink(missing_ok=True)
             raise
-        return {"files": len(files), "records": records, "runs": len(runs), "cdxj_lines": len(lines),
-                "damage": [d.as_dict() for d in damage]}
+        return {"files": len(files), "records": scan.captures, "runs": len(runs), "cdxj_lines": len(scan.lines),
+                "damage": [d.as_dict() for d in scan.damage]}
 
 
-def _derive_file(collection: Collection, state: HarvestState, name: str, runs: dict, limit: int | None = None) -> int:
-    path = collection.archive_dir / name
-    run_id = job = mode = None
-    count = 0
-    state.conn.execute("INSERT OR REPLACE INTO warcs VALUES (?,?,?,?)", (name, None, "indexed", path.stat().st_size))
-    arc = warcscan.file_format(path) == "arc"
-    referers = _referers(path, limit)   # request records follow their responses: read them first
-    with warcscan.open_prefix(path, limit) as fh, state.transaction():
-        iterator = ArchiveIterator(fh, arc2warc=True)   # an ARC record reads as a WARC response
-        for record in iterator:
-            headers = record.rec_headers
-            kind = record.rec_type
-            if kind == "warcinfo":
-                info = _warcinfo_fields(record.content_stream().read())
-                run_id, job, mode = info.get("run-id") or name, info.get("job"), info.get("mode")
-                state.conn.execute("UPDATE warcs SET run_id=? WHERE filename=?", (run_id, name))
-                continue
-            if kind not in ("response", "revisit") or not _is_web(headers.get_header("WARC-Target-URI")):
-                continue
-            # read the payload before asking for the offset: get_record_offset() reads to the end
-            payload_length = warcscan.read_payload(record) if kind == "response" else None
-            iterator.read_to_end(record)
-            offset = iterator.get_record_offset()
-            length = iterator.get_record_length()
-            if arc:
-                headers.replace_header("WARC-Record-ID", arc_record_id(name, offset))
-            _derive_capture(state, record, run_id or name, name, offset, length, payload_length, referers)
-            count += 1
-            date = headers.get_header("WARC-Date")
-            run = runs.setdefault(run_id or name, {"job": job, "mode": mode, "files": [], "bytes": 0,
-                                                   "first": date, "last": date})
-            run["first"], run["last"] = min(run["first"], date), max(run["last"], date)
-    run = runs.setdefault(run_id or name, {"job": job, "mode": mode, "files": [], "bytes": 0, "first": "", "last": ""})
-    run["files"].append(name)
-    run["bytes"] += path.stat().st_size
-    return count
+def _restore_run(state: HarvestState, collection: Collection, run_id: str, run: dict, report: dict | None) -> None:
+    """The run's row: from its report; else, for a Strata run (its warcinfo names it), as
+    ``interrupted``, as recovery marks a run that died; else (another tool's file) ``finished``,
+    from its captures."""
+    size = sum(run["sizes"])
+    if report is not None:
+        state.add_run(runhistory.reported_run(report, run["files"], size))
+        return
+    if run["strata"]:
+        started = run["started"] or (_iso(run["first"]) if run["first"] else None)
+        state.add_run({"run_id": run_id, "job": run["job"], "mode": run["mode"], "status": "interrupted",
+                       "started": started, "finished": None,
+                       **runhistory.interrupted_run(state, run_id, started, run["files"], collection.archive_dir)})
+        return
+    counts = {}
+    for cls, count in state.capture_counts(run_id).items():
+        counts["errors" if cls == "error" else cls] = count
+    revisits, saved = state.revisit_totals(run_id)
+    figures = {"urls_fetched": sum(counts.values()), **counts, "warc_files": run["files"],
+               "bytes_stored": size, "revisits": revisits, "bytes_saved": saved, "rebuilt": True}
+    state.add_run({"run_id": run_id, "job": run["job"], "mode": run["mode"], "status": "finished",
+                   "started": _iso(run["first"]) if run["first"] else None,
+                   "finished": _iso(run["last"]) if run["last"] else None,
+                   "snapshot": _ts14(run["last"]) if run["last"] else None, "figures": figures})
+
+
+def _scan(collection: Collection, files: list[str], progress: Callable[[dict], None] | None) -> _Scan:
+    scan = _Scan()
+    for index, name in enumerate(files):
+        path = collection.archive_dir / name
+        # a damaged file is read up to its damage: every whole record before it is indexed
+        checked = warcscan.scan_file(path, name)
+        limit = None if checked.whole else checked.good_end
+        if checked.damage:
+            scan.damage.append(checked.damage)
+        info: dict = {"run_id": None, "job": None, "mode": None, "started": None, "strata": False, "name": name,
+                      "size": path.stat().st_size, "limit": limit, "arc": warcscan.file_format(path) == "arc",
+                      "readable": checked.records > 0}
+        with warcscan.open_prefix(path, limit) as fh:
+            iterator = ArchiveIterator(fh, arc2warc=True)   # an ARC record reads as a WARC response
+            for record in iterator:
+                kind = record.rec_type
+                headers = record.rec_headers
+                if kind == "warcinfo" and info["run_id"] is None:
+                    fields = _warcinfo_fields(record.content_stream().read())
+                    info.update(run_id=fields.get("run-id") or name, job=fields.get("job"), mode=fields.get("mode"),
+                                started=fields.get("started"), strata=bool(fields.get("run-id")))
+                elif kind == "request" and record.http_headers:
+                    referer = record.http_headers.get_header("Referer")
+                    url = headers.get_header("WARC-Target-URI")
+                    date = _date_key(headers.get_header("WARC-Date") or "")
+                    if referer and (url not in scan.referers or date < scan.referers[url][0]):
+                        scan.referers[url] = (date, referer)
+                elif (kind in ("response", "revisit") and _is_web(headers.get_header("WARC-Target-URI"))) \
+                        or runhistory.is_run_record(record):
+                    report = runhistory.decode(record.content_stream().read()) if kind == "metadata" else None
+                    iterator.read_to_end(record)
+                    if kind == "metadata" and report is None:
+                        continue
+                    run_id = report["run"]["run_id"] if report else None
+                    if report and run_id:
+                        scan.reports[run_id] = report
+                    else:
+                        scan.captures += 1
+                    scan.keys.append((_date_key(headers.get_header("WARC-Date") or ""), index,
+                                      iterator.get_record_offset(), iterator.get_record_length(), run_id))
+        info["run_id"] = info["run_id"] or name
+        scan.file_runs.append(info)
+        scan.lines.extend(cdxj.index_warc(path, name, limit))
+        if progress:
+            progress({"phase": "scan", "files_done": index + 1, "files": len(files), "records": scan.captures})
+    return scan
+
+
+def _derive_all(collection: Collection, state: HarvestState, files: list[str], scan: _Scan,
+                progress: Callable[[dict], None] | None) -> dict[str, dict]:
+    """Every capture in WARC-Date order (ties: file, then offset), through ``index.decision``; each
+    run's report where it comes in that order (at the run's end)."""
+    runs: dict[str, dict] = {}
+    for info in scan.file_runs:
+        state.put_warc(info["name"], info["run_id"], "indexed", info["size"])
+        if not info["readable"]:   # nothing readable: known (so recovery leaves it alone), no run
+            continue
+        run = runs.setdefault(info["run_id"], {"job": info["job"], "mode": info["mode"], "files": [], "sizes": [],
+                                               "started": info["started"], "strata": info["strata"],
+                                               "first": "", "last": ""})
+        run["files"].append(info["name"])
+        run["sizes"].append(info["size"])
+    referers = {url: referer for url, (_, referer) in scan.referers.items()}
+    soft = {run_id: set(report.get("soft") or ()) for run_id, report in scan.reports.items()}
+    scan.keys.sort()
+    current, fh = -1, None
+    try:
+        with state.transaction():
+            for done, (_, index, offset, length, report_of) in enumerate(scan.keys, 1):
+                if report_of is not None:
+                    runhistory.apply_report(state, scan.reports[report_of])
+                    continue
+                if index != current:
+                    if fh is not None:
+                        fh.close()
+                    current, fh = index, open(collection.archive_dir / files[index], "rb")
+                assert fh is not None
+                fh.seek(offset)
+                record = next(iter(ArchiveIterator(fh, arc2warc=True)))
+                # a response's payload length: what follows its HTTP headers (an ARC record's digest too)
+                payload_length = warcscan.read_payload(record) if record.rec_type == "response" else None
+                if scan.file_runs[index]["arc"]:
+                    record.rec_headers.replace_header("WARC-Record-ID", arc_record_id(files[index], offset))
+                run_id = scan.file_runs[index]["run_id"]
+                _derive_capture(state, record, run_id, files[index], offset, length, payload_length, referers,
+                                soft.get(run_id, ()))
+                date = record.rec_headers.get_header("WARC-Date")
+                run = runs[run_id]
+                if not run["first"] or _date_key(date) < _date_key(run["first"]):
+                    run["first"] = date
+                if not run["last"] or _date_key(date) > _date_key(run["last"]):
+                    run["last"] = date
+                if progress and done % 5000 == 0:
+                    progress({"phase": "state", "files_done": len(files), "files": len(files), "records": done})
+    finally:
+        if fh is not None:
+            fh.close()
+    return runs
 
 
 def _is_web(url: str | None) -> bool:
@@ -150,33 +238,23 @@ def arc_record_id(filename: str, offset: int) -> str:
     return f"<urn:uuid:{uuid.uuid5(uuid.NAMESPACE_URL, f'strata-arc:{filename}#{offset}')}>"
 
 
-def _referers(path: Path, limit: int | None = None) -> dict[str, str]:
-    out: dict[str, str] = {}
-    with warcscan.open_prefix(path, limit) as fh:
-        for record in ArchiveIterator(fh):
-            if record.rec_type == "request" and record.http_headers:
-                referer = record.http_headers.get_header("Referer")
-                if referer:
-                    out.setdefault(record.rec_headers.get_header("WARC-Target-URI"), referer)
-    return out
-
-
 def _derive_capture(state: HarvestState, record, run_id: str, warc: str, offset: int, length: int,
-                    payload_length: int | None, referers: dict[str, str]) -> None:
+                    payload_length: int | None, referers: dict[str, str], soft: set[str] | tuple[str, ...] = ()) -> None:
+    """One response or revisit record through ``index.decision``, as the harvest did when it wrote it."""
     headers = record.rec_headers
     url = headers.get_header("WARC-Target-URI")
     date = headers.get_header("WARC-Date")
     record_id = headers.get_header("WARC-Record-ID")
     digest = headers.get_header("WARC-Payload-Digest")
     http = record.http_headers
-    not_modified = record.rec_type == "revisit" and NOT_MODIFIED_PROFILE in (headers.get_header("WARC-Profile") or "")
+    profile = headers.get_header("WARC-Profile") if record.rec_type == "revisit" else None
+    not_modified = NOT_MODIFIED_PROFILE in (profile or "")
     status = 304 if not_modified else (int(http.get_statuscode()) if http and http.get_statuscode() else None)
     previous = state.url(url)
     if previous is None:
         state.see_url(url, url.split("/")[2].split(":")[0] if "//" in url else "", run_id, _iso(date),
                       referers.get(url), 0, "navigation")
-        previous = None
-    cls = classify(previous, status, digest)
+        previous = state.url(url)
     mime = (http.get_header("Content-Type") or "").split(";")[0].strip().lower() if http else ""
     refers_uri = headers.get_header("WARC-Refers-To-Target-URI")
     refers_date = headers.get_header("WARC-Refers-To-Date")
@@ -187,34 +265,21 @@ def _derive_capture(state: HarvestState, record, run_id: str, warc: str, offset:
     if payload_length is None:   # a revisit: the payload is its original's
         payload_length = original["payload_length"] if original and not not_modified else 0
     truncated = headers.get_header("WARC-Truncated") if record.rec_type == "response" else None
+    refers = Original(refers_uri, refers_date, refers_id, original["warc"] if original else None) \
+        if record.rec_type == "revisit" and refers_id else None
+    capture = Observation(
+        url=url, at=_iso(date), run_id=run_id, status=status, digest=digest, record_type=record.rec_type,
+        profile=profile, record_id=record_id, warc_date=date, warc=warc,
+        holds_payload=record.rec_type == "response" and bool(digest) and not truncated and bool(payload_length),
+        refers_to=refers, etag=http.get_header("ETag") if http else None,
+        last_modified=http.get_header("Last-Modified") if http else None,
+        location=http.get_header("Location") if http else None, main_text_same=url in soft)
+    decided = decide(previous, capture)
     state.add_capture(Capture(
-        run_id=run_id, url=url, timestamp=_ts14(date), warc_date=date, record_type=record.rec_type, cls=cls,
-        status=status, digest=digest, mime=mime or "unknown", payload_length=payload_length, warc=warc,
-        offset=offset, length=length, record_id=record_id, refers_to_uri=refers_uri, refers_to_date=refers_date,
-        location=http.get_header("Location") if http else None))
-    update: dict = {"last_checked": _iso(date), "last_run": run_id, "last_class": cls,
-                    "checks": ((previous or {}).get("checks") or 0) + 1}
-    if cls in ("changed", "deleted"):
-        update["changes"] = ((previous or {}).get("changes") or 0) + 1
-    if not not_modified:
-        update["last_status"] = status
-    if is_success(status) or not_modified:
-        update["digest"] = digest
-        update["deleted_at"] = None
-        if record.rec_type == "response" and not truncated:
-            update.update(orig_uri=url, orig_date=date, orig_record_id=record_id, orig_warc=warc)
-            if digest and payload_length:
-                state.add_digest(digest, Original(url, date, record_id, warc))
-        elif record.rec_type == "revisit" and not not_modified and refers_id:
-            update.update(orig_uri=refers_uri, orig_date=refers_date, orig_record_id=refers_id,
-                          orig_warc=original["warc"] if original else None)
-        if not not_modified and http:
-            update.update(etag=http.get_header("ETag"), last_modified=http.get_header("Last-Modified"))
-    else:
-        update.update(digest=digest, orig_uri=None, orig_date=None, orig_record_id=None, orig_warc=None,
-                      etag=None, last_modified=None)
-        if record.rec_type == "response" and not truncated and digest and payload_length and status:
-            state.add_digest(digest, Original(url, date, record_id, warc))
-    if cls == "deleted":
-        update["deleted_at"] = _iso(date)
-    state.update_url(url, **update)
+        run_id=run_id, url=url, timestamp=_ts14(date), warc_date=date, record_type=record.rec_type,
+        cls=decided.cls, status=status, digest=digest, mime=mime or "unknown", payload_length=payload_length,
+        warc=warc, offset=offset, length=length, record_id=record_id, refers_to_uri=refers_uri,
+        refers_to_date=refers_date, location=capture.location))
+    state.update_url(url, **decided.state)
+    if decided.original:
+        state.add_digest(digest, decided.original)

@@ -159,14 +159,40 @@ class HarvestState:
         run["figures"] = json.loads(run["figures"] or "{}")
         return run
 
+    def add_run(self, run: dict) -> None:
+        """A run row as a rebuild restores it (``index.runhistory``)."""
+        self.conn.execute(
+            "INSERT OR REPLACE INTO runs (run_id, job, mode, status, started, finished, snapshot, pid, figures) "
+            "VALUES (?,?,?,?,?,?,?,?,?)",
+            (run["run_id"], run.get("job"), run.get("mode"), run.get("status"), run.get("started"),
+             run.get("finished"), run.get("snapshot"), run.get("pid"),
+             json.dumps(run.get("figures") or {}, ensure_ascii=False)))
+
+    def capture_counts(self, run_id: str) -> dict[str, int]:
+        return dict(self.conn.execute("SELECT class, COUNT(*) FROM captures WHERE run_id=? GROUP BY class",
+                                      (run_id,)).fetchall())
+
+    def revisit_savings(self, run_id: str) -> tuple[int, int]:
+        """(revisit records of a run, payload bytes they did not store again: each one's original's)."""
+        row = self.conn.execute(
+            "SELECT COUNT(*), COALESCE(SUM(COALESCE((SELECT o.payload_length FROM captures o WHERE "
+            "o.url=c.refers_to_uri AND o.warc_date=c.refers_to_date AND o.record_type='response' LIMIT 1), "
+            "c.payload_length, 0)), 0) FROM captures c WHERE c.run_id=? AND c.record_type='revisit'",
+            (run_id,)).fetchone()
+        return row[0], row[1]
+
+    def last_capture_timestamp(self, run_id: str) -> str | None:
+        return self.conn.execute("SELECT MAX(timestamp) FROM captures WHERE run_id=?", (run_id,)).fetchone()[0]
+
     def last_snapshot(self) -> str | None:
         row = self.conn.execute("SELECT MAX(snapshot) FROM runs").fetchone()
         return row[0] if row else None
 
-    def has_completed_run(self) -> bool:
+    def has_full_baseline(self) -> bool:
+        """Is there a finished run that was not incremental (a full one, or one imported)? Until
+        there is, runs are full: an interrupted or cancelled first full run is no baseline."""
         row = self.conn.execute(
-            "SELECT 1 FROM runs WHERE status IN ('finished','cancelled','interrupted') LIMIT 1"
-        ).fetchone()
+            "SELECT 1 FROM runs WHERE status='finished' AND mode IS NOT 'incremental' LIMIT 1").fetchone()
         return row is not None
 
     # -- WARC files ----------------------------------------------------------------------------
@@ -204,6 +230,20 @@ class HarvestState:
             (url, host, at, run_id, found_on, depth, link_kind, page_kind),
         )
         return cur.rowcount == 1
+
+    def urls_of_run(self, run_id: str) -> list[dict]:
+        """Rows of the URLs a run first saw, looked at, or found vanished, by URL."""
+        rows = self.conn.execute(
+            "SELECT * FROM urls WHERE first_run=? OR last_run=? OR url IN "
+            "(SELECT url FROM checks WHERE run_id=? AND outcome='deleted') ORDER BY url", (run_id, run_id, run_id))
+        return [dict(r) for r in rows]
+
+    def put_url_fields(self, fields: dict) -> None:
+        """Set some fields of a URL's row (``url`` among them), creating the row if need be."""
+        cols = list(fields)
+        updates = ", ".join(f"{c}=excluded.{c}" for c in cols if c != "url")
+        self.conn.execute(f"INSERT INTO urls ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))}) "
+                          f"ON CONFLICT(url) DO UPDATE SET {updates}", tuple(fields.values()))
 
     def update_url(self, url: str, **fields) -> None:
         cols = ", ".join(f"{k}=?" for k in fields)
@@ -269,6 +309,16 @@ class HarvestState:
         if self.conn.execute("SELECT 1 FROM warcs WHERE filename=?", (filename,)).fetchone() is None:
             self.conn.execute("INSERT INTO warcs VALUES (?,?,?,?)", (filename, run_id, state, size))
 
+    def put_warc(self, filename: str, run_id: str | None, state: str, size: int) -> None:
+        """A WARC file's row, replaced whole (the rebuild)."""
+        self.conn.execute("INSERT OR REPLACE INTO warcs VALUES (?,?,?,?)", (filename, run_id, state, size))
+
+    def revisit_totals(self, run_id: str) -> tuple[int, int]:
+        """(revisit records of a run, the payload bytes their own rows give): for other tools' runs."""
+        row = self.conn.execute("SELECT COUNT(*), COALESCE(SUM(payload_length), 0) FROM captures WHERE run_id=? "
+                                "AND record_type='revisit'", (run_id,)).fetchone()
+        return row[0], row[1]
+
     def forget_warc(self, filename: str) -> None:
         self.conn.execute("DELETE FROM warcs WHERE filename=?", (filename,))
 
@@ -286,14 +336,6 @@ class HarvestState:
                     "UPDATE urls SET digest=NULL, orig_uri=NULL, orig_date=NULL, orig_record_id=NULL, "
                     "orig_warc=NULL, etag=NULL, last_modified=NULL WHERE orig_record_id=?", (record_id,))
 
-    def class_counts(self, run_id: str) -> dict[str, int]:
-        """How many of the run's captures fell in each class."""
-        return {cls: count for cls, count in self.conn.execute(
-            "SELECT class, COUNT(*) FROM captures WHERE run_id=? GROUP BY class", (run_id,))}
-
-    def last_capture_timestamp(self, run_id: str) -> str | None:
-        return self.conn.execute("SELECT MAX(timestamp) FROM captures WHERE run_id=?", (run_id,)).fetchone()[0]
-
     def response_locations(self, digest: str) -> list[dict]:
         """Where responses holding ``digest`` are stored (warc, offset, url), oldest first."""
         return [dict(r) for r in self.conn.execute(
@@ -302,6 +344,14 @@ class HarvestState:
 
     def add_check(self, run_id: str, url: str, outcome: str, reason: str, at: str) -> None:
         self.conn.execute("INSERT INTO checks VALUES (?,?,?,?,?)", (run_id, url, outcome, reason, at))
+
+    def checks_in_order(self, run_id: str) -> list[dict]:
+        """A run's checks in the order they were made."""
+        return [dict(r) for r in self.conn.execute("SELECT * FROM checks WHERE run_id=? ORDER BY rowid", (run_id,))]
+
+    def urls_with_class(self, run_id: str, cls: str) -> list[str]:
+        return [r[0] for r in self.conn.execute(
+            "SELECT DISTINCT url FROM captures WHERE run_id=? AND class=? ORDER BY url", (run_id, cls))]
 
     def checks(self, run_id: str) -> list[dict]:
         return [dict(r) for r in self.conn.execute("SELECT * FROM checks WHERE run_id=? ORDER BY at", (run_id,))]

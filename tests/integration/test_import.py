@@ -195,7 +195,6 @@ def test_import_gives_the_state_a_rebuild_gives(tmp_path, root):
     assert [k for k in kinds(imported) if "legacy" in k[0]] == LEGACY_KINDS
 
 
-@pytest.mark.xfail(reason="needs capture-time ordering from h/history", strict=False)
 def test_kinds_follow_capture_time_whatever_the_file_names(tmp_path, root):
     original = Cap("http://dates.test/", "2020-01-10T00:00:00Z", b"<html>same</html>")
     revisit = Cap("http://dates.test/", "2021-01-10T00:00:00Z", original.body, revisit_of=original)

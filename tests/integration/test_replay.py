@@ -235,6 +235,11 @@ def test_unmodified_wayback_serves_the_same_bytes_at_each_capture(archives, http
         compared = 0
         for name in COLLECTIONS:
             for line in archives[name].cdx():
+                if line["url"].startswith("urn:strata:run:"):
+                    # a run's report: indexed as pywb indexes it, never replayed by Strata (404)
+                    assert http.get(f"/{name}/{line['timestamp']}id_/{line['url']}").status_code == 404
+                    compared += 1
+                    continue
                 address = f"/{name}/{line['timestamp']}id_/{line['url']}"
                 ours = http.get(address, follow_redirects=False)
                 theirs = pywb.get(address, follow_redirects=False)

@@ -47,7 +47,8 @@ class Archive:
         return list(cdxj.iter_index(Collection(self.root, self.name).cdxj_path))
 
     def urls(self) -> list[str]:
-        return sorted({line["url"] for line in self.cdx()})
+        """Archived URLs (not the runs' reports, which pywb's indexer indexes too)."""
+        return sorted({line["url"] for line in self.cdx() if not line["url"].startswith("urn:strata:run:")})
 
     def captures(self, url: str | None = None) -> list[dict]:
         with HarvestState(Collection(self.root, self.name).db_path) as state:
