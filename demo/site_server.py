@@ -348,12 +348,28 @@ class _Handler(BaseHTTPRequestHandler):
     def _send(self, res: Resource, version: int, head_only: bool) -> None:
         owner = self.server.owner
         use_gzip = res.gzip and res.stream is None and _accepts_gzip(self.headers.get("Accept-Encoding"))
-        etag = _gzip_etag(res.etag) if (use_gzip and res.etag) else res.etag
         status = res.status
         if status == 200 and _not_modified(res, self.headers):
             status = 304
         owner._record(RequestRecord(self.command, self.path, status, tuple(self.headers.items()), version))
+        headers = self._headers(res, use_gzip)
+        body, chunks, chunked = self._framing(res, status, use_gzip, headers)
+        if self.close_connection:
+            headers.append(("Connection", "close"))
+        elif self.request_version == "HTTP/1.0":
+            headers.append(("Connection", "keep-alive"))
+        head_bytes = _head(res, status, headers)
+        if head_only or status == 304:
+            self._write(head_bytes)
+        elif body is not None:
+            self._write(head_bytes + body)
+        else:
+            self._write(head_bytes)
+            self._write_chunks(chunks, chunked)
 
+    def _headers(self, res: Resource, use_gzip: bool) -> list[tuple[str, str]]:
+        """The resource's headers with the transport's own: Vary, validators, Date, Server."""
+        etag = _gzip_etag(res.etag) if (use_gzip and res.etag) else res.etag
         headers = list(res.headers)
         if res.gzip:
             headers.append(("Vary", "Accept-Encoding"))
@@ -363,15 +379,20 @@ class _Handler(BaseHTTPRequestHandler):
             headers.append(("Last-Modified", res.last_modified))
         headers.append(("Date", formatdate(usegmt=True)))
         headers.append(("Server", self.server_version))
+        return headers
 
+    def _framing(self, res: Resource, status: int, use_gzip: bool,
+                 headers: list[tuple[str, str]]) -> tuple[bytes | None, Iterable[bytes], bool]:
+        """How the body goes out: (bytes sent with the head, or chunks sent after it, chunked?).
+        Adds the framing headers (Content-Length, Content-Encoding, Transfer-Encoding) to ``headers``."""
         body: bytes | None = None  # sent in one write with the head
         chunks: Iterable[bytes] = ()  # sent one write per item, after the head
         chunked = False
         if status == 304:
-            headers = [(k, v) for k, v in headers if k.lower() not in ("content-type", "content-length")]
+            headers[:] = [(k, v) for k, v in headers if k.lower() not in ("content-type", "content-length")]
             body = b""
         elif res.stream is not None:
-            chunks = res.stream(owner._stop_event)
+            chunks = res.stream(self.server.owner._stop_event)
             if res.content_length is not None:
                 headers.append(("Content-Length", str(res.content_length)))
             elif self.request_version == "HTTP/1.0":
@@ -389,27 +410,12 @@ class _Handler(BaseHTTPRequestHandler):
                 headers.append(("Content-Length", str(len(body))))
         if chunked:
             headers.append(("Transfer-Encoding", "chunked"))
+        return body, chunks, chunked
 
-        if self.close_connection:
-            headers.append(("Connection", "close"))
-        elif self.request_version == "HTTP/1.0":
-            headers.append(("Connection", "keep-alive"))
-        try:
-            reason = res.reason if res.reason is not None and status == res.status else HTTPStatus(status).phrase
-        except ValueError:
-            reason = ""
-        head = f"HTTP/1.1 {status} {reason}\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers) + "\r\n"
-        head_bytes = head.encode("latin-1")
-
-        if head_only or status == 304:
-            self._write(head_bytes)
-            return
-        if body is not None:
-            self._write(head_bytes + body)
-            return
-        self._write(head_bytes)
+    def _write_chunks(self, chunks: Iterable[bytes], chunked: bool) -> None:
+        stop = self.server.owner._stop_event
         for chunk in chunks:
-            if owner._stop_event.is_set():
+            if stop.is_set():
                 self.close_connection = True
                 return
             if chunk:
@@ -417,6 +423,14 @@ class _Handler(BaseHTTPRequestHandler):
         if chunked:
             self._write(b"0\r\n\r\n")
 
+
+def _head(res: Resource, status: int, headers: list[tuple[str, str]]) -> bytes:
+    try:
+        reason = res.reason if res.reason is not None and status == res.status else HTTPStatus(status).phrase
+    except ValueError:
+        reason = ""
+    head = f"HTTP/1.1 {status} {reason}\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers) + "\r\n"
+    return head.encode("latin-1")
 
 _NOT_FOUND = Resource(
     404,

@@ -314,14 +314,8 @@ class _Collector:
             self.add(get("href"), NAVIGATION, f"{tag}@href")
         elif tag == "link":
             self._link(attrib)
-        elif tag == "meta":
-            if (get("http-equiv") or "").strip().lower() == "refresh":
-                url = _refresh_url(get("content") or "")
-                if url:
-                    self.add(url, REFRESH, "meta@refresh")
-        elif tag == "input":
-            if (get("type") or "").strip().lower() == "image":
-                self.add(get("src"), EMBED, "input@src")
+        elif tag == "meta" or tag == "input":
+            self._meta_or_input(tag, get)
         elif tag == "style":
             self.style_text = []
         for name in _EMBED_ATTRS.get(tag, ()):
@@ -332,6 +326,16 @@ class _Collector:
         style = get("style")
         if style and "url" in style.lower():
             self.add_css(style, f"{tag}@style")
+
+    def _meta_or_input(self, tag: str, get) -> None:
+        """``<meta http-equiv=refresh>`` leads on; ``<input type=image>`` embeds its ``src``."""
+        if tag == "meta":
+            if (get("http-equiv") or "").strip().lower() == "refresh":
+                url = _refresh_url(get("content") or "")
+                if url:
+                    self.add(url, REFRESH, "meta@refresh")
+        elif (get("type") or "").strip().lower() == "image":
+            self.add(get("src"), EMBED, "input@src")
 
     def _link(self, attrib) -> None:
         rels = set((attrib.get("rel") or "").lower().split())

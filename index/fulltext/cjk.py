@@ -84,7 +84,10 @@ class CJKBigramAnalyzer(Tokenizer):
     def __hash__(self):
         return hash((self.__class__.__name__, self.minsize, self.maxsize))
 
-    def __call__(self, value: str, positions: bool = False, chars: bool = False, keeporiginal: bool = False,
+    # One loop on purpose (complexity 23, over the limit of 15): the bigrams of a CJK run in a sub-generator
+    # cost 15% more CPU per token on Chinese text (0.145 s -> 0.170 s for 790k tokens, best of 5).
+    def __call__(  # noqa: C901
+        self, value: str, positions: bool = False, chars: bool = False, keeporiginal: bool = False,
                  removestops: bool = True, start_pos: int = 0, start_char: int = 0, tokenize: bool = True,
                  mode: str = "", **kwargs) -> Iterator[Token]:
         t = _Token(positions, chars, removestops=removestops, mode=mode, **kwargs)

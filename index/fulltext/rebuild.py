@@ -57,34 +57,12 @@ def _scan(collection: Collection, progress: ProgressFn | None) -> tuple[dict, di
             with warcscan.open_prefix(collection.archive_dir / name, None if scan.whole else scan.good_end) as fh:
                 records = ArchiveIterator(fh, arc2warc=True)
                 for record in records:
-                    rtype = record.rec_type
-                    if rtype == "warcinfo":
+                    if record.rec_type == "warcinfo":
                         run = _warcinfo_run(record.content_stream().read(65536))
                         if run and run not in runs:
                             runs.append(run)
-                        continue
-                    if rtype not in ("response", "revisit"):
-                        continue
-                    headers = record.rec_headers
-                    url = headers.get_header("WARC-Target-URI") or ""
-                    if rtype == "response" and not headers.get_header("WARC-Payload-Digest"):
-                        warcscan.read_payload(record)
-                    digest = headers.get_header("WARC-Payload-Digest")
-                    if not url or not digest:
-                        continue
-                    status = int(record.http_headers.get_statuscode() or 0) if record.http_headers else None
-                    if status == 304:
-                        status = None
-                    if not indexable(url, status):
-                        continue
-                    stamp = ts14_of(headers.get_header("WARC-Date") or "")
-                    group = groups.setdefault((url, digest), {"ts": set(), "response": None})
-                    group["ts"].add(stamp)
-                    if rtype == "response":
-                        location = (name, records.get_record_offset())
-                        if group["response"] is None:
-                            group["response"] = location
-                        originals.setdefault(digest, location)
+                    elif record.rec_type in ("response", "revisit"):
+                        _scan_capture(record, name, records, groups, originals)
         except (OSError, EOFError, ValueError) as exc:
             # a torn file (crash): what was read before the tear is indexed; `strata recover` seals it
             if progress:
@@ -92,6 +70,30 @@ def _scan(collection: Collection, progress: ProgressFn | None) -> tuple[dict, di
         if progress:
             progress({"phase": "scan", "files_done": number, "files": len(files), "documents": len(groups)})
     return groups, originals, runs
+
+
+def _scan_capture(record, name: str, records: ArchiveIterator, groups: dict, originals: dict) -> None:
+    """A response or revisit: its timestamp joins its (url, digest) key; a response is where that
+    payload can be read."""
+    headers = record.rec_headers
+    url = headers.get_header("WARC-Target-URI") or ""
+    if record.rec_type == "response" and not headers.get_header("WARC-Payload-Digest"):
+        warcscan.read_payload(record)
+    digest = headers.get_header("WARC-Payload-Digest")
+    if not url or not digest:
+        return
+    status = int(record.http_headers.get_statuscode() or 0) if record.http_headers else None
+    if status == 304:
+        status = None
+    if not indexable(url, status):
+        return
+    group = groups.setdefault((url, digest), {"ts": set(), "response": None})
+    group["ts"].add(ts14_of(headers.get_header("WARC-Date") or ""))
+    if record.rec_type == "response":
+        location = (name, records.get_record_offset())
+        if group["response"] is None:
+            group["response"] = location
+        originals.setdefault(digest, location)
 
 
 def _warcinfo_run(block: bytes) -> str | None:
