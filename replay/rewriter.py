@@ -7,6 +7,7 @@
   index is clamped to ``to=<ts>``; nothing at or before means 404.
 - A 404/410 capture that records a deletion raises ``CaptureDeleted`` (outside ``id_``) so the
   application can render its "removed from the live site" page instead of the archived error.
+- Links with non-ASCII characters are left as the page wrote them (``replay.pagelinks``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pywb.apps.rewriterapp import RewriterApp
 from pywb.utils.io import no_except_close
 
 from replay.asof import pad_as_of
+from replay.contentrw import PageContentRewriter
 from replay.errors import CaptureDeleted
 from replay.transport import LocalClient
 
@@ -30,6 +32,7 @@ class StrataRewriterApp(RewriterApp):
     def __init__(self, client: LocalClient, deletion_lookup: Callable, jinja_env, config: dict):
         super().__init__(framed_replay=False, jinja_env=jinja_env, config=config, paths=PATHS)
         self.client = client
+        self.js_proxy_rw = PageContentRewriter(replay_mod=self.replay_mod)  # replay.pagelinks
         self.deletion_lookup = deletion_lookup  # (coll, url, timestamp) -> Deletion | None
 
     def _init_cookie_tracker(self, redis=None):

@@ -1,0 +1,71 @@
+"""Replay of GBK, GB18030, Shift_JIS and UTF-8 pages with non-ASCII links, against what Chromium did
+on the live site (``tests.replay_cjk_fixtures``): the archive holds what Chromium requested there,
+and on replay Chromium must request the same URLs behind the replay prefix and find them.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.replay_cjk_pages import COLL, PAGES, TIMESTAMP, click_each_link, replay_url
+
+pytest_plugins = ["tests.replay_cjk_fixtures"]
+
+HEADER_DECLARED = [p for p in PAGES if p.header_charset]
+
+
+def text_of(tab) -> str | None:
+    return tab.evaluate("(document.getElementById('text') || {}).innerText || null")
+
+
+@pytest.fixture(scope="module")
+def cjk_client(cjk_archive):
+    from replay import create_app
+
+    return create_app(cjk_archive).test_client()
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.path)
+def test_rewritten_links_keep_the_characters_and_delimiters_the_page_wrote(cjk_client, live_visit, page):
+    response = cjk_client.get(f"/{COLL}/{TIMESTAMP}/{live_visit.base_url}{page.path}")
+    assert response.status_code == 200
+    hrefs = re.findall(rb'<a class="l" href="([^"]*)"', response.data)
+    assert len(hrefs) == len(page.links)
+    prefix = f"/{COLL}/{TIMESTAMP}/{live_visit.base_url}".encode()
+    for written, href in zip(page.links, hrefs, strict=True):
+        original = written.encode(page.codec)
+        # relative links are left to the browser; absolute paths get the replay prefix, nothing else
+        assert href == (prefix + original if written.startswith("/") else original), (written, href)
+        assert b"%3F" not in href and b"%26amp%3B" not in href
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("page", HEADER_DECLARED, ids=lambda p: p.path)
+def test_clicking_a_link_on_replay_requests_what_chromium_requested_live(chromium, cjk_server, live_visit, page):
+    origin = cjk_server.base_url
+    context = chromium.new_context()
+    tab = context.new_page()
+    navigations: list = []
+    tab.on("request", lambda req: navigations.append(req) if req.is_navigation_request() else None)
+    prefix = replay_url(origin, live_visit.base_url)
+    requested, shown = [], []
+
+    def clicked(i):
+        req = navigations[-1]
+        requested.append(req.url)
+        shown.append((req.response().status, text_of(tab)))
+
+    click_each_link(tab, replay_url(origin, live_visit.base_url + page.path), len(page.links), clicked)
+    context.close()
+    live = live_visit.clicks[page.path]
+    assert requested == [prefix + path for path in live]
+    assert shown == [(200, live_visit.target_text[path]) for path in live]
+
+
+def test_a_link_to_a_non_ascii_host_replays_under_its_punycode_name(cjk_client):
+    # Left unquoted in the page, http://例え.jp/ is requested as /cjk/<ts>/http://%E4%BE%8B%E3%81%88.jp/
+    response = cjk_client.get(f"/{COLL}/{TIMESTAMP}/http://%E4%BE%8B%E3%81%88.jp/a.html?q=%B4%F3")
+    assert response.status_code == 404
+    assert b'id="not-archived"><span class="url">http://xn--r8jz45g.jp/a.html?q=%B4%F3</span>' in response.data
