@@ -9,12 +9,10 @@ import re
 
 import pytest
 
+from harvester.charset import codec_for_label
 from tests.replay_cjk_pages import COLL, PAGES, TIMESTAMP, click_each_link, replay_url
 
 pytest_plugins = ["tests.replay_cjk_fixtures"]
-
-HEADER_DECLARED = [p for p in PAGES if p.header_charset]
-
 
 def text_of(tab) -> str | None:
     return tab.evaluate("(document.getElementById('text') || {}).innerText || null")
@@ -42,7 +40,7 @@ def test_rewritten_links_keep_the_characters_and_delimiters_the_page_wrote(cjk_c
 
 
 @pytest.mark.browser
-@pytest.mark.parametrize("page", HEADER_DECLARED, ids=lambda p: p.path)
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.path)
 def test_clicking_a_link_on_replay_requests_what_chromium_requested_live(chromium, cjk_server, live_visit, page):
     origin = cjk_server.base_url
     context = chromium.new_context()
@@ -69,3 +67,29 @@ def test_a_link_to_a_non_ascii_host_replays_under_its_punycode_name(cjk_client):
     response = cjk_client.get(f"/{COLL}/{TIMESTAMP}/http://%E4%BE%8B%E3%81%88.jp/a.html?q=%B4%F3")
     assert response.status_code == 404
     assert b'id="not-archived"><span class="url">http://xn--r8jz45g.jp/a.html?q=%B4%F3</span>' in response.data
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.path)
+def test_the_replayed_content_type_names_the_charset_chromium_used_live(cjk_client, live_visit, page):
+    response = cjk_client.get(f"/{COLL}/{TIMESTAMP}/{live_visit.base_url}{page.path}")
+    charset = response.headers["Content-Type"].split("charset=", 1)[1]
+    assert codec_for_label(charset) == codec_for_label(live_visit.charset[page.path])  # as browsers map labels
+    if page.declared == "meta":
+        assert charset == page.meta_charset  # as written: gb2312 is the browser's GBK, as live
+    if page.header_charset:
+        assert charset == page.header_charset  # the archived header, right or wrong
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.path)
+def test_each_page_reads_in_chromium_as_it_did_live(chromium, cjk_server, live_visit, page):
+    context = chromium.new_context()
+    tab = context.new_page()
+    response = tab.goto(replay_url(cjk_server.base_url, live_visit.base_url + page.path), wait_until="load")
+    assert response.status == 200
+    assert tab.evaluate("document.characterSet") == live_visit.charset[page.path]
+    shown = text_of(tab)
+    context.close()
+    assert shown == live_visit.text[page.path]
+    if page.declared != "wrong-header":
+        assert shown == page.text  # its own text, no mojibake

@@ -1,0 +1,38 @@
+"""``replay.pagecharset``: the charset a browser reads an archived page with, from its bytes."""
+
+from __future__ import annotations
+
+import codecs
+
+import pytest
+
+from replay.pagecharset import DETECT_BYTES, PageCharset, page_charset
+
+ZH = "教育局关于春季学期开学工作的通知，各直属学校做好校园安全检查与学生返校报到工作。" * 4
+JA = "東京都教育委員会のお知らせ。新しい学習指導要領について説明会を開催します。" * 4
+
+
+def html(text: str, codec: str, meta: str = "", pad: int = 0) -> bytes:
+    head = f'<meta charset="{meta}">' if meta else ""
+    return f"<html><head><!-- {'x' * pad} -->{head}</head><body>{text}</body></html>".encode(codec)
+
+
+@pytest.mark.parametrize(("body", "content_type", "expected"), [
+    (codecs.BOM_UTF8 + html(ZH, "utf-8"), "text/html; charset=gbk", None),          # the BOM wins
+    (html(ZH, "gbk"), "text/html; charset=GBK", None),                               # a valid header
+    (html(ZH, "gbk", "gbk"), 'text/html; charset="x-nonsense"', PageCharset("gbk", "gb18030")),
+    (html(ZH, "gbk", "gb2312"), "text/html", PageCharset("gb2312", "gb18030")),      # as written
+    (html(ZH, "utf-8", "utf-16"), "text/html", PageCharset("utf-8", "utf-8")),       # meta cannot mean UTF-16
+    (html(ZH, "gbk"), None, PageCharset("gbk", "gb18030")),                          # detected, fits GBK
+    (html(ZH + "\U00020000", "gb18030"), "text/html", PageCharset("gb18030", "gb18030")),
+    (html(JA, "shift_jis"), "text/html", PageCharset("shift_jis", "cp932")),
+    (html(ZH, "utf-8", "gbk", pad=1100), "text/html", PageCharset("utf-8", "utf-8")),  # meta past 1,024 bytes
+    (html("plain ASCII", "ascii"), "text/html", None),
+])
+def test_page_charset(body, content_type, expected):
+    assert page_charset(body, content_type) == expected
+
+
+def test_utf8_cut_at_the_end_of_the_sample_is_still_utf8():
+    cut = ("教" * DETECT_BYTES).encode()[:DETECT_BYTES]  # 65,536 = 3 x 21,845 + 1: one byte of the next
+    assert page_charset(cut, "text/html") == PageCharset("utf-8", "utf-8")
