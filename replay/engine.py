@@ -19,7 +19,7 @@ from replay.address import Address
 from replay.asof import pad_as_of
 from replay.errors import NotArchived
 from replay.headers import replay_headers
-from replay.rewriter import StrataRewriterApp
+from replay.rewriter import FuzzyMatch, StrataRewriterApp
 from replay.transport import LocalClient
 from replay.warcserver import make_warcserver
 
@@ -54,6 +54,9 @@ class ReplayEngine:
             response = self.rewriter.render_content(addr.pywb_path(), kwargs, env)
         except NotFoundException:
             raise self.not_archived(addr) from None
+        except FuzzyMatch as match:  # a capture of another URL: shown under its own address
+            location = f"{env['SCRIPT_NAME']}/{match.timestamp}{addr.mod}/{match.url}"
+            return "302 Found", [("Location", location), ("Content-Length", "0")], []
         headers = replay_headers(response.status_headers.headers, self.config["strip_headers"], addr.mod,
                                  self.config["raw_csp"])
         return response.status_headers.statusline, headers, response.body

@@ -7,6 +7,10 @@
   index is clamped to ``to=<ts>``; nothing at or before means 404.
 - A 404/410 capture that records a deletion raises ``CaptureDeleted`` (outside ``id_``) so the
   application can render its "removed from the live site" page instead of the archived error.
+- A fuzzy match (pywb's rules found a capture of another URL: another query on the same path...)
+  is never served as the URL asked for: ``id_`` raises pywb's ``NotFoundException`` (404, as for a
+  URL never archived), other modes raise ``FuzzyMatch`` and the engine redirects to the matched
+  URL's own replay address, where the banner names it.
 - Links with non-ASCII characters are left as the page wrote them (``replay.pagelinks``).
 """
 
@@ -17,6 +21,7 @@ from io import BytesIO
 
 from pywb.apps.rewriterapp import RewriterApp
 from pywb.utils.io import no_except_close
+from pywb.utils.wbexception import NotFoundException
 
 from replay.asof import pad_as_of
 from replay.contentrw import PageContentRewriter
@@ -26,6 +31,14 @@ from replay.transport import LocalClient
 UPSTREAM = "http://warcserver.invalid"
 PATHS = {"replay": UPSTREAM + "/{coll}/resource/postreq", "cdx-server": UPSTREAM + "/{coll}/index"}
 GONE = ("404", "410")
+
+
+class FuzzyMatch(Exception):
+    """The capture found is of another URL: replay it under its own address."""
+
+    def __init__(self, url: str, timestamp: str):
+        super().__init__(url)
+        self.url, self.timestamp = url, timestamp
 
 
 class StrataRewriterApp(RewriterApp):
@@ -40,6 +53,7 @@ class StrataRewriterApp(RewriterApp):
         return None
 
     def _do_req(self, inputreq, wb_url, kwargs, skip_record):
+        kwargs["requested_url"] = wb_url.url  # for _add_custom_params
         req_data = inputreq.reconstruct_request(wb_url.url)
         headers = {"Content-Length": str(len(req_data)), "Content-Type": "application/request"}
         if skip_record:
@@ -68,6 +82,11 @@ class StrataRewriterApp(RewriterApp):
 
     def _add_custom_params(self, cdx, headers, kwargs, record):
         """Called once the capture is chosen and its record parsed, before any rewriting."""
+        if cdx.get("is_fuzzy") == "1" and cdx["url"] != kwargs.get("requested_url"):
+            no_except_close(record.raw_stream)
+            if kwargs.get("mod") == "id_":
+                raise NotFoundException(url=kwargs.get("requested_url"))
+            raise FuzzyMatch(cdx["url"], cdx["timestamp"])
         if kwargs.get("mod") == "id_" or not record.http_headers:
             return
         if record.http_headers.get_statuscode() not in GONE:
