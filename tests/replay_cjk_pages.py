@@ -64,11 +64,17 @@ PAGES = (
     Page("/utf8/header.html", "utf-8", "header", JA, (
         "検索.html?q=東京&amp;p=1", "?q=表示",
     ), header_charset="utf-8"),
+    Page("/utf8/none.html", "utf-8", "none", ZH, (
+        "list.html?dept=教育局&amp;page=3",
+    )),
     Page("/gbk/header.html", "gbk", "header", ZH, (
         "search.html?s=大&amp;p=1", "/gbk/栏目/首页.html?id=教育",
     ), header_charset="gbk"),
     Page("/gbk/none.html", "gbk", "none", ZH * 2, (
         "search.html?s=教育&amp;p=2", "/gbk/通知.html",
+    )),
+    Page("/gbk/short.html", "gbk", "none", "教育局通知", (  # too short for charset-normalizer (EUC-KR)
+        "search.html?s=通知&amp;p=4",
     )),
     Page("/gbk/meta.html", "gbk", "meta", ZH, (
         "search.html?s=通知&amp;p=3", "列表.html?dept=教育局",

@@ -23,9 +23,10 @@ def html(text: str, codec: str, meta: str = "", pad: int = 0) -> bytes:
     (html(ZH, "gbk", "gbk"), 'text/html; charset="x-nonsense"', PageCharset("gbk", "gb18030")),
     (html(ZH, "gbk", "gb2312"), "text/html", PageCharset("gb2312", "gb18030")),      # as written
     (html(ZH, "utf-8", "utf-16"), "text/html", PageCharset("utf-8", "utf-8")),       # meta cannot mean UTF-16
-    (html(ZH, "gbk"), None, PageCharset("gbk", "gb18030")),                          # detected, fits GBK
-    (html(ZH + "\U00020000", "gb18030"), "text/html", PageCharset("gb18030", "gb18030")),
-    (html(JA, "shift_jis"), "text/html", PageCharset("shift_jis", "cp932")),
+    (html(ZH, "utf-8"), None, PageCharset("utf-8", "utf-8")),                        # undeclared UTF-8
+    (html(ZH, "gbk"), None, None),                                 # legacy: left to the browser's detector
+    (html(ZH + "\U00020000", "gb18030"), "text/html", None),
+    (html(JA, "shift_jis"), "text/html", None),
     (html(ZH, "utf-8", "gbk", pad=1100), "text/html", PageCharset("utf-8", "utf-8")),  # meta past 1,024 bytes
     (html("plain ASCII", "ascii"), "text/html", None),
 ])
