@@ -103,3 +103,18 @@ def test_each_page_reads_in_chromium_as_it_did_live(chromium, cjk_server, live_v
         assert shown == live_visit.text[page.path]
     if page.declared != "wrong-header":
         assert shown == page.text  # its own text, no mojibake
+
+
+def test_another_escaping_of_an_archived_url_finds_the_same_capture(cjk_client, live_visit):
+    # A harvester may escape what Chromium sends raw (\ as %5C) or write hex in lower case: the
+    # index's canonical key is the same, so the capture is found in place (no fuzzy redirect).
+    variants = {}
+    for path in live_visit.responses:
+        variant = re.sub(r"%[0-9A-F]{2}", lambda m: m.group(0).lower(), path).replace("\\", "%5C")
+        if variant != path:
+            variants[path] = variant
+    assert any("%5C" in v for v in variants.values()) and len(variants) > 10
+    for path, variant in variants.items():
+        response = cjk_client.get(f"/{COLL}/{TIMESTAMP}id_/{live_visit.base_url}{variant}")
+        assert response.status_code == 200, variant
+        assert response.data == live_visit.responses[path].body
