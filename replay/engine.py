@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 from pywb.rewrite.templateview import JinjaEnv
 from pywb.utils.wbexception import NotFoundException, WbException
@@ -25,6 +25,7 @@ from replay.warcserver import make_warcserver
 
 TEMPLATES = Path(__file__).parent / "templates" / "pywb"
 STATIC_PREFIX = "static/pywb"
+_PRINTABLE = "".join(map(chr, range(0x21, 0x7F)))  # a Location keeps these; an IRI's others are escaped
 
 
 class ReplayEngine:
@@ -55,7 +56,7 @@ class ReplayEngine:
         except NotFoundException:
             raise self.not_archived(addr) from None
         except FuzzyMatch as match:  # a capture of another URL: shown under its own address
-            location = f"{env['SCRIPT_NAME']}/{match.timestamp}{addr.mod}/{match.url}"
+            location = quote(f"{env['SCRIPT_NAME']}/{match.timestamp}{addr.mod}/{match.url}", safe=_PRINTABLE)
             return "302 Found", [("Location", location), ("Content-Length", "0")], []
         headers = replay_headers(response.status_headers.headers, self.config["strip_headers"], addr.mod,
                                  self.config["raw_csp"])

@@ -86,7 +86,8 @@ class StrataRewriterApp(RewriterApp):
             no_except_close(record.raw_stream)
             if kwargs.get("mod") == "id_":
                 raise NotFoundException(url=kwargs.get("requested_url"))
-            raise FuzzyMatch(cdx["url"], cdx["timestamp"])
+            # the record's own URI: pywb's cdx["url"] has an IRI's "?", "=" and "&" quoted (to_uri)
+            raise FuzzyMatch(record.rec_headers.get_header("WARC-Target-URI") or cdx["url"], cdx["timestamp"])
         if kwargs.get("mod") == "id_" or not record.http_headers:
             return
         if record.http_headers.get_statuscode() not in GONE:

@@ -19,15 +19,17 @@ import pytest
 
 from index import cdxj
 from index.collection import Collection
-from strata.site_server import SiteServer
+from strata.site_server import Resource, SiteServer
 from tests.replay_cjk_pages import (
     CHROMIUM,
     COLL,
+    IRI_PATH,
     PAGES,
     CjkSite,
     LiveVisit,
     click_each_link,
     launch,
+    target_body,
     write_warc,
 )
 
@@ -92,7 +94,8 @@ def cjk_archive(tmp_path_factory, live_visit) -> Path:
     root = tmp_path_factory.mktemp("cjk") / "collections"
     coll = Collection.open(root, COLL, create=True)
     warc = coll.archive_dir / "cjk.warc.gz"
-    write_warc(warc, live_visit.base_url, live_visit.responses)
+    iri = Resource(200, (("Content-Type", "text/html; charset=utf-8"),), target_body(IRI_PATH))
+    write_warc(warc, live_visit.base_url, {**live_visit.responses, IRI_PATH: iri})
     cdxj.write_index(coll.cdxj_path, cdxj.index_warc(warc, warc.name))
     return root
 

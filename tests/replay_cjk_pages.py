@@ -97,6 +97,10 @@ PAGES = (
 )
 
 
+#: A capture whose WARC-Target-URI is an IRI (raw UTF-8), as some tools write it: not from the live visit.
+IRI_PATH = "/其他/页.html?a=1"
+
+
 def target_body(raw_path: str) -> bytes:
     return (f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>target</title></head>\n'
             f'<body><p id="text">TARGET {raw_path}</p></body></html>\n').encode()
