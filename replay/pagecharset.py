@@ -1,10 +1,11 @@
 """The charset a browser reads an archived HTML page with, decided before the banner goes in.
 
 Browsers take a page's encoding from its byte-order mark, else from the ``charset`` of
-``Content-Type``, else from a ``<meta charset>`` / ``<meta http-equiv>`` in the first 1,024 bytes,
-else they detect it (Chromium does for undeclared CJK pages). The replay banner (about 3 KB,
-inserted at the top of ``<head>``) pushes a page's ``<meta>`` past those 1,024 bytes, and its
-markup changes what a detector sees, so without help Chromium reads a UTF-8 page declared only by
+``Content-Type``, else from a ``<meta charset>`` / ``<meta http-equiv>`` near the top (Chromium:
+anywhere in the head, and within the first 1,024 bytes after that, see ``meta_labels``), else
+they detect it (Chromium does for undeclared CJK pages). The replay banner (about 3 KB,
+inserted at the top of ``<head>``, a ``<template>`` first) pushes a page's ``<meta>`` past those
+1,024 bytes and out of the head as the scan sees it, so without help Chromium reads a UTF-8 page declared only by
 ``<meta>`` as windows-1252 and a GB18030 one as GBK, and links then carry their query in the wrong
 encoding. ``page_charset`` decides as the browser did on the live page, from the archived bytes;
 the replayed response then says it in its ``Content-Type``, where nothing can push it away.
@@ -27,16 +28,21 @@ from __future__ import annotations
 import codecs
 import dataclasses
 import re
+from collections.abc import Iterator
 
 from harvester.charset import codec_for_label
 
-#: Where a browser looks for ``<meta charset>`` (WHATWG "prescan a byte stream").
+#: Where a browser looks for ``<meta charset>`` once past the head (``meta_labels``).
 META_BYTES = 1024
 #: How much of an undeclared page is checked for UTF-8.
 DETECT_BYTES = 65536
 
 _BOMS = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16le"), (codecs.BOM_UTF16_BE, "utf-16be"))
-_META = re.compile(rb"""<meta[^>]{0,512}?charset\s*=\s*["']?\s*([A-Za-z0-9_.:\-]{1,40})""", re.I)
+_META_CHARSET = re.compile(rb"""charset\s*=\s*["']?\s*([A-Za-z0-9_.:\-]{1,40})""", re.I)
+_TOKEN = re.compile(rb"<!--|<(/?)([A-Za-z][A-Za-z0-9:-]*)")
+# Tags that keep Chromium's scan "in the head"; contents its tokenizer reads as text, not tags.
+_HEAD_TAGS = {b"html", b"head", b"meta", b"script", b"noscript", b"style", b"link", b"object", b"title", b"base"}
+_RAW_TEXT = {b"script", b"style", b"title", b"textarea", b"xmp", b"iframe", b"noembed", b"noframes"}
 _HEADER_CHARSET = re.compile(r"""charset\s*=\s*["']?([^"';\s]+)""", re.I)
 _UTF16_META = {"utf-16", "utf-16-le", "utf-16-be"}  # a <meta> read as ASCII cannot mean UTF-16
 
@@ -60,14 +66,48 @@ def page_charset(head: bytes, content_type: str | None) -> PageCharset | None:
         return None
     if codec_for_label(header_charset(content_type)):
         return None
-    for match in _META.finditer(head[:META_BYTES]):
-        label = match.group(1).decode("ascii")
+    for raw in meta_labels(head[:DETECT_BYTES]):
+        label = raw.decode("ascii")
         codec = codec_for_label(label)
         if codec:
             if codec in _UTF16_META or label.lower() in _UTF16_META:
                 return PageCharset("utf-8", "utf-8")
             return PageCharset(label, codec)
     return detect(head[:DETECT_BYTES])
+
+
+def meta_labels(data: bytes) -> Iterator[bytes]:
+    """The charset labels of ``<meta>`` tags where Chromium's scan finds them (its
+    HTMLMetaCharsetParser): in the head at any depth, skipping comments and the contents of
+    script, style, title...; once a tag that does not belong in the head is seen, only within the
+    first 1,024 bytes (``META_BYTES``). Measured: a ``<meta>`` after a 2,000-byte comment, script
+    or title is used; one in a comment, or after body text past 1,024 bytes, is not."""
+    in_head, pos = True, 0
+    while (m := _TOKEN.search(data, pos)) is not None:
+        if not in_head and m.start() >= META_BYTES:
+            return
+        if m.group(0) == b"<!--":
+            end = data.find(b"-->", m.end())
+            if end < 0:
+                return
+            pos = end + 3
+            continue
+        close = data.find(b">", m.end())
+        if close < 0:
+            return
+        pos, name = close + 1, m.group(2).lower()
+        if m.group(1):  # an end tag
+            continue
+        if name == b"meta":
+            if charset := _META_CHARSET.search(data, m.end(), close):
+                yield charset.group(1)
+        elif name in _RAW_TEXT:
+            end = re.compile(rb"</" + re.escape(name) + rb"[\s/>]", re.I).search(data, pos)
+            if end is None:
+                return
+            pos = end.end()
+        if name not in _HEAD_TAGS:
+            in_head = False
 
 
 def detect(sample: bytes) -> PageCharset | None:

@@ -42,13 +42,14 @@ class Page:
     links: tuple[str, ...]     # href values as written in the HTML (with &amp;)
     header_charset: str = ""   # the Content-Type charset (declared == header or wrong-header)
     meta_charset: str = ""     # the <meta> label (declared == meta, or wrong-header)
+    before_meta: str = ""      # head markup before the <meta>
 
     @property
     def body(self) -> bytes:
         meta = f'<meta http-equiv="Content-Type" content="text/html; charset={self.meta_charset}">\n' \
             if self.meta_charset else ""
         items = "\n".join(f'<li><a class="l" href="{href}">link {i}</a></li>' for i, href in enumerate(self.links))
-        html = (f"<!DOCTYPE html>\n<html><head>\n{meta}<title>{self.path}</title>\n</head>\n<body>\n"
+        html = (f"<!DOCTYPE html>\n<html><head>\n{self.before_meta}{meta}<title>{self.path}</title>\n</head>\n<body>\n"
                 f'<p id="text">{self.text}</p>\n<ul>\n{items}\n</ul>\n</body></html>\n')
         return html.encode(self.codec)
 
@@ -82,6 +83,9 @@ PAGES = (
     Page("/gb18030/meta.html", "gb18030", "meta", ZH + EXT_B, (
         f"search.html?q={EXT_B}&amp;p=1", "search.html?q=学校",
     ), meta_charset="gb18030"),
+    Page("/gb18030/late-meta.html", "gb18030", "meta", ZH + EXT_B, (  # Chromium finds it past 1,024 bytes
+        f"search.html?q={EXT_B}&amp;p=2",
+    ), meta_charset="gb18030", before_meta=f"<script>var pad = '{'x' * 2000}';</script>\n"),
     Page("/sjis/none.html", "shift_jis", "none", JA * 2, (
         "kensaku.html?q=検索&amp;p=1", "/sjis/表示.html",
     )),

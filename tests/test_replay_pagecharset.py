@@ -12,9 +12,10 @@ ZH = "教育局关于春季学期开学工作的通知，各直属学校做好�
 JA = "東京都教育委員会のお知らせ。新しい学習指導要領について説明会を開催します。" * 4
 
 
-def html(text: str, codec: str, meta: str = "", pad: int = 0) -> bytes:
+def html(text: str, codec: str, meta: str = "", pad: int = 0, before: str = "<!-- {} -->") -> bytes:
     head = f'<meta charset="{meta}">' if meta else ""
-    return f"<html><head><!-- {'x' * pad} -->{head}</head><body>{text}</body></html>".encode(codec)
+    before = before.format("x" * pad)
+    return f"<html><head>{before}{head}</head><body>{text}</body></html>".encode(codec)
 
 
 @pytest.mark.parametrize(("body", "content_type", "expected"), [
@@ -27,7 +28,13 @@ def html(text: str, codec: str, meta: str = "", pad: int = 0) -> bytes:
     (html(ZH, "gbk"), None, None),                                 # legacy: left to the browser's detector
     (html(ZH + "\U00020000", "gb18030"), "text/html", None),
     (html(JA, "shift_jis"), "text/html", None),
-    (html(ZH, "utf-8", "gbk", pad=1100), "text/html", PageCharset("utf-8", "utf-8")),  # meta past 1,024 bytes
+    # where Chromium finds a <meta> (checked in Chromium: tests/replay_cjk_pages.py has one such page)
+    (html(ZH, "gbk", "gbk", pad=2000), "text/html", PageCharset("gbk", "gb18030")),   # after a comment
+    (html(ZH, "gbk", "gbk", 2000, "<script>var a='{}<p>';</script>"), None, PageCharset("gbk", "gb18030")),
+    (html(ZH, "gbk", "gbk", 5000, "<title>{}</title>"), None, PageCharset("gbk", "gb18030")),
+    (html(ZH, "gbk", before='<!-- <meta charset="gbk"> -->'), None, None),       # commented out
+    (html(ZH, "gbk", "gbk", 1100, "</head><body><p>{}</p>"), None, None),        # in the body, past 1,024
+    (html(ZH, "gbk", "gbk", 900, "</head><body><p>{}</p>"), None, PageCharset("gbk", "gb18030")),  # before
     (html("plain ASCII", "ascii"), "text/html", None),
 ])
 def test_page_charset(body, content_type, expected):
