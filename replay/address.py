@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from datetime import datetime
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 from warcio.timeutils import PAD_14_DOWN, pad_timestamp
 
@@ -27,6 +27,7 @@ _REPLAY = re.compile(r"^(\d+)([a-z]{2,3}_)?/+(.*)$", re.S)
 _MOD_ONLY = re.compile(r"^([a-z]{2,3}_)/+(.*)$", re.S)
 _BAD_TS = re.compile(r"^\d[\w-]*/", re.S)  # "2024x/...": a timestamp gone wrong, not a host name
 _TIMEMAP = re.compile(r"^timemap/([a-z]+)/+(.*)$", re.S)
+_ESCAPES = re.compile(r"(?:[^%]|%[0-9A-Fa-f]{2})+")
 _SCHEME = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*):/*(.*)$", re.S)
 TIMEMAP_OUTPUTS = ("link", "json", "cdxj")
 TS_HINT = "Use a timestamp of 4 to 14 digits, YYYYMMDDhhmmss, e.g. 20240115120000."
@@ -97,6 +98,13 @@ def check_url(coll: str, url: str) -> str:
     else:
         url = "http://" + url
     host = url.split("://", 1)[1].split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]
+    if "%" in host:  # a browser's form of a non-ASCII host left in a replayed link (replay.pagelinks)
+        try:
+            decoded = unquote(host, errors="strict") if _ESCAPES.fullmatch(host) else host
+        except UnicodeDecodeError:
+            decoded = host
+        if decoded != host and not decoded.isascii():
+            url, host = url.replace(host, decoded, 1), decoded
     if not host or any(c.isspace() or c in "<>\"{}|\\^`%" for c in host):
         raise BadAddress(coll, f"{url!r} has no valid host name.", hint)
     if not host.isascii():

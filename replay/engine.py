@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 from pywb.rewrite.templateview import JinjaEnv
 from pywb.utils.wbexception import NotFoundException, WbException
@@ -19,12 +19,13 @@ from replay.address import Address
 from replay.asof import pad_as_of
 from replay.errors import NotArchived
 from replay.headers import replay_headers
-from replay.rewriter import StrataRewriterApp
+from replay.rewriter import FuzzyMatch, StrataRewriterApp
 from replay.transport import LocalClient
 from replay.warcserver import make_warcserver
 
 TEMPLATES = Path(__file__).parent / "templates" / "pywb"
 STATIC_PREFIX = "static/pywb"
+_PRINTABLE = "".join(map(chr, range(0x21, 0x7F)))  # a Location keeps these; an IRI's others are escaped
 
 
 class ReplayEngine:
@@ -54,6 +55,9 @@ class ReplayEngine:
             response = self.rewriter.render_content(addr.pywb_path(), kwargs, env)
         except NotFoundException:
             raise self.not_archived(addr) from None
+        except FuzzyMatch as match:  # a capture of another URL: shown under its own address
+            location = quote(f"{env['SCRIPT_NAME']}/{match.timestamp}{addr.mod}/{match.url}", safe=_PRINTABLE)
+            return "302 Found", [("Location", location), ("Content-Length", "0")], []
         headers = replay_headers(response.status_headers.headers, self.config["strip_headers"], addr.mod,
                                  self.config["raw_csp"])
         return response.status_headers.statusline, headers, response.body

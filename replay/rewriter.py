@@ -7,6 +7,11 @@
   index is clamped to ``to=<ts>``; nothing at or before means 404.
 - A 404/410 capture that records a deletion raises ``CaptureDeleted`` (outside ``id_``) so the
   application can render its "removed from the live site" page instead of the archived error.
+- A fuzzy match (pywb's rules found a capture of another URL: another query on the same path...)
+  is never served as the URL asked for: ``id_`` raises pywb's ``NotFoundException`` (404, as for a
+  URL never archived), other modes raise ``FuzzyMatch`` and the engine redirects to the matched
+  URL's own replay address, where the banner names it.
+- Links with non-ASCII characters are left as the page wrote them (``replay.pagelinks``).
 """
 
 from __future__ import annotations
@@ -16,8 +21,10 @@ from io import BytesIO
 
 from pywb.apps.rewriterapp import RewriterApp
 from pywb.utils.io import no_except_close
+from pywb.utils.wbexception import NotFoundException
 
 from replay.asof import pad_as_of
+from replay.contentrw import PageContentRewriter
 from replay.errors import CaptureDeleted
 from replay.transport import LocalClient
 
@@ -26,10 +33,19 @@ PATHS = {"replay": UPSTREAM + "/{coll}/resource/postreq", "cdx-server": UPSTREAM
 GONE = ("404", "410")
 
 
+class FuzzyMatch(Exception):
+    """The capture found is of another URL: replay it under its own address."""
+
+    def __init__(self, url: str, timestamp: str):
+        super().__init__(url)
+        self.url, self.timestamp = url, timestamp
+
+
 class StrataRewriterApp(RewriterApp):
     def __init__(self, client: LocalClient, deletion_lookup: Callable, jinja_env, config: dict):
         super().__init__(framed_replay=False, jinja_env=jinja_env, config=config, paths=PATHS)
         self.client = client
+        self.js_proxy_rw = PageContentRewriter(replay_mod=self.replay_mod)  # replay.pagelinks
         self.deletion_lookup = deletion_lookup  # (coll, url, timestamp) -> Deletion | None
 
     def _init_cookie_tracker(self, redis=None):
@@ -37,6 +53,7 @@ class StrataRewriterApp(RewriterApp):
         return None
 
     def _do_req(self, inputreq, wb_url, kwargs, skip_record):
+        kwargs["requested_url"] = wb_url.url  # for _add_custom_params
         req_data = inputreq.reconstruct_request(wb_url.url)
         headers = {"Content-Length": str(len(req_data)), "Content-Type": "application/request"}
         if skip_record:
@@ -65,6 +82,12 @@ class StrataRewriterApp(RewriterApp):
 
     def _add_custom_params(self, cdx, headers, kwargs, record):
         """Called once the capture is chosen and its record parsed, before any rewriting."""
+        if cdx.get("is_fuzzy") == "1" and cdx["url"] != kwargs.get("requested_url"):
+            no_except_close(record.raw_stream)
+            if kwargs.get("mod") == "id_":
+                raise NotFoundException(url=kwargs.get("requested_url"))
+            # the record's own URI: pywb's cdx["url"] has an IRI's "?", "=" and "&" quoted (to_uri)
+            raise FuzzyMatch(record.rec_headers.get_header("WARC-Target-URI") or cdx["url"], cdx["timestamp"])
         if kwargs.get("mod") == "id_" or not record.http_headers:
             return
         if record.http_headers.get_statuscode() not in GONE:

@@ -23,7 +23,12 @@ from harvester.run import Harvest
 from index.collection import Collection
 from tests.support import hostile
 
-pytest_plugins = ["tests.support.replay_fixtures", "tests.support.search_fixtures", "tests.support.staff_fixtures"]
+pytest_plugins = [
+    "tests.support.replay_fixtures",
+    "tests.support.replay_cjk_fixtures",
+    "tests.support.search_fixtures",
+    "tests.support.staff_fixtures",
+]
 
 REPO = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent

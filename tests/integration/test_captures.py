@@ -23,8 +23,6 @@ from replay import create_app
 from tests.conftest import VENV_BIN
 from tests.support.warc_makers import DATA, Cap, write_warc
 
-pytest_plugins = ["tests.support.replay_fixtures"]
-
 PATHS = ("/about.html", "/news/article-0002.html", "/img/photo.png", "/news/article-0004.html", "/", "/ja/index.html")
 
 

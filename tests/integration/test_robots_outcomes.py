@@ -19,8 +19,6 @@ from index.collection import Collection
 from index.state import HarvestState
 from tests.conftest import VENV_BIN, free_port
 
-pytest_plugins = ["tests.support.staff_fixtures"]
-
 STRATA = str(VENV_BIN / "strata")
 HTML = (("Content-Type", "text/html; charset=utf-8"),)
 
