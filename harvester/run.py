@@ -42,6 +42,7 @@ from harvester.warcfile import WarcRoller
 from index import cdxj
 from index.collection import Collection
 from index.payload import DecodeError, decode_content, read_record
+from index.rebuild import rebuild_if_outdated
 from index.seal import index_sealed_file
 from index.state import Capture, HarvestState, Original
 from strata import __version__
@@ -74,9 +75,12 @@ def new_run_id(now: datetime) -> str:
 class Harvest:
     def __init__(self, collection: Collection, job: JobSettings, mode: str | None = None,
                  progress: Callable[[dict], None] | None = None,
-                 transport: httpx.AsyncBaseTransport | None = None):
+                 transport: httpx.AsyncBaseTransport | None = None, adhoc: bool = False):
         self.collection = collection
         self.job = job
+        # The job the run belongs to: its file's name; None for a run from --seed URLs (adhoc). A job's
+        # incremental run rechecks the URLs its own runs queued, and its first run is full.
+        self.job_key: str | None = None if adhoc else job.name
         self.requested_mode = mode
         self.progress = progress
         if transport is None:
@@ -105,6 +109,7 @@ class Harvest:
     async def run(self) -> dict:
         coll = self.collection
         coll.create()
+        rebuild_if_outdated(coll)
         cdxj.preload_indexer()
         with coll.harvest_lock():
             self.state = HarvestState(coll.db_path)
@@ -140,8 +145,8 @@ class Harvest:
             self.transport = with_cookies(job, self.transport, await form_login(job, self.transport))
         started = utc_now()
         self.run_id = new_run_id(started)
-        self.mode = self.requested_mode or ("incremental" if state.has_completed_run() else "full")
-        state.begin_run(self.run_id, job.name, self.mode, iso(started), os.getpid())
+        self.mode = self.requested_mode or ("incremental" if state.job_has_completed_run(self.job_key) else "full")
+        state.begin_run(self.run_id, self.job_key, self.mode, iso(started), os.getpid())
         self.scope = Scope(list(job.seeds), hosts=job.scope, include=list(job.include), exclude=list(job.exclude),
                            max_depth=job.depth, embeds_offsite=job.embeds_offsite)
         # Twice as many URLs in hand as connections: while one is recorded, the next is on the wire.
@@ -162,7 +167,7 @@ class Harvest:
             coll_archive := self.collection.archive_dir, self.collection.name,
             warcinfo={
                 "software": f"Strata/{__version__} (warcio, httpx)",
-                "job": job.name, "run-id": self.run_id, "mode": self.mode,
+                **({"job": self.job_key} if self.job_key else {}), "run-id": self.run_id, "mode": self.mode,
                 "robots": "classic" if job.robots == "obey" else "ignore",
                 "http-header-user-agent": job.user_agent,
                 "isPartOf": self.collection.name,
@@ -227,7 +232,7 @@ class Harvest:
             self._enqueue(Item(seed, 0, "seed"))
         if self.mode != "incremental":
             return
-        for row in self.state.known_urls():
+        for row in self.state.job_urls(self.job_key):
             decision = self.scope.decide(row["url"], row["depth"] or 0, row["link_kind"] or "navigation")
             if not decision.accept:
                 continue
@@ -258,7 +263,7 @@ class Harvest:
         if self.frontier.add(item):
             link_kind = "embed" if item.kind == "embed" else "navigation"
             self.state.see_url(item.url, url_host(item.url), self.run_id, iso(utc_now()), item.via, item.depth,
-                               link_kind)
+                               link_kind, job=self.job_key)
 
     async def _worker(self) -> None:
         while not self._stop:
@@ -318,7 +323,7 @@ class Harvest:
         for _ in range(6):
             previous = self.state.url(url)
             if previous is None:
-                self.state.see_url(url, url_host(url), self.run_id, iso(utc_now()), None, 0, "embed")
+                self.state.see_url(url, url_host(url), self.run_id, iso(utc_now()), None, 0, "embed", job=self.job_key)
                 previous = None
             result = await self._fetch(url, {})
             try:
@@ -552,7 +557,7 @@ class Harvest:
         when every listing was read to its end: where paging stopped early, an article may just
         have moved to a page not read, and its due recheck (a 404) is the evidence to wait for."""
         unsure = 0
-        for row in self.state.known_urls():
+        for row in self.state.job_urls(self.job_key):
             if row["page_kind"] != "content" or row["deleted_at"] or row["url"] in self.index_links:
                 continue
             if row["found_on"] not in self.index_pages_done or row["url"] in self.fetched:

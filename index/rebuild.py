@@ -22,7 +22,7 @@ from warcio.archiveiterator import ArchiveIterator
 from harvester.decide import classify, is_success
 from index import cdxj
 from index.collection import Collection
-from index.state import Capture, HarvestState, Original
+from index.state import SCHEMA_VERSION, Capture, HarvestState, Original, schema_version
 
 NOT_MODIFIED_PROFILE = "server-not-modified"
 
@@ -42,6 +42,16 @@ def _ts14(warc_date: str) -> str:
 
 def _iso(warc_date: str) -> str:
     return warc_date[:19] + "." + (warc_date[20:23] if len(warc_date) > 20 else "000").ljust(3, "0") + "Z"
+
+
+def rebuild_if_outdated(collection: Collection) -> bool:
+    """Rebuild a database made by an older Strata (``index.state.SCHEMA_VERSION``) before it is
+    used: the schema is rebuilt from the WARCs rather than migrated. True when it was rebuilt."""
+    version = schema_version(collection.db_path)
+    if version is None or version >= SCHEMA_VERSION:
+        return False
+    rebuild_state(collection)
+    return True
 
 
 def rebuild_state(collection: Collection, progress: Callable[[dict], None] | None = None) -> dict:
@@ -104,7 +114,7 @@ def _derive_file(collection: Collection, state: HarvestState, name: str, runs: d
             kind = record.rec_type
             if kind == "warcinfo":
                 info = _warcinfo_fields(record.content_stream().read())
-                run_id, job, mode = info.get("run-id") or name, info.get("job"), info.get("mode")
+                run_id, job, mode = info.get("run-id") or name, info.get("job") or None, info.get("mode")
                 state.conn.execute("UPDATE warcs SET run_id=? WHERE filename=?", (run_id, name))
                 continue
             if kind not in ("response", "revisit"):
@@ -114,7 +124,7 @@ def _derive_file(collection: Collection, state: HarvestState, name: str, runs: d
             iterator.read_to_end(record)
             offset = iterator.get_record_offset()
             length = iterator.get_record_length()
-            _derive_capture(state, record, run_id or name, name, offset, length, payload_length, referers)
+            _derive_capture(state, record, run_id or name, name, offset, length, payload_length, referers, job)
             count += 1
             date = headers.get_header("WARC-Date")
             run = runs.setdefault(run_id or name, {"job": job, "mode": mode, "files": [], "bytes": 0,
@@ -138,7 +148,7 @@ def _referers(path: Path) -> dict[str, str]:
 
 
 def _derive_capture(state: HarvestState, record, run_id: str, warc: str, offset: int, length: int,
-                    payload_length: int | None, referers: dict[str, str]) -> None:
+                    payload_length: int | None, referers: dict[str, str], job: str | None = None) -> None:
     headers = record.rec_headers
     url = headers.get_header("WARC-Target-URI")
     date = headers.get_header("WARC-Date")
@@ -148,10 +158,8 @@ def _derive_capture(state: HarvestState, record, run_id: str, warc: str, offset:
     not_modified = record.rec_type == "revisit" and NOT_MODIFIED_PROFILE in (headers.get_header("WARC-Profile") or "")
     status = 304 if not_modified else (int(http.get_statuscode()) if http and http.get_statuscode() else None)
     previous = state.url(url)
-    if previous is None:
-        state.see_url(url, url.split("/")[2].split(":")[0] if "//" in url else "", run_id, _iso(date),
-                      referers.get(url), 0, "navigation")
-        previous = None
+    state.see_url(url, url.split("/")[2].split(":")[0] if "//" in url else "", run_id, _iso(date),
+                  referers.get(url), 0, "navigation", job=job)     # known already: only the job is added
     cls = classify(previous, status, digest)
     mime = (http.get_header("Content-Type") or "").split(";")[0].strip().lower() if http else ""
     refers_uri = headers.get_header("WARC-Refers-To-Target-URI")

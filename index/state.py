@@ -13,6 +13,7 @@ caller falls back to what the CDXJ index says.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import sqlite3
@@ -21,13 +22,14 @@ from pathlib import Path
 
 from index.db import connect, immediate_transaction
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2   # 2: url_jobs (which job found or reached each URL); runs.job NULL for --seed runs
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE IF NOT EXISTS runs (
     run_id TEXT PRIMARY KEY,
-    job TEXT, mode TEXT, status TEXT,           -- running | finished | cancelled | interrupted | failed
+    job TEXT,                                   -- the job file's name; NULL for a --seed run
+    mode TEXT, status TEXT,                     -- running | finished | cancelled | interrupted | failed
     started TEXT, finished TEXT,                -- ISO 8601 UTC
     snapshot TEXT,                              -- 14-digit timestamp that addresses the run's snapshot
     pid INTEGER,
@@ -65,6 +67,9 @@ CREATE TABLE IF NOT EXISTS urls (
     next_due TEXT, deleted_at TEXT
 );
 CREATE INDEX IF NOT EXISTS urls_host ON urls (host);
+CREATE TABLE IF NOT EXISTS url_jobs (           -- the jobs that queued a URL ('': runs of no job, from --seed)
+    url TEXT, job TEXT, PRIMARY KEY (job, url)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS digests (
     digest TEXT PRIMARY KEY,                    -- sha1:BASE32, as in WARC-Payload-Digest
     url TEXT, warc_date TEXT, record_id TEXT, warc TEXT
@@ -168,6 +173,14 @@ class HarvestState:
         ).fetchone()
         return row is not None
 
+    def job_has_completed_run(self, job: str | None) -> bool:
+        """Has this job (None: runs of no job) completed a run? Its first run is full, whatever other
+        jobs harvested into the collection."""
+        row = self.conn.execute(
+            "SELECT 1 FROM runs WHERE job IS ? AND status IN ('finished','cancelled','interrupted') LIMIT 1",
+            (job,)).fetchone()
+        return row is not None
+
     # -- WARC files ----------------------------------------------------------------------------
     def warc_opened(self, filename: str, run_id: str) -> None:
         self.conn.execute("INSERT OR REPLACE INTO warcs VALUES (?,?,?,?)", (filename, run_id, "open", 0))
@@ -194,14 +207,25 @@ class HarvestState:
         for row in self.conn.execute("SELECT * FROM urls ORDER BY depth, first_seen, url"):
             yield dict(row)
 
+    def job_urls(self, job: str | None) -> Iterator[dict]:
+        """The known URLs a job (None: runs of no job) queued in its runs: what its incremental run
+        rechecks. Another job's URLs are that job's to recheck."""
+        for row in self.conn.execute(
+                "SELECT u.* FROM urls u JOIN url_jobs j ON j.url = u.url WHERE j.job=? "
+                "ORDER BY u.depth, u.first_seen, u.url", (job or "",)):
+            yield dict(row)
+
     def see_url(self, url: str, host: str, run_id: str, at: str, found_on: str | None, depth: int,
-                link_kind: str, page_kind: str | None = None) -> bool:
-        """Record where and when a URL was first seen; True when it was never seen before."""
-        cur = self.conn.execute(
-            "INSERT INTO urls (url, host, first_seen, first_run, found_on, depth, link_kind, page_kind) "
-            "VALUES (?,?,?,?,?,?,?,?) ON CONFLICT(url) DO NOTHING",
-            (url, host, at, run_id, found_on, depth, link_kind, page_kind),
-        )
+                link_kind: str, page_kind: str | None = None, job: str | None = None) -> bool:
+        """Record where and when a URL was first seen, and that ``job`` (None: no job) queued it; True
+        when it was never seen before."""
+        with contextlib.nullcontext() if self.conn.in_transaction else self.transaction():
+            cur = self.conn.execute(
+                "INSERT INTO urls (url, host, first_seen, first_run, found_on, depth, link_kind, page_kind) "
+                "VALUES (?,?,?,?,?,?,?,?) ON CONFLICT(url) DO NOTHING",
+                (url, host, at, run_id, found_on, depth, link_kind, page_kind),
+            )
+            self.conn.execute("INSERT OR IGNORE INTO url_jobs (job, url) VALUES (?,?)", (job or "", url))
         return cur.rowcount == 1
 
     def update_url(self, url: str, **fields) -> None:
@@ -309,6 +333,21 @@ class HarvestState:
 # -- read-only questions -------------------------------------------------------------------------
 
 GONE_STATUSES = (404, 410)
+
+
+def schema_version(db_path: Path) -> int | None:
+    """The schema version a collection database was made with; None when there is none (or it
+    cannot be read). Older than ``SCHEMA_VERSION``: rebuild it (``index.rebuild``)."""
+    conn = open_readonly(db_path)
+    if conn is None:
+        return None
+    try:
+        row = conn.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+        return int(row[0]) if row and str(row[0]).isdigit() else 0
+    except sqlite3.Error:
+        return 0
+    finally:
+        conn.close()
 
 
 def open_readonly(db_path: Path) -> sqlite3.Connection | None:

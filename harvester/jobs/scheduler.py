@@ -27,7 +27,7 @@ from pathlib import Path
 from harvester.job import JobSettings, load_job_file
 from harvester.jobs.frequency import first_due, next_slot
 from harvester.jobs.queue import QueuedRun, RunQueue, ScheduleEntry
-from index.collection import Collection, list_collections
+from index.collection import Collection, list_job_collections
 from index.state import last_started, open_readonly
 from strata.errors import ConfigError, StrataError
 from strata.times import utc_now
@@ -44,10 +44,8 @@ class TickResult:
 
 
 def iter_jobs(root: Path) -> Iterator[tuple[str, str, JobSettings | ConfigError]]:
-    for name in list_collections(root):
+    for name in list_job_collections(root):
         coll = Collection(root, name)
-        if not coll.jobs_dir.is_dir():
-            continue
         for path in sorted(coll.jobs_dir.glob("*.toml")):
             try:
                 yield name, path.stem, load_job_file(path)
