@@ -173,13 +173,15 @@ def report(collection, run_id, as_json, root) -> None:
         click.echo(f"{s['site']:<28} {s['urls']:>6} {s['pages']:>6} {s['index_pages']:>6} {s['content_pages']:>7} "
                    f"{s['due']:>5} {s['deleted']:>7} {s['change_rate_per_day']:>11}")
     click.echo("")
-    click.echo(f"{'run':<20} {'mode':<11} {'secs':>6} {'reqs':>6} {'stored':>9} {'saved':>9}  vs last full run")
+    click.echo(f"{'run':<20} {'mode':<11} {'secs':>6} {'reqs':>6} {'stored':>9} {'saved':>9} {'full est.':>9} "
+               f"{'x est.':>6}  vs last full run")
     for r in data["runs"]:
         vs = r.get("vs_full")
         cmp = (f"storage x{vs['storage']}, bandwidth x{vs['bandwidth']}, time x{vs['time']}" if vs else "")
         secs = f"{r['seconds']:.1f}" if r["seconds"] is not None else "-"
         click.echo(f"{r['run_id']:<20} {r['mode']:<11} {secs:>6} {r['requests']:>6} {human_size(r['bytes_stored']):>9} "
-                   f"{human_size(r['bytes_saved']):>9}  {cmp}")
+                   f"{human_size(r['bytes_saved']):>9} {human_size(r['full_estimate']):>9} "
+                   f"{r['vs_estimate'] if r['vs_estimate'] is not None else '-':>6}  {cmp}")
     for c in data.get("checks", []):
         click.echo(f"{c['outcome']:<13} {c['url']}  {c['reason']}")
 

@@ -1,5 +1,7 @@
 """The collection report: per site, how often pages change and how many are due; per run, what it
-fetched, stored and saved, and how each incremental run compares with the last full run before it."""
+fetched, stored and saved, how that compares with what a full harvest would have stored instead
+(``index.state.full_harvest_estimate``, the console's storage chart shows the same figure), and how
+each incremental run compares with the last full run before it."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ import collections
 from datetime import UTC, datetime
 
 from harvester.schedule import due_at, parse_iso
-from index.state import HarvestState
+from index.state import HarvestState, full_harvest_estimate
 
 
 def build_report(state: HarvestState, min_interval: float = 86400.0, max_interval: float = 90 * 86400.0,
@@ -43,12 +45,14 @@ def build_report(state: HarvestState, min_interval: float = 86400.0, max_interva
         seconds = None
         if run["started"] and run["finished"]:
             seconds = (parse_iso(run["finished"]) - parse_iso(run["started"])).total_seconds()
-        row = {"run_id": run["run_id"], "mode": run["mode"], "status": run["status"], "snapshot": run["snapshot"],
+        row = {"run_id": run["run_id"], "job": run["job"], "mode": run["mode"], "status": run["status"],
+               "snapshot": run["snapshot"], "full_estimate": full_harvest_estimate(state.conn, run),
                "seconds": seconds, "requests": fig.get("requests", 0), "urls_fetched": fig.get("urls_fetched", 0),
                "bytes_downloaded": fig.get("bytes_downloaded", 0), "bytes_stored": fig.get("bytes_stored", 0),
                "bytes_saved": fig.get("bytes_saved", 0), "skipped": fig.get("skipped", 0),
                **{k: fig.get(k, 0) for k in ("new", "changed", "soft", "unchanged", "not_modified", "deleted",
                                              "errors")}}
+        row["vs_estimate"] = _ratio(row["bytes_stored"], row["full_estimate"])
         if run["mode"] == "full" and run["status"] == "finished":
             last_full = row
         elif last_full:

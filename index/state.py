@@ -463,3 +463,43 @@ def indexed_original(conn: sqlite3.Connection, record_id: str) -> sqlite3.Row | 
     return conn.execute(
         "SELECT c.warc, c.offset, c.length, c.digest FROM captures c JOIN warcs w ON w.filename = c.warc "
         "WHERE c.record_id=? AND c.record_type='response' AND w.state='indexed' LIMIT 1", (record_id,)).fetchone()
+
+
+def full_harvest_estimate(conn: sqlite3.Connection, run: dict) -> int:
+    """What a full harvest would have stored instead of ``run`` (a ``runs`` row, figures decoded),
+    in WARC bytes: one response record and one request record for every URL of the run's job that
+    was still there. The one computation behind ``strata report`` and the console's storage chart;
+    kept in the run's figures (``full_estimate``) when the run ends, computed here for older runs.
+
+    - What the run stored, with each revisit replaced by its original's response record;
+    - each URL of the job it did not fetch (content pages not due, listing pages not read on, their
+      embeds, soft changes not stored) whose last capture before the run was 2xx, 3xx or 304: its
+      last response record, and a request record of the run's mean size."""
+    figures = run.get("figures") or {}
+    if figures.get("full_estimate") is not None:
+        return int(figures["full_estimate"])
+    run_id = run["run_id"]
+    stored = figures.get("bytes_stored") or 0
+    revisits, originals = conn.execute(
+        "SELECT COALESCE(SUM(r.length), 0), COALESCE(SUM((SELECT o.length FROM captures o WHERE o.url = "
+        "r.refers_to_uri AND o.warc_date = r.refers_to_date AND o.record_type='response' LIMIT 1)), 0) "
+        "FROM captures r WHERE r.run_id=? AND r.record_type='revisit'", (run_id,)).fetchone()
+    if not run.get("started"):
+        return stored - revisits + originals
+    before = "".join(ch for ch in run["started"] if ch.isdigit())[:14]
+    count, unfetched = conn.execute(
+        "SELECT COUNT(*), COALESCE(SUM(length), 0) FROM ("
+        " SELECT (SELECT c.status FROM captures c WHERE c.url = j.url AND c.timestamp < ? "
+        "         ORDER BY c.timestamp DESC, c.id DESC LIMIT 1) AS status,"
+        "        (SELECT c.length FROM captures c WHERE c.url = j.url AND c.timestamp < ? "
+        "         AND c.record_type='response' ORDER BY c.timestamp DESC, c.id DESC LIMIT 1) AS length"
+        " FROM url_jobs j WHERE j.job=? AND j.url NOT IN (SELECT url FROM captures WHERE run_id=?)"
+        ") WHERE length IS NOT NULL AND status BETWEEN 200 AND 399",
+        (before, before, run.get("job") or "", run_id)).fetchone()
+    request = 0
+    if count:
+        # The run's request records: what it stored beyond its captures' records (and a warcinfo per file).
+        captured, captured_bytes = conn.execute(
+            "SELECT COUNT(*), COALESCE(SUM(length), 0) FROM captures WHERE run_id=?", (run_id,)).fetchone()
+        request = max(0, stored - captured_bytes) // captured if captured else 0
+    return int(stored - revisits + originals + unfetched + count * request)

@@ -10,8 +10,8 @@ from flask import Blueprint, abort, g, redirect, render_template, request, url_f
 from harvester.job import JOB_SETTINGS, SECRET_SETTINGS, JobSettings, load_job_file
 from harvester.jobs.scheduler import iter_jobs, set_paused
 from index.collection import Collection, check_name, list_collections
+from index.state import full_harvest_estimate, open_readonly
 from index.state import job_runs as job_runs_of
-from index.state import open_readonly
 from replay.staff import charts, overview
 from replay.staff.context import ext
 from replay.staff.forms import (
@@ -189,12 +189,13 @@ def job_runs(coll: Collection, name: str) -> list[dict]:
         return []
     try:
         rows = job_runs_of(conn, name)
+        estimates = [full_harvest_estimate(conn, run) for run in rows]    # as `strata report` says
     finally:
         conn.close()
     runs = []
-    for run in rows:
+    for run, estimate in zip(rows, estimates, strict=True):
         figures = run.pop("figures")
         run.update({k: v for k, v in figures.items() if k not in run})
-        run["full_estimate"] = (figures.get("bytes_stored") or 0) + (figures.get("bytes_saved") or 0)
+        run["full_estimate"] = estimate
         runs.append(run)
     return runs
