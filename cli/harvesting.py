@@ -182,6 +182,13 @@ def report(collection, run_id, as_json, root) -> None:
         click.echo(f"{r['run_id']:<20} {r['mode']:<11} {secs:>6} {r['requests']:>6} {human_size(r['bytes_stored']):>9} "
                    f"{human_size(r['bytes_saved']):>9} {human_size(r['full_estimate']):>9} "
                    f"{r['vs_estimate'] if r['vs_estimate'] is not None else '-':>6}  {cmp}")
+    if data["change_rates"]:
+        click.echo("")
+        click.echo(f"{'run':<20} {'site':<28} {'index changed/checked':>22} {'content changed/checked':>24}")
+    for c in data["change_rates"]:
+        cells = [f"{c[k]['changed']}/{c[k]['checked']}" + (f" ({c[k]['share_changed']:.0%})" if c[k]["checked"] else "")
+                 for k in ("index", "content")]
+        click.echo(f"{c['run_id']:<20} {c['site']:<28} {cells[0]:>22} {cells[1]:>24}")
     for c in data.get("checks", []):
         click.echo(f"{c['outcome']:<13} {c['url']}  {c['reason']}")
 

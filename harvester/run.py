@@ -29,6 +29,7 @@ from harvester.links import LINK_TYPES, Link, links_of_payload
 from harvester.recovery import recover
 from harvester.report import RunFigures
 from harvester.robots import RobotsCache
+from harvester.run_end import close_figures
 from harvester.schedule import (
     PageKinds,
     due_at,
@@ -204,6 +205,7 @@ class Harvest:
             finished = utc_now()
             self.figures.warc_files = list(self.roller.files)
             self.figures.bytes_stored = self.roller.bytes_written
+            close_figures(state, self.run_id, self.job_key, iso(started), self.figures)
             state.update_run(self.run_id, status=self.status, finished=iso(finished), snapshot=ts14(finished),
                              figures=self.figures.as_dict())
             self._report(force=True)

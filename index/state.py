@@ -487,6 +487,8 @@ def full_harvest_estimate(conn: sqlite3.Connection, run: dict) -> int:
     if not run.get("started"):
         return stored - revisits + originals
     before = "".join(ch for ch in run["started"] if ch.isdigit())[:14]
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE name='url_jobs'").fetchone() is None:
+        return stored - revisits + originals    # a database of schema 1, opened read-only: not rebuilt yet
     count, unfetched = conn.execute(
         "SELECT COUNT(*), COALESCE(SUM(length), 0) FROM ("
         " SELECT (SELECT c.status FROM captures c WHERE c.url = j.url AND c.timestamp < ? "
@@ -503,3 +505,27 @@ def full_harvest_estimate(conn: sqlite3.Connection, run: dict) -> int:
             "SELECT COUNT(*), COALESCE(SUM(length), 0) FROM captures WHERE run_id=?", (run_id,)).fetchone()
         request = max(0, stored - captured_bytes) // captured if captured else 0
     return int(stored - revisits + originals + unfetched + count * request)
+
+
+# A page checked again: a capture classed so, or a soft change checked but not stored.
+CHECKED_CLASSES = ("changed", "soft", "unchanged", "not_modified", "deleted")
+CHANGED_CLASSES = ("changed", "deleted")
+
+
+def page_checks(conn: sqlite3.Connection, run_id: str) -> list[tuple[str, str, bool, str, str | None]]:
+    """The pages (HTML, with a page kind) the run checked again: (host, page kind, changed?, 14-digit
+    time of the check, 14-digit time of the page's previous capture or None)."""
+    marks = ",".join("?" * len(CHECKED_CLASSES))
+    rows = conn.execute(
+        "SELECT u.host, u.page_kind, c.class, c.timestamp, (SELECT MAX(p.timestamp) FROM captures p "
+        " WHERE p.url = c.url AND p.run_id != c.run_id AND p.timestamp <= c.timestamp) AS previous "
+        f"FROM captures c JOIN urls u ON u.url = c.url WHERE c.run_id=? AND u.page_kind IS NOT NULL "
+        f"AND c.class IN ({marks})", (run_id, *CHECKED_CLASSES)).fetchall()
+    soft = conn.execute(
+        "SELECT u.host, u.page_kind, k.at, (SELECT MAX(p.timestamp) FROM captures p WHERE p.url = k.url "
+        " AND p.run_id != k.run_id) AS previous FROM checks k JOIN urls u ON u.url = k.url "
+        "WHERE k.run_id=? AND k.outcome='soft' AND u.page_kind IS NOT NULL", (run_id,)).fetchall()
+    out = [(r["host"], r["page_kind"], r["class"] in CHANGED_CLASSES, r["timestamp"], r["previous"]) for r in rows]
+    out += [(r["host"], r["page_kind"], False, "".join(ch for ch in r["at"] if ch.isdigit())[:14], r["previous"])
+            for r in soft]
+    return out
