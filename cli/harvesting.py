@@ -20,11 +20,11 @@ DEMO_SITE_PORT = 8765
 
 
 # -- harvest ---------------------------------------------------------------------------------------
-def _run_harvest(coll, job, mode: str | None, as_json: bool) -> dict:
+def _run_harvest(coll, job, mode: str | None, as_json: bool, adhoc: bool = False) -> dict:
     from harvester.run import Harvest
 
     progress = None if as_json else ProgressLine()
-    harvest = Harvest(coll, job, mode=mode, progress=progress)
+    harvest = Harvest(coll, job, mode=mode, progress=progress, adhoc=adhoc)
 
     async def go() -> dict:
         loop = asyncio.get_running_loop()
@@ -76,7 +76,7 @@ def harvest(collection, seeds, job_name, depth, delay, concurrency, mode, as_jso
 
     if bool(seeds) == bool(job_name):
         raise ConfigError("give either --seed URL (one or more) or --job NAME, not both and not neither")
-    coll = Collection.open(root, collection, create=True)
+    coll = Collection(root, collection)     # created by the harvest, once the command is known to be good
     overrides = {k: v for k, v in (("depth", depth), ("delay", delay), ("concurrency", concurrency)) if v is not None}
     if job_name:
         job = load_job_file(coll.job_path(job_name))
@@ -84,7 +84,7 @@ def harvest(collection, seeds, job_name, depth, delay, concurrency, mode, as_jso
             job = job.replace(**overrides)
     else:
         job = validate_job("cli", {"seeds": list(seeds), **overrides})
-    summary = _run_harvest(coll, job, mode, as_json)
+    summary = _run_harvest(coll, job, mode, as_json, adhoc=not job_name)
     if as_json:
         click.echo(json.dumps(summary, ensure_ascii=False))
     else:
@@ -108,16 +108,19 @@ def harvest(collection, seeds, job_name, depth, delay, concurrency, mode, as_jso
 @click.option("--json", "as_json", is_flag=True)
 @root_option
 def runs(collection, as_json, root) -> None:
-    """List the harvest runs of COLLECTION with their figures."""
+    """List the harvest runs of COLLECTION with their figures, job and who started them."""
+    from harvester.jobs.origin import COMMAND_LINE, run_origins
     from index.collection import Collection
     from index.state import HarvestState
 
     coll = Collection.open(root, collection)
     with HarvestState(coll.db_path) as state:
         rows = state.runs()
+    origins = run_origins(root, collection)
     out = []
     for run in rows:
-        out.append({"run_id": run["run_id"], "collection": collection, "job": run["job"], "mode": run["mode"],
+        out.append({"run_id": run["run_id"], "collection": collection, "job": run["job"],
+                    "started_by": origins.get(run["run_id"], COMMAND_LINE), "mode": run["mode"],
                     "status": run["status"], "started": run["started"], "finished": run["finished"],
                     "snapshot": run["snapshot"], **run["figures"]})
     if as_json:
@@ -126,10 +129,10 @@ def runs(collection, as_json, root) -> None:
     if not out:
         click.echo(f"No runs in {collection} yet.")
         return
-    click.echo(f"{'run':<20} {'mode':<11} {'status':<11} {'fetched':>7} {'new':>5} {'chg':>5} {'same':>5} "
+    click.echo(f"{'run':<20} {'job':<12} {'started by':<16} {'mode':<11} {'status':<11} {'fetched':>7} {'new':>5} {'chg':>5} {'same':>5} "
                f"{'304':>5} {'del':>4} {'err':>4} {'stored':>9} {'saved':>9}")
     for r in out:
-        click.echo(f"{r['run_id']:<20} {r['mode']:<11} {r['status']:<11} {r.get('urls_fetched', 0):>7} "
+        click.echo(f"{r['run_id']:<20} {r['job'] or '-':<12} {r['started_by'][:16]:<16} {r['mode']:<11} {r['status']:<11} {r.get('urls_fetched', 0):>7} "
                    f"{r.get('new', 0):>5} {r.get('changed', 0):>5} {r.get('unchanged', 0):>5} "
                    f"{r.get('not_modified', 0):>5} {r.get('deleted', 0):>4} {r.get('errors', 0):>4} "
                    f"{human_size(r.get('bytes_stored', 0)):>9} {human_size(r.get('bytes_saved', 0)):>9}")
@@ -186,15 +189,24 @@ def report(collection, run_id, as_json, root) -> None:
         click.echo(f"{s['site']:<28} {s['urls']:>6} {s['pages']:>6} {s['index_pages']:>6} {s['content_pages']:>7} "
                    f"{s['due']:>5} {s['deleted']:>7} {s['change_rate_per_day']:>11}")
     click.echo("")
-    click.echo(f"{'run':<20} {'mode':<11} {'secs':>6} {'reqs':>6} {'stored':>9} {'saved':>9}  vs last full run")
+    click.echo(f"{'run':<20} {'mode':<11} {'secs':>6} {'reqs':>6} {'stored':>9} {'saved':>9} {'full est.':>9} "
+               f"{'x est.':>6}  vs last full run")
     for r in data["runs"]:
         vs = r.get("vs_full")
         cmp = (f"storage x{vs['storage']}, bandwidth x{vs['bandwidth']}, time x{vs['time']}" if vs else "")
         secs = f"{r['seconds']:.1f}" if r["seconds"] is not None else "-"
         click.echo(f"{r['run_id']:<20} {r['mode']:<11} {secs:>6} {r['requests']:>6} {human_size(r['bytes_stored']):>9} "
-                   f"{human_size(r['bytes_saved']):>9}  {cmp}")
+                   f"{human_size(r['bytes_saved']):>9} {human_size(r['full_estimate']):>9} "
+                   f"{r['vs_estimate'] if r['vs_estimate'] is not None else '-':>6}  {cmp}")
         if r.get("failed_hosts"):
             click.echo(f"{'':<20} every request failed to: {', '.join(r['failed_hosts'])}")
+    if data["change_rates"]:
+        click.echo("")
+        click.echo(f"{'run':<20} {'site':<28} {'index changed/checked':>22} {'content changed/checked':>24}")
+    for c in data["change_rates"]:
+        cells = [f"{c[k]['changed']}/{c[k]['checked']}" + (f" ({c[k]['share_changed']:.0%})" if c[k]["checked"] else "")
+                 for k in ("index", "content")]
+        click.echo(f"{c['run_id']:<20} {c['site']:<28} {cells[0]:>22} {cells[1]:>24}")
     for c in data.get("checks", []):
         click.echo(f"{c['outcome']:<13} {c['url']}  {c['reason']}")
 
@@ -251,7 +263,7 @@ def demo(collection, as_json, serve_after, port, site_port, root) -> None:
             site.version = version
             if not as_json:
                 click.echo(f"Harvesting the sample site, version {version}, at {site.base_url}/ ...", err=True)
-            summary = _run_harvest(coll, job, None, as_json)
+            summary = _run_harvest(coll, job, None, as_json, adhoc=True)
             summaries.append(summary)
             if not as_json:
                 print_summary(summary, coll)

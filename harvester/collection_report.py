@@ -1,13 +1,17 @@
 """The collection report: per site, how often pages change and how many are due; per run, what it
-fetched, stored and saved, and how each incremental run compares with the last full run before it."""
+fetched, stored and saved, per site the share of its pages of each kind that changed (over time,
+run by run), how that compares with what a full harvest would have stored instead
+(``index.state.full_harvest_estimate``, the console's storage chart shows the same figure), and how
+each incremental run compares with the last full run before it."""
 
 from __future__ import annotations
 
 import collections
 from datetime import UTC, datetime
 
+from harvester.change_rates import KINDS
 from harvester.schedule import due_at, parse_iso
-from index.state import HarvestState
+from index.state import HarvestState, full_harvest_estimate
 
 
 def build_report(state: HarvestState, min_interval: float = 86400.0, max_interval: float = 90 * 86400.0,
@@ -43,13 +47,15 @@ def build_report(state: HarvestState, min_interval: float = 86400.0, max_interva
         seconds = None
         if run["started"] and run["finished"]:
             seconds = (parse_iso(run["finished"]) - parse_iso(run["started"])).total_seconds()
-        row = {"run_id": run["run_id"], "mode": run["mode"], "status": run["status"], "snapshot": run["snapshot"],
+        row = {"run_id": run["run_id"], "job": run["job"], "mode": run["mode"], "status": run["status"],
+               "snapshot": run["snapshot"], "full_estimate": full_harvest_estimate(state.conn, run),
                "seconds": seconds, "requests": fig.get("requests", 0), "urls_fetched": fig.get("urls_fetched", 0),
                "bytes_downloaded": fig.get("bytes_downloaded", 0), "bytes_stored": fig.get("bytes_stored", 0),
                "bytes_saved": fig.get("bytes_saved", 0), "skipped": fig.get("skipped", 0),
                "failed_hosts": fig.get("failed_hosts", []),
                **{k: fig.get(k, 0) for k in ("new", "changed", "soft", "unchanged", "not_modified", "deleted",
                                              "errors")}}
+        row["vs_estimate"] = _ratio(row["bytes_stored"], row["full_estimate"])
         if run["mode"] == "full" and run["status"] == "finished":
             last_full = row
         elif last_full:
@@ -61,7 +67,24 @@ def build_report(state: HarvestState, min_interval: float = 86400.0, max_interva
                 "time": _ratio(row["seconds"], last_full["seconds"]),
             }
         runs.append(row)
-    return {"sites": site_rows, "runs": runs}
+    return {"sites": site_rows, "runs": runs, "change_rates": change_rates_over_time(state.runs())}
+
+
+def change_rates_over_time(runs: list[dict]) -> list[dict]:
+    """Per run (oldest first) and site: the pages of each kind it checked again and how many had
+    changed, as recorded when the run ended (``harvester.change_rates``)."""
+    out = []
+    for run in runs:
+        for site, kinds in sorted(((run["figures"] or {}).get("change_rates") or {}).items()):
+            row = {"run_id": run["run_id"], "job": run["job"], "snapshot": run["snapshot"], "site": site}
+            for kind in KINDS:
+                figures = kinds.get(kind) or {}
+                checked, changed = figures.get("checked", 0), figures.get("changed", 0)
+                row[kind] = {"checked": checked, "changed": changed,
+                             "share_changed": round(changed / checked, 4) if checked else None,
+                             "rate_per_day": figures.get("rate_per_day", 0.0) if checked else None}
+            out.append(row)
+    return out
 
 
 def _ratio(a, b) -> float | None:

@@ -14,7 +14,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from harvester.jobs.frequency import FREQUENCIES, check_frequency
+from harvester.jobs.frequency import ADAPTIVE, FREQUENCIES, check_frequency
 from harvester.proxies import check_proxy_url
 from strata.errors import ConfigError
 from strata.settings import (
@@ -47,7 +47,7 @@ def _seeds(value: Any) -> tuple[str, ...]:
 
 def _frequency(value: Any) -> str:
     value = check_str(value)
-    if value in FREQUENCIES or value == "manual":
+    if value in FREQUENCIES or value in ("manual", ADAPTIVE):
         return value
     fields = value.split()
     if len(fields) == 5 and all(re.fullmatch(r"[\d*/,\-]+", f) for f in fields):
@@ -56,7 +56,8 @@ def _frequency(value: Any) -> str:
         except ConfigError as exc:
             raise ValueError(exc.message.split(": ", 1)[-1]) from None
         return value
-    raise ValueError(f"must be manual, {', '.join(FREQUENCIES)} or a 5-field cron expression, not {value!r}")
+    raise ValueError(f"must be manual, {', '.join(FREQUENCIES)}, {ADAPTIVE} or a 5-field cron expression, "
+                     f"not {value!r}")
 
 
 def _optional_url(value: Any) -> str:
@@ -100,7 +101,10 @@ JOB_SETTINGS: tuple[Setting, ...] = (
     Setting("max_urls", 100_000, check_int(1, 100_000_000), "Most URLs fetched in one run."),
     Setting("warc_max_size", 10**9, check_size, "Roll over to a new WARC file past this size."),
     Setting("fulltext", True, check_bool, "Add each run's new payloads to the collection's full-text (Whoosh) index."),
-    Setting("frequency", "manual", _frequency, "How often the scheduler runs the job: manual, hourly, daily, weekly, monthly, quarterly or cron."),
+    Setting("frequency", "manual", _frequency, "How often the scheduler runs the job: manual, hourly, daily, weekly, monthly, quarterly, cron, or adaptive (as often as the job's observed change rate warrants, see adaptive_target)."),
+    Setting("adaptive_target", 0.1, check_float(0.01, 0.99), "With frequency = adaptive: the expected share of the job's pages changed since its last run at which it runs again (Poisson estimate from its last runs' change rates)."),
+    Setting("adaptive_min", 86400.0, check_duration, "With frequency = adaptive: the shortest interval between runs."),
+    Setting("adaptive_max", 90 * 86400.0, check_duration, "With frequency = adaptive: the longest interval between runs."),
     # Incremental strategies (index pages, content pages, noise-tolerant change detection).
     Setting("index_patterns", (), check_regex_list, "Regexes for index pages (re-read every incremental run). Seeds are always index pages."),
     Setting("content_patterns", (), check_regex_list, "Regexes for content pages (re-fetched only when due)."),
@@ -160,6 +164,9 @@ class JobSettings:
     warc_max_size: int = _default("warc_max_size")
     fulltext: bool = _default("fulltext")
     frequency: str = _default("frequency")
+    adaptive_target: float = _default("adaptive_target")
+    adaptive_min: float = _default("adaptive_min")
+    adaptive_max: float = _default("adaptive_max")
     index_patterns: tuple[str, ...] = _default("index_patterns")
     content_patterns: tuple[str, ...] = _default("content_patterns")
     default_page_kind: str = _default("default_page_kind")
@@ -226,6 +233,8 @@ def validate_job(name: str, raw: dict[str, Any]) -> JobSettings:
         raise ConfigError(f"job {name!r}: field 'seeds': at least one seed URL is needed")
     if values["min_interval"] > values["max_interval"]:
         raise ConfigError(f"job {name!r}: field 'min_interval': must not exceed max_interval")
+    if values["adaptive_min"] > values["adaptive_max"]:
+        raise ConfigError(f"job {name!r}: field 'adaptive_min': must not exceed adaptive_max")
     return JobSettings(name=name, **values)
 
 

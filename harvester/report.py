@@ -25,6 +25,10 @@ class RunFigures:
     bytes_saved: int = 0         # payload bytes not stored again thanks to revisits and 304s
     warc_files: list[str] = dataclasses.field(default_factory=list)
     failed_hosts: list[str] = dataclasses.field(default_factory=list)   # host[:port]s every request to which failed
+    # Set when the run ends (harvester.run_end): what a full harvest would have stored instead, and
+    # per site and page kind, the pages checked again and how many had changed.
+    full_estimate: int | None = None
+    change_rates: dict = dataclasses.field(default_factory=dict)
 
     def count(self, cls: str) -> None:
         if cls == "error":

@@ -32,6 +32,7 @@ from harvester.proxies import ProxyPool
 from harvester.recovery import recover
 from harvester.report import RunFigures
 from harvester.robots import RobotsCache, RobotsRules, RobotsUnreachable, effective_delay
+from harvester.run_end import close_figures
 from harvester.schedule import PageKinds
 from harvester.scope import Scope
 from harvester.strategy import PagingStrategy
@@ -39,6 +40,7 @@ from harvester.warcfile import RecordLocation, WarcRoller
 from index import cdxj, decision, runhistory
 from index.collection import Collection
 from index.payload import DecodeError, decode_content, read_record
+from index.rebuild import rebuild_if_outdated
 from index.seal import index_sealed_file
 from index.state import Capture, HarvestState, Original
 from strata import __version__
@@ -76,9 +78,12 @@ class _Look:
 class Harvest:
     def __init__(self, collection: Collection, job: JobSettings, mode: str | None = None,
                  progress: Callable[[dict], None] | None = None,
-                 transport: httpx.AsyncBaseTransport | None = None):
+                 transport: httpx.AsyncBaseTransport | None = None, adhoc: bool = False):
         self.collection = collection
         self.job = job
+        # The job the run belongs to: its file's name; None for a run from --seed URLs (adhoc). A job's
+        # incremental run rechecks the URLs its own runs queued, and its first run is full.
+        self.job_key: str | None = None if adhoc else job.name
         self.requested_mode = mode
         self.progress = progress
         if transport is None:
@@ -117,6 +122,7 @@ class Harvest:
     async def run(self) -> dict:
         coll = self.collection
         coll.create()
+        rebuild_if_outdated(coll)
         cdxj.preload_indexer()
         with coll.harvest_lock():
             self.state = HarvestState(coll.db_path)
@@ -153,9 +159,10 @@ class Harvest:
         self._proxy_pool = getattr(self.transport, "proxy_pool", None)
         started = utc_now()
         self.run_id = new_run_id(started)
-        # Incremental once a full run has finished: an interrupted or cancelled first run is no baseline.
-        self.mode = self.requested_mode or ("incremental" if state.has_full_baseline() else "full")
-        state.begin_run(self.run_id, job.name, self.mode, iso(started), os.getpid())
+        # Incremental once this job has a finished full run: an interrupted or cancelled first run is no
+        # baseline, and another job's runs are not this job's.
+        self.mode = self.requested_mode or ("incremental" if state.has_full_baseline(self.job_key) else "full")
+        state.begin_run(self.run_id, self.job_key, self.mode, iso(started), os.getpid())
         self.scope = Scope(list(job.seeds), hosts=job.scope, include=list(job.include), exclude=list(job.exclude),
                            max_depth=job.depth, embeds_offsite=job.embeds_offsite,
                            same_host_any_port=job.same_host_any_port)
@@ -167,12 +174,13 @@ class Harvest:
         self.kinds = PageKinds(job.index_patterns, job.content_patterns, job.default_page_kind, job.seeds)
         self.noise = NoiseRules(job.noise_selectors, job.noise_patterns)
         self.paging = PagingStrategy(state, self.run_id, job, self.mode, self.kinds, self.scope, self.frontier,
-                                     self.figures, self._enqueue, self.notes)
+                                     self.figures, self._enqueue, self.notes, self.job_key)
         self.roller = WarcRoller(
             coll_archive := self.collection.archive_dir, self.collection.name,
             warcinfo={
                 "software": f"Strata/{__version__} (warcio, httpx)",
-                "job": job.name, "run-id": self.run_id, "mode": self.mode, "started": iso(started),
+                **({"job": self.job_key} if self.job_key else {}), "run-id": self.run_id, "mode": self.mode,
+                "started": iso(started),
                 "robots": "classic" if job.robots == "obey" else "ignore",
                 "http-header-user-agent": job.user_agent,
                 "isPartOf": self.collection.name,
@@ -222,6 +230,10 @@ class Harvest:
                 self.notes.append(f"{len(self.surplus_urls)} response(s) came with bytes past their end (more than "
                                   f"Content-Length), e.g. {self.surplus_urls[0]}: their connections were closed "
                                   "and their records carry WARC-Strata-Note: content-length-surplus")
+            # the estimate and change rates go in the run's report: what the run stored before its report
+            self.figures.warc_files = list(self.roller.files)
+            self.figures.bytes_stored = self.roller.bytes_written
+            close_figures(state, self.run_id, self.job_key, iso(started), self.figures)
             figures = self.figures.as_dict()
             if self.failure:
                 figures["failure"] = self.failure
@@ -317,7 +329,7 @@ class Harvest:
         if self.frontier.add(item):
             link_kind = "embed" if item.kind == "embed" else "navigation"
             self.state.see_url(item.url, url_host(item.url), self.run_id, iso(utc_now()), item.via, item.depth,
-                               link_kind)
+                               link_kind, job=self.job_key)
 
     async def _worker(self) -> None:
         while not self._stop:
@@ -411,7 +423,7 @@ class Harvest:
                 await self.frontier.pace(host)
             previous = self.state.url(url)
             if previous is None:
-                self.state.see_url(url, url_host(url), self.run_id, iso(utc_now()), None, 0, "embed")
+                self.state.see_url(url, url_host(url), self.run_id, iso(utc_now()), None, 0, "embed", job=self.job_key)
                 previous = None
             result = await self._fetch(url, {})
             # When the request really left is not known here (the fetch process may take a while to

@@ -43,8 +43,9 @@ def _iso(dt: datetime) -> str:
 class PagingStrategy:
     def __init__(self, state: HarvestState, run_id: str, job: JobSettings, mode: str, kinds: PageKinds,
                  scope: Scope, frontier: Frontier, figures: RunFigures, enqueue: Callable[[Item], None],
-                 notes: list[str]):
+                 notes: list[str], job_key: str | None = None):
         self.state, self.run_id, self.job, self.mode = state, run_id, job, mode
+        self.job_key = job_key      # the job whose URLs these are (None: runs of no job)
         self.kinds, self.scope, self.frontier, self.figures = kinds, scope, frontier, figures
         self.enqueue, self.notes = enqueue, notes
         # Index/content strategy: only in incremental runs of jobs that name page kinds.
@@ -60,7 +61,7 @@ class PagingStrategy:
             self.enqueue(Item(seed, 0, "seed"))
         if self.mode != "incremental":
             return
-        for row in self.state.known_urls():
+        for row in self.state.job_urls(self.job_key):
             accepted = self.scope.decide(row["url"], row["depth"] or 0, row["link_kind"] or "navigation")
             if not accepted.accept:
                 continue
@@ -161,7 +162,7 @@ class PagingStrategy:
         if not (self.enabled and self.job.check_deleted_links):
             return
         unsure = 0
-        for row in self.state.known_urls():
+        for row in self.state.job_urls(self.job_key):
             if row["page_kind"] != "content" or row["deleted_at"] or row["url"] in self.index_links:
                 continue
             if row["found_on"] not in self.index_pages_done or row["url"] in self.fetched:

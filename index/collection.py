@@ -153,3 +153,17 @@ def list_collections(root: Path) -> list[str]:
     return sorted(
         p.name for p in root.iterdir() if p.is_dir() and NAME_RE.match(p.name) and (p / "archive").is_dir()
     )
+
+
+def list_job_collections(root: Path) -> list[str]:
+    """Collections that hold job files, whether or not anything was harvested into them yet (a
+    collection set up by hand as ``<root>/<name>/jobs/<job>.toml`` has no ``archive/`` yet)."""
+    root = Path(root)
+    if not root.is_dir():
+        return []
+    return sorted(p.name for p in root.iterdir() if p.is_dir() and NAME_RE.match(p.name) and (p / "jobs").is_dir())
+
+
+def list_known_collections(root: Path) -> list[str]:
+    """Collections harvested into, and collections with jobs only: what the staff console lists."""
+    return sorted(set(list_collections(root)) | set(list_job_collections(root)))

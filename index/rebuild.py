@@ -27,7 +27,7 @@ from warcio.archiveiterator import ArchiveIterator
 from index import cdxj, runhistory, warcscan
 from index.collection import Collection
 from index.decision import NOT_MODIFIED_PROFILE, Observation, decide
-from index.state import Capture, HarvestState, Original
+from index.state import SCHEMA_VERSION, Capture, HarvestState, Original, schema_version
 
 
 def _warcinfo_fields(block: bytes) -> dict[str, str]:
@@ -45,6 +45,16 @@ def _ts14(warc_date: str) -> str:
 
 def _iso(warc_date: str) -> str:
     return warc_date[:19] + "." + (warc_date[20:23] if len(warc_date) > 20 else "000").ljust(3, "0") + "Z"
+
+
+def rebuild_if_outdated(collection: Collection) -> bool:
+    """Rebuild a database made by an older Strata (``index.state.SCHEMA_VERSION``) before it is
+    used: the schema is rebuilt from the WARCs rather than migrated. True when it was rebuilt."""
+    version = schema_version(collection.db_path)
+    if version is None or version >= SCHEMA_VERSION:
+        return False
+    rebuild_state(collection)
+    return True
 
 
 def _date_key(warc_date: str) -> str:
@@ -146,7 +156,7 @@ def _scan(collection: Collection, files: list[str], progress: Callable[[dict], N
                 headers = record.rec_headers
                 if kind == "warcinfo" and info["run_id"] is None:
                     fields = _warcinfo_fields(record.content_stream().read())
-                    info.update(run_id=fields.get("run-id") or name, job=fields.get("job"), mode=fields.get("mode"),
+                    info.update(run_id=fields.get("run-id") or name, job=fields.get("job") or None, mode=fields.get("mode"),
                                 started=fields.get("started"), strata=bool(fields.get("run-id")))
                 elif kind == "request" and record.http_headers:
                     referer = record.http_headers.get_header("Referer")
@@ -212,7 +222,7 @@ def _derive_all(collection: Collection, state: HarvestState, files: list[str], s
                     record.rec_headers.replace_header("WARC-Record-ID", arc_record_id(files[index], offset))
                 run_id = scan.file_runs[index]["run_id"]
                 _derive_capture(state, record, run_id, files[index], offset, length, payload_length, referers,
-                                soft.get(run_id, ()))
+                                soft.get(run_id, ()), scan.file_runs[index]["job"])
                 date = record.rec_headers.get_header("WARC-Date")
                 run = runs[run_id]
                 if not run["first"] or _date_key(date) < _date_key(run["first"]):
@@ -239,7 +249,8 @@ def arc_record_id(filename: str, offset: int) -> str:
 
 
 def _derive_capture(state: HarvestState, record, run_id: str, warc: str, offset: int, length: int,
-                    payload_length: int | None, referers: dict[str, str], soft: set[str] | tuple[str, ...] = ()) -> None:
+                    payload_length: int | None, referers: dict[str, str], soft: set[str] | tuple[str, ...] = (),
+                    job: str | None = None) -> None:
     """One response or revisit record through ``index.decision``, as the harvest did when it wrote it."""
     headers = record.rec_headers
     url = headers.get_header("WARC-Target-URI")
@@ -251,9 +262,9 @@ def _derive_capture(state: HarvestState, record, run_id: str, warc: str, offset:
     not_modified = NOT_MODIFIED_PROFILE in (profile or "")
     status = 304 if not_modified else (int(http.get_statuscode()) if http and http.get_statuscode() else None)
     previous = state.url(url)
+    state.see_url(url, url.split("/")[2].split(":")[0] if "//" in url else "", run_id, _iso(date),
+                  referers.get(url), 0, "navigation", job=job)     # known already: only the job is added
     if previous is None:
-        state.see_url(url, url.split("/")[2].split(":")[0] if "//" in url else "", run_id, _iso(date),
-                      referers.get(url), 0, "navigation")
         previous = state.url(url)
     mime = (http.get_header("Content-Type") or "").split(";")[0].strip().lower() if http else ""
     refers_uri = headers.get_header("WARC-Refers-To-Target-URI")

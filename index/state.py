@@ -13,6 +13,7 @@ caller falls back to what the CDXJ index says.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import sqlite3
@@ -22,13 +23,14 @@ from pathlib import Path
 from index.db import connect, immediate_transaction
 from strata.times import ts14_of
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2   # 2: url_jobs (which job found or reached each URL); runs.job NULL for --seed runs
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE IF NOT EXISTS runs (
     run_id TEXT PRIMARY KEY,
-    job TEXT, mode TEXT, status TEXT,           -- running | finished | cancelled | interrupted | failed
+    job TEXT,                                   -- the job file's name; NULL for a --seed run
+    mode TEXT, status TEXT,                     -- running | finished | cancelled | interrupted | failed
     started TEXT, finished TEXT,                -- ISO 8601 UTC
     snapshot TEXT,                              -- 14-digit timestamp that addresses the run's snapshot
     pid INTEGER,
@@ -66,6 +68,9 @@ CREATE TABLE IF NOT EXISTS urls (
     next_due TEXT, deleted_at TEXT
 );
 CREATE INDEX IF NOT EXISTS urls_host ON urls (host);
+CREATE TABLE IF NOT EXISTS url_jobs (           -- the jobs that queued a URL ('': runs of no job, from --seed)
+    url TEXT, job TEXT, PRIMARY KEY (job, url)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS digests (
     digest TEXT PRIMARY KEY,                    -- sha1:BASE32, as in WARC-Payload-Digest
     url TEXT, warc_date TEXT, record_id TEXT, warc TEXT
@@ -129,7 +134,7 @@ class HarvestState:
         return immediate_transaction(self.conn)
 
     # -- runs ----------------------------------------------------------------------------------
-    def begin_run(self, run_id: str, job: str, mode: str, started: str, pid: int) -> None:
+    def begin_run(self, run_id: str, job: str | None, mode: str, started: str, pid: int) -> None:
         self.conn.execute(
             "INSERT INTO runs (run_id, job, mode, status, started, pid, figures) VALUES (?,?,?,?,?,?,?)",
             (run_id, job, mode, "running", started, pid, "{}"),
@@ -188,11 +193,13 @@ class HarvestState:
         row = self.conn.execute("SELECT MAX(snapshot) FROM runs").fetchone()
         return row[0] if row else None
 
-    def has_full_baseline(self) -> bool:
-        """Is there a finished run that was not incremental (a full one, or one imported)? Until
-        there is, runs are full: an interrupted or cancelled first full run is no baseline."""
+    def has_full_baseline(self, job: str | None) -> bool:
+        """Has this job (None: runs of no job) a finished run that was not incremental (a full one, or
+        one imported)? Until it has, its runs are full: an interrupted or cancelled first full run is
+        no baseline, and neither are other jobs' runs."""
         row = self.conn.execute(
-            "SELECT 1 FROM runs WHERE status='finished' AND mode IS NOT 'incremental' LIMIT 1").fetchone()
+            "SELECT 1 FROM runs WHERE job IS ? AND status='finished' AND mode IS NOT 'incremental' LIMIT 1",
+            (job,)).fetchone()
         return row is not None
 
     # -- WARC files ----------------------------------------------------------------------------
@@ -221,14 +228,25 @@ class HarvestState:
         for row in self.conn.execute("SELECT * FROM urls ORDER BY depth, first_seen, url"):
             yield dict(row)
 
+    def job_urls(self, job: str | None) -> Iterator[dict]:
+        """The known URLs a job (None: runs of no job) queued in its runs: what its incremental run
+        rechecks. Another job's URLs are that job's to recheck."""
+        for row in self.conn.execute(
+                "SELECT u.* FROM urls u JOIN url_jobs j ON j.url = u.url WHERE j.job=? "
+                "ORDER BY u.depth, u.first_seen, u.url", (job or "",)):
+            yield dict(row)
+
     def see_url(self, url: str, host: str, run_id: str, at: str, found_on: str | None, depth: int,
-                link_kind: str, page_kind: str | None = None) -> bool:
-        """Record where and when a URL was first seen; True when it was never seen before."""
-        cur = self.conn.execute(
-            "INSERT INTO urls (url, host, first_seen, first_run, found_on, depth, link_kind, page_kind) "
-            "VALUES (?,?,?,?,?,?,?,?) ON CONFLICT(url) DO NOTHING",
-            (url, host, at, run_id, found_on, depth, link_kind, page_kind),
-        )
+                link_kind: str, page_kind: str | None = None, job: str | None = None) -> bool:
+        """Record where and when a URL was first seen, and that ``job`` (None: no job) queued it; True
+        when it was never seen before."""
+        with contextlib.nullcontext() if self.conn.in_transaction else self.transaction():
+            cur = self.conn.execute(
+                "INSERT INTO urls (url, host, first_seen, first_run, found_on, depth, link_kind, page_kind) "
+                "VALUES (?,?,?,?,?,?,?,?) ON CONFLICT(url) DO NOTHING",
+                (url, host, at, run_id, found_on, depth, link_kind, page_kind),
+            )
+            self.conn.execute("INSERT OR IGNORE INTO url_jobs (job, url) VALUES (?,?)", (job or "", url))
         return cur.rowcount == 1
 
     def urls_of_run(self, run_id: str) -> list[dict]:
@@ -360,6 +378,21 @@ class HarvestState:
 # -- read-only questions -------------------------------------------------------------------------
 
 GONE_STATUSES = (404, 410)
+
+
+def schema_version(db_path: Path) -> int | None:
+    """The schema version a collection database was made with; None when there is none (or it
+    cannot be read). Older than ``SCHEMA_VERSION``: rebuild it (``index.rebuild``)."""
+    conn = open_readonly(db_path)
+    if conn is None:
+        return None
+    try:
+        row = conn.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+        return int(row[0]) if row and str(row[0]).isdigit() else 0
+    except sqlite3.Error:
+        return 0
+    finally:
+        conn.close()
 
 
 def open_readonly(db_path: Path) -> sqlite3.Connection | None:
@@ -543,3 +576,69 @@ def _capture_original(conn: sqlite3.Connection, row) -> dict:
         "url": uri, "date": date, "timestamp": ts14_of(date) if date else None,
         "warc": held["warc"] if held is not None else None, "offset": held["offset"] if held is not None else None,
     }
+
+
+def full_harvest_estimate(conn: sqlite3.Connection, run: dict) -> int:
+    """What a full harvest would have stored instead of ``run`` (a ``runs`` row, figures decoded),
+    in WARC bytes: one response record and one request record for every URL of the run's job that
+    was still there. The one computation behind ``strata report`` and the console's storage chart;
+    kept in the run's figures (``full_estimate``) when the run ends, computed here for older runs.
+
+    - What the run stored, with each revisit replaced by its original's response record;
+    - each URL of the job it did not fetch (content pages not due, listing pages not read on, their
+      embeds, soft changes not stored) whose last capture before the run was 2xx, 3xx or 304: its
+      last response record, and a request record of the run's mean size."""
+    figures = run.get("figures") or {}
+    if figures.get("full_estimate") is not None:
+        return int(figures["full_estimate"])
+    run_id = run["run_id"]
+    stored = figures.get("bytes_stored") or 0
+    revisits, originals = conn.execute(
+        "SELECT COALESCE(SUM(r.length), 0), COALESCE(SUM((SELECT o.length FROM captures o WHERE o.url = "
+        "r.refers_to_uri AND o.warc_date = r.refers_to_date AND o.record_type='response' LIMIT 1)), 0) "
+        "FROM captures r WHERE r.run_id=? AND r.record_type='revisit'", (run_id,)).fetchone()
+    if not run.get("started"):
+        return stored - revisits + originals
+    before = "".join(ch for ch in run["started"] if ch.isdigit())[:14]
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE name='url_jobs'").fetchone() is None:
+        return stored - revisits + originals    # a database of schema 1, opened read-only: not rebuilt yet
+    count, unfetched = conn.execute(
+        "SELECT COUNT(*), COALESCE(SUM(length), 0) FROM ("
+        " SELECT (SELECT c.status FROM captures c WHERE c.url = j.url AND c.timestamp < ? "
+        "         ORDER BY c.timestamp DESC, c.id DESC LIMIT 1) AS status,"
+        "        (SELECT c.length FROM captures c WHERE c.url = j.url AND c.timestamp < ? "
+        "         AND c.record_type='response' ORDER BY c.timestamp DESC, c.id DESC LIMIT 1) AS length"
+        " FROM url_jobs j WHERE j.job=? AND j.url NOT IN (SELECT url FROM captures WHERE run_id=?)"
+        ") WHERE length IS NOT NULL AND status BETWEEN 200 AND 399",
+        (before, before, run.get("job") or "", run_id)).fetchone()
+    request = 0
+    if count:
+        # The run's request records: what it stored beyond its captures' records (and a warcinfo per file).
+        captured, captured_bytes = conn.execute(
+            "SELECT COUNT(*), COALESCE(SUM(length), 0) FROM captures WHERE run_id=?", (run_id,)).fetchone()
+        request = max(0, stored - captured_bytes) // captured if captured else 0
+    return int(stored - revisits + originals + unfetched + count * request)
+
+
+# A page checked again: a capture classed so, or a soft change checked but not stored.
+CHECKED_CLASSES = ("changed", "soft", "unchanged", "not_modified", "deleted")
+CHANGED_CLASSES = ("changed", "deleted")
+
+
+def page_checks(conn: sqlite3.Connection, run_id: str) -> list[tuple[str, str, bool, str, str | None]]:
+    """The pages (HTML, with a page kind) the run checked again: (host, page kind, changed?, 14-digit
+    time of the check, 14-digit time of the page's previous capture or None)."""
+    marks = ",".join("?" * len(CHECKED_CLASSES))
+    rows = conn.execute(
+        "SELECT u.host, u.page_kind, c.class, c.timestamp, (SELECT MAX(p.timestamp) FROM captures p "
+        " WHERE p.url = c.url AND p.run_id != c.run_id AND p.timestamp <= c.timestamp) AS previous "
+        f"FROM captures c JOIN urls u ON u.url = c.url WHERE c.run_id=? AND u.page_kind IS NOT NULL "
+        f"AND c.class IN ({marks})", (run_id, *CHECKED_CLASSES)).fetchall()
+    soft = conn.execute(
+        "SELECT u.host, u.page_kind, k.at, (SELECT MAX(p.timestamp) FROM captures p WHERE p.url = k.url "
+        " AND p.run_id != k.run_id) AS previous FROM checks k JOIN urls u ON u.url = k.url "
+        "WHERE k.run_id=? AND k.outcome='soft' AND u.page_kind IS NOT NULL", (run_id,)).fetchall()
+    out = [(r["host"], r["page_kind"], r["class"] in CHANGED_CLASSES, r["timestamp"], r["previous"]) for r in rows]
+    out += [(r["host"], r["page_kind"], False, "".join(ch for ch in r["at"] if ch.isdigit())[:14], r["previous"])
+            for r in soft]
+    return out

@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 from strata.errors import ConfigError
 
 FREQUENCIES = ("hourly", "daily", "weekly", "monthly", "quarterly")
+ADAPTIVE = "adaptive"    # as often as the job's change rate warrants: harvester.change_rates
 INTERVALS = {"hourly": timedelta(hours=1), "daily": timedelta(days=1), "weekly": timedelta(weeks=1)}
 MONTHS = {"monthly": 1, "quarterly": 3}
 
@@ -28,7 +29,7 @@ def _cron(expression: str, after: datetime) -> datetime:
 
 def check_frequency(frequency: str) -> None:
     """What ``validate_job`` cannot see: that a cron expression has a next time (``61 * * * *`` has none)."""
-    if frequency != "manual" and frequency not in INTERVALS and frequency not in MONTHS:
+    if frequency not in ("manual", ADAPTIVE) and frequency not in INTERVALS and frequency not in MONTHS:
         _cron(frequency, datetime(2024, 1, 1, tzinfo=UTC))
 
 

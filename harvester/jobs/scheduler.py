@@ -8,7 +8,8 @@ running is not queued again (the slot is spent). Paused and ``manual`` jobs are 
 
 Frequencies: ``hourly``, ``daily``, ``weekly`` (fixed intervals); ``monthly`` and ``quarterly``
 (calendar months, same day of month, clamped to the month's length); or a five-field cron
-expression in UTC (evaluated by ``cronsim``). A job never run by the scheduler starts from its last
+expression in UTC (evaluated by ``cronsim``); or ``adaptive``: one interval after its last run, the
+interval set by the change rates its runs observed (``harvester.change_rates``). A job never run by the scheduler starts from its last
 harvest run (``runs`` in the collection database): an interval job that never ran is due at once,
 a cron job at its next slot.
 
@@ -21,14 +22,15 @@ import dataclasses
 import logging
 import threading
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from harvester.change_rates import HISTORY, adaptive_interval, pooled_rate
 from harvester.job import JobSettings, load_job_file
-from harvester.jobs.frequency import first_due, next_slot
+from harvester.jobs.frequency import ADAPTIVE, first_due, next_slot
 from harvester.jobs.queue import QueuedRun, RunQueue, ScheduleEntry
-from index.collection import Collection, list_collections
-from index.state import last_started, open_readonly
+from index.collection import Collection, list_job_collections
+from index.state import job_runs, last_started, open_readonly
 from strata.errors import ConfigError, StrataError
 from strata.times import utc_now
 
@@ -44,15 +46,28 @@ class TickResult:
 
 
 def iter_jobs(root: Path) -> Iterator[tuple[str, str, JobSettings | ConfigError]]:
-    for name in list_collections(root):
+    for name in list_job_collections(root):
         coll = Collection(root, name)
-        if not coll.jobs_dir.is_dir():
-            continue
         for path in sorted(coll.jobs_dir.glob("*.toml")):
             try:
                 yield name, path.stem, load_job_file(path)
             except StrataError as exc:
                 yield name, path.stem, ConfigError(exc.message)
+
+
+def _parse_started(text: str) -> datetime:
+    return datetime.strptime(text[:19], "%Y-%m-%dT%H:%M:%S").replace(tzinfo=UTC)
+
+
+def job_history(root: Path, collection: str, job: str) -> list[dict]:
+    """The job's runs in the collection database, oldest first, figures decoded ([] when none)."""
+    conn = open_readonly(Collection(root, collection).db_path)
+    if conn is None:
+        return []
+    try:
+        return job_runs(conn, job)
+    finally:
+        conn.close()
 
 
 def last_run_started(root: Path, collection: str, job: str) -> datetime | None:
@@ -91,6 +106,9 @@ class Scheduler:
         frequency = job.frequency
         if frequency == "manual":
             return
+        if frequency == ADAPTIVE:
+            self._consider_adaptive(collection, job, now, result)
+            return
         entry = self.queue.schedule(collection, job.name)
         if entry is None or entry.frequency != frequency or entry.next_due is None:
             last = last_run_started(self.root, collection, job.name)
@@ -110,6 +128,35 @@ class Scheduler:
             result.skipped.append((collection, job.name, f"run {queued.id} still {queued.status}"))
         entry.next_due = next_slot(frequency, entry.next_due, now)
         entry.last_queued = now
+        self.queue.save_schedule(entry)
+
+    def _consider_adaptive(self, collection: str, job: JobSettings, now: datetime, result: TickResult) -> None:
+        """Due one adaptive interval (``harvester.change_rates``) after the job's last run started or
+        was last queued, whichever is later; at once when it never ran. Recomputed every tick, so a
+        run that just ended moves the next time by what it saw."""
+        entry = self.queue.schedule(collection, job.name)
+        if entry is None or entry.frequency != ADAPTIVE:
+            entry = ScheduleEntry(collection, job.name, ADAPTIVE, None, entry.last_queued if entry else None,
+                                  entry.paused if entry else False)
+        if entry.paused:
+            self.queue.save_schedule(entry)
+            result.skipped.append((collection, job.name, "paused"))
+            return
+        history = job_history(self.root, collection, job.name)
+        interval = timedelta(seconds=adaptive_interval(pooled_rate(history[-HISTORY:]), job.adaptive_target,
+                                                       job.adaptive_min, job.adaptive_max))
+        starts = [_parse_started(run["started"]) for run in history if run.get("started")]
+        base = max([t for t in (max(starts, default=None), entry.last_queued) if t is not None], default=None)
+        entry.next_due = now if base is None else base + interval
+        if entry.next_due > now:
+            self.queue.save_schedule(entry)
+            return
+        queued, created = self.queue.enqueue(collection, job.name, "auto", reason="schedule", now=now)
+        if created:
+            result.queued.append(queued)
+        else:
+            result.skipped.append((collection, job.name, f"run {queued.id} still {queued.status}"))
+        entry.last_queued, entry.next_due = now, now + interval
         self.queue.save_schedule(entry)
 
     def run_forever(self, interval: float = 30.0, stop: threading.Event | None = None,

@@ -34,7 +34,7 @@ CHOICES = {
     "robots": ("obey", "ignore"),
     "default_page_kind": ("index", "content"),
 }
-FREQUENCY_SUGGESTIONS = ("manual", "hourly", "daily", "weekly", "monthly", "quarterly", "0 3 * * *")
+FREQUENCY_SUGGESTIONS = ("manual", "hourly", "daily", "weekly", "monthly", "quarterly", "adaptive", "0 3 * * *")
 _FIELD = re.compile(r"field '(\w+)'")
 
 

@@ -10,9 +10,9 @@ from flask import Blueprint, abort, g, redirect, render_template, request, url_f
 from harvester.job import JOB_SETTINGS, SECRET_SETTINGS, JobSettings, load_job_file
 from harvester.jobs.scheduler import iter_jobs, set_paused
 from index.collection import Collection, check_name, list_collections
+from index.state import full_harvest_estimate, open_readonly
 from index.state import job_runs as job_runs_of
-from index.state import open_readonly
-from replay.staff import charts
+from replay.staff import charts, overview
 from replay.staff.context import ext
 from replay.staff.forms import (
     CHOICES,
@@ -59,14 +59,21 @@ def snapshot_url(collection: str, snapshot: str | None, seed: str) -> str | None
 def index():
     rows = []
     active = {(e.collection, e.job): e for e in queue().entries(statuses=("queued", "running"), limit=1000)}
+    runs = overview.all_runs(ext()["root"], queue(), limit=100_000)
+    last_runs: dict[tuple[str, str], dict] = {}
+    for run in runs:                                    # newest first: the first seen is the last run
+        if run["job"] is not None and run["status"] != "running":
+            last_runs.setdefault((run["collection"], run["job"]), run)
+    jobs_by_collection: dict[str, int] = {}
     for collection, name, job in iter_jobs(ext()["root"]):
+        jobs_by_collection[collection] = jobs_by_collection.get(collection, 0) + 1
         schedule = queue().schedule(collection, name)
-        last = queue().entries(collection=collection, job=name, statuses=("finished", "failed", "cancelled",
-                                                                          "interrupted"), limit=1)
         rows.append({"collection": collection, "name": name, "job": job if isinstance(job, JobSettings) else None,
                      "error": job.message if isinstance(job, ConfigError) else None, "schedule": schedule,
-                     "active": active.get((collection, name)), "last": last[0] if last else None})
-    return render_template("staff/jobs.html", rows=rows)
+                     "active": active.get((collection, name)), "last": last_runs.get((collection, name))})
+    return render_template("staff/jobs.html", rows=rows,
+                           collections=overview.collections_overview(ext()["root"], runs, jobs_by_collection),
+                           archive_url=ext()["settings"]["archive_url"])
 
 
 def _form_page(template_job: JobSettings | None, collection: str, name: str, is_new: bool, error: str | None = None,
@@ -182,12 +189,13 @@ def job_runs(coll: Collection, name: str) -> list[dict]:
         return []
     try:
         rows = job_runs_of(conn, name)
+        estimates = [full_harvest_estimate(conn, run) for run in rows]    # as `strata report` says
     finally:
         conn.close()
     runs = []
-    for run in rows:
+    for run, estimate in zip(rows, estimates, strict=True):
         figures = run.pop("figures")
         run.update({k: v for k, v in figures.items() if k not in run})
-        run["full_estimate"] = (figures.get("bytes_stored") or 0) + (figures.get("bytes_saved") or 0)
+        run["full_estimate"] = estimate
         runs.append(run)
     return runs

@@ -9,6 +9,7 @@ from flask import Blueprint, abort, jsonify, redirect, render_template, url_for
 from harvester.job import load_job_file
 from harvester.jobs.queue import QueuedRun
 from index.collection import Collection
+from replay.staff import overview
 from replay.staff.context import ext
 from replay.staff.jobs import snapshot_url
 from replay.staff.security import queue
@@ -78,7 +79,8 @@ def _iso(dt: datetime | None) -> str | None:
 
 @bp.get("/runs")
 def index():
-    return render_template("staff/runs.html", entries=queue().entries(limit=100))
+    return render_template("staff/runs.html", entries=queue().entries(limit=100),
+                           harvests=overview.all_runs(ext()["root"], queue()))
 
 
 @bp.get("/runs/<int:entry_id>")
