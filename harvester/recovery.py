@@ -7,6 +7,8 @@ Run under the collection's harvest lock, before every harvest (and by ``strata r
 2. capture and digest rows pointing past the cut are deleted, and URLs whose payload was held there
    lose their validators (the next run fetches them in full: the safe, bigger write);
 3. every sealed file not yet in the CDXJ index is indexed, which makes its digest entries usable;
+   a file this step or step 1 seals that is not in the fixity manifest is hashed and added to it
+   (a kill between a file's rename and its manifest line leaves exactly that);
 4. runs left ``running`` by a dead process are marked ``interrupted`` with figures from their captures.
 """
 
@@ -21,6 +23,7 @@ from pathlib import Path
 
 from harvester.warcfile import OPEN_SUFFIX, seal_file
 from index.collection import Collection
+from index.fixity import Fixity
 from index.state import HarvestState
 
 
@@ -90,6 +93,7 @@ def _record_verifies(record: bytes) -> bool:
 def recover(collection: Collection, state: HarvestState) -> RecoveryReport:
     report = RecoveryReport()
     archive = collection.archive_dir
+    fixity = Fixity(collection.fixity_dir)
     for name in sorted(os.listdir(archive)) if archive.is_dir() else []:
         if not name.endswith(OPEN_SUFFIX):
             continue
@@ -110,6 +114,7 @@ def recover(collection: Collection, state: HarvestState) -> RecoveryReport:
             continue
         _forget_records(state, sealed_name, good)
         seal_file(archive, sealed_name)
+        fixity.adopt(archive, sealed_name, agent="recovery")
         if state.conn.execute("SELECT 1 FROM warcs WHERE filename=?", (sealed_name,)).fetchone() is None:
             state.conn.execute("INSERT INTO warcs VALUES (?,?,?,?)", (sealed_name, None, "sealed", good))
         state.warc_state(sealed_name, "sealed", good)
@@ -124,7 +129,10 @@ def recover(collection: Collection, state: HarvestState) -> RecoveryReport:
     from harvester.run import index_sealed_file
 
     known = {row["filename"]: row["state"] for row in state.warcs()}
+    in_manifest = fixity.digests()
     for name in collection.warc_files():
+        if known.get(name) in ("open", "sealed") and name not in in_manifest:
+            fixity.adopt(archive, name, agent="recovery")
         if known.get(name) != "indexed":
             if name not in known:
                 state.conn.execute("INSERT INTO warcs VALUES (?,?,?,?)", (name, None, "sealed",

@@ -41,6 +41,7 @@ from harvester.urls import normalize_url, url_host
 from harvester.warcfile import WarcRoller
 from index import cdxj
 from index.collection import Collection
+from index.fixity import Fixity
 from index.payload import DecodeError, decode_content, read_record
 from index.state import Capture, HarvestState, Original
 from strata import __version__
@@ -186,6 +187,7 @@ class Harvest:
             on_open=lambda name: state.warc_opened(name, self.run_id),
             on_sealed=self._on_sealed,
             indexer=cdxj.RecordIndexer(),
+            fixity=Fixity(self.collection.fixity_dir),
         )
         self._archive_dir = coll_archive
         self.client = make_client(job.concurrency, job.connect_timeout, job.timeout, job.user_agent,
