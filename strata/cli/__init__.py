@@ -8,7 +8,7 @@ import sys
 import click
 
 # Each module adds its commands to the group.
-from strata.cli import harvesting, searching, serving, staffing  # noqa: E402,F401,I001
+from strata.cli import harvesting, searching, serving, staffing, verifying  # noqa: E402,F401,I001
 from strata.cli._base import cli, root_option
 from strata.errors import StrataError
 
