@@ -18,10 +18,9 @@ chunked payload (up to ``DECHUNK_LIMIT``) is kept whole.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import dataclasses
 import hashlib
+import os
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -77,6 +76,10 @@ def bare_digest(value: str) -> str:
     return (value.split(":", 1)[1] if ":" in value else value).upper()
 
 
+_B32_TO_INT = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", "0123456789ABCDEFGHIJKLMNOPQRSTUV",
+                            "01890")   # not in the RFC 4648 alphabet: deleted, then the lengths differ
+
+
 class _DigestCheck:
     """A running digest against a ``label:value`` header (base32 or hex)."""
 
@@ -94,12 +97,18 @@ class _DigestCheck:
             return None
         digest = self.hash.digest() if digest is None else digest
         expected = self.expected
-        if len(expected) == 2 * len(digest):
-            return expected.lower() == digest.hex()
-        try:
-            return base64.b32decode(expected.upper() + "=" * (-len(expected) % 8)) == digest
-        except (binascii.Error, ValueError):
+        if len(expected) == 2 * len(digest) and expected.lower() == digest.hex():
+            return True                                   # hex (some tools write it so)
+        # base32 read as a base-32 number (C speed; base64.b32encode is a Python loop)
+        text = expected.upper().rstrip("=")
+        pad = 5 * len(text) - 8 * len(digest)
+        if not 0 <= pad < 8 or not text.isalnum():
             return False
+        try:
+            value = int(text.translate(_B32_TO_INT), 32)
+        except ValueError:
+            return False
+        return value >> pad == int.from_bytes(digest, "big") and not value & ((1 << pad) - 1)
 
 
 class _Pending:
@@ -234,20 +243,18 @@ def dechunk(data: bytes) -> bytes | None:
 
 
 def _parse_warc_headers(block: bytes) -> dict[str, str]:
-    lines = block.split(b"\r\n")
-    if not lines[0].startswith(b"WARC/"):
+    if not block.startswith(b"WARC/"):
         raise ParseError("no WARC record starts here")
     headers: dict[str, str] = {}
     last = None
-    for line in lines[1:]:
-        if line[:1] in (b" ", b"\t") and last is not None:
-            headers[last] += " " + line.strip().decode("utf-8", "replace")
+    for line in block.decode("utf-8", "replace").split("\r\n")[1:]:
+        if line[:1] in (" ", "\t") and last is not None:
+            headers[last] += " " + line.strip()
             continue
-        name, sep, value = line.partition(b":")
-        if not sep:
-            continue
-        last = name.strip().lower().decode("latin-1")
-        headers[last] = value.strip().decode("utf-8", "replace")
+        name, sep, value = line.partition(":")
+        if sep:
+            last = name.strip().lower()
+            headers[last] = value.strip()
     return headers
 
 
@@ -353,15 +360,15 @@ class _Source:
         self.hasher = hasher
         self.pos = 0        # file offset of the next byte read
 
-    def read(self, n: int = READ_SIZE) -> bytes:
-        data = self.fh.read(n)
+    def read(self, n: int | None = None) -> bytes:
+        data = self.fh.read(n or READ_SIZE)
         if data and self.hasher is not None:
             self.hasher.update(data)
         self.pos += len(data)
         return data
 
     def drain(self) -> None:
-        while self.read(READ_SIZE << 2):
+        while self.read(max(READ_SIZE, 1 << 22)):
             pass
 
     def close(self) -> None:
@@ -405,7 +412,7 @@ def _scan_plain(src: _Source, data: bytes) -> Iterator[Record | Damage]:
 def _plain_done(parser: RecordParser) -> Iterator[Record]:
     done, parser.done = parser.done, []
     for _, start, pending, end in done:
-        yield pending.finish(start, end - start)
+        yield pending.finish(start, end - start - len(_BLANK))   # as warcio and pywb count it: no trailer
 
 
 def _scan_gzip(src: _Source, pending: bytes) -> Iterator[Record | Damage]:
@@ -413,10 +420,13 @@ def _scan_gzip(src: _Source, pending: bytes) -> Iterator[Record | Damage]:
     parser = RecordParser()
     member_start = 0                         # file offset of ``pending[0]``
     while True:
-        if not pending:
-            pending = src.read()
-            if not pending:
+        while len(pending) < len(GZIP_MAGIC):      # a member's first bytes may come in a later read
+            more = src.read()
+            if not more:
                 break
+            pending += more
+        if not pending:
+            break
         if not pending.startswith(GZIP_MAGIC):
             found, rest, skipped, zeros = _resync(src, pending, 0)
             if not (zeros and not found):    # zero padding at the end of a file is no record
@@ -497,9 +507,9 @@ def _salvage_headers(member: bytes) -> tuple[str, str, str]:
     drops a call's output when it raises, so inflate a little at a time, up to the error."""
     decoder = zlib.decompressobj(31)
     out = bytearray()
-    for i in range(0, min(len(member), 1 << 16), 256):
+    for i in range(0, min(len(member), 1 << 16), 16):
         try:
-            out += decoder.decompress(member[i:i + 256])
+            out += decoder.decompress(member[i:i + 16])
         except zlib.error:
             break
         if _BLANK in out:
@@ -552,27 +562,31 @@ def check_record_at(path: Path, offset: int, length: int | None) -> str:
     """Why the record at ``offset`` (``length`` bytes, as the index says) cannot be trusted, or ""
     when it reads whole and every digest it carries matches. Reads only that record."""
     parser = RecordParser()
-    with open(path, "rb") as fh:
-        fh.seek(offset)
-        head = fh.read(2)
-        fh.seek(offset)
-        if head == GZIP_MAGIC[:2]:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        first = os.pread(fd, min(length, READ_SIZE) if length else READ_SIZE, offset)
+        pos = offset + len(first)
+        if first[:2] == GZIP_MAGIC[:2]:
             decoder = zlib.decompressobj(31)
-            left = length
+            left = None if length is None else length - len(first)
+            data = first
             try:
-                while not decoder.eof:
-                    size = READ_SIZE if left is None else min(READ_SIZE, left)
-                    data = fh.read(size) if size > 0 else b""
-                    if not data:
-                        return "the record's gzip member ends early (truncated)"
-                    if left is not None:
-                        left -= len(data)
+                while True:
                     chunk = data
                     while chunk:
                         out = decoder.decompress(chunk, OUT_SLICE)
                         if out:
                             parser.feed(out, offset)
                         chunk = decoder.unconsumed_tail
+                    if decoder.eof:
+                        break
+                    size = READ_SIZE if left is None else min(READ_SIZE, left)
+                    data = os.pread(fd, size, pos) if size > 0 else b""
+                    if not data:
+                        return "the record's gzip member ends early (truncated)"
+                    pos += len(data)
+                    if left is not None:
+                        left -= len(data)
             except zlib.error as exc:
                 return f"gzip member does not inflate ({_zlib_reason(exc)})"
             except ParseError as exc:
@@ -580,13 +594,23 @@ def check_record_at(path: Path, offset: int, length: int | None) -> str:
         elif length is None:
             return ""                   # a plain record of unknown length: nothing to bound it by
         else:
-            data = fh.read(length)
+            end = offset + length + len(_BLANK)         # the index's length leaves out the trailer
+            first = first + os.pread(fd, end - pos, pos) if pos < end else first[:end - offset]
+            pos = offset + len(first)
             try:
-                parser.feed(data, offset)
+                data = first
+                while True:
+                    parser.feed(data, offset)
+                    if pos >= end or not data:
+                        break
+                    data = os.pread(fd, min(READ_SIZE, end - pos), pos)
+                    pos += len(data)
             except ParseError as exc:
                 return str(exc)
-            if len(data) < length:
+            if pos < end:
                 return "the file ends inside the record (truncated)"
+    finally:
+        os.close(fd)
     if not parser.done:
         return "the record is incomplete"
     return parser.done[0][2].finish(offset, length or 0).problem
