@@ -13,15 +13,15 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from pywb.rewrite.templateview import JinjaEnv
-from pywb.utils.wbexception import NotFoundException, WbException
+from pywb.utils.wbexception import NotFoundException, UpstreamException, WbException
 
 from replay.address import Address
 from replay.asof import pad_as_of
-from replay.errors import NotArchived
+from replay.errors import CaptureDamaged, NotArchived
 from replay.headers import replay_headers
 from replay.rewriter import StrataRewriterApp
 from replay.transport import LocalClient
-from replay.warcserver import make_warcserver
+from replay.warcserver import DAMAGE_MARKER, make_warcserver
 
 TEMPLATES = Path(__file__).parent / "templates" / "pywb"
 STATIC_PREFIX = "static/pywb"
@@ -54,6 +54,10 @@ class ReplayEngine:
             response = self.rewriter.render_content(addr.pywb_path(), kwargs, env)
         except NotFoundException:
             raise self.not_archived(addr) from None
+        except UpstreamException as exc:
+            if DAMAGE_MARKER in str(exc.msg):    # the warcserver's answer for a damaged record
+                raise CaptureDamaged(addr.coll, addr.url) from None
+            raise
         headers = replay_headers(response.status_headers.headers, self.config["strip_headers"], addr.mod,
                                  self.config["raw_csp"])
         return response.status_headers.statusline, headers, response.body
