@@ -12,6 +12,7 @@ from harvester.scheduler import iter_jobs, set_paused
 from index.collection import Collection, check_name, list_collections
 from index.lookup import open_readonly
 from replay.staff import charts
+from replay.staff.fixity import last_verifications
 from replay.staff.forms import (
     CHOICES,
     FREQUENCY_SUGGESTIONS,
@@ -65,7 +66,7 @@ def index():
         rows.append({"collection": collection, "name": name, "job": job if isinstance(job, JobSettings) else None,
                      "error": job.message if isinstance(job, ConfigError) else None, "schedule": schedule,
                      "active": active.get((collection, name)), "last": last[0] if last else None})
-    return render_template("staff/jobs.html", rows=rows)
+    return render_template("staff/jobs.html", rows=rows, verifications=last_verifications(ext()["root"]))
 
 
 def _form_page(template_job: JobSettings | None, collection: str, name: str, is_new: bool, error: str | None = None,
