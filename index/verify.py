@@ -24,10 +24,13 @@ import dataclasses
 import hashlib
 import json
 import os
+import queue
 import sqlite3
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from index.collection import Collection
@@ -38,6 +41,8 @@ from index.warcscan import Damage, Record, bare_digest, scan
 MODES = ("quick", "fixity", "full")
 OPEN_SUFFIX = ".open"
 _BATCH = 2000
+_QUEUE_BATCHES = 16          # batches of records waiting for this thread: bounds memory
+_MAX_WORKERS = 4
 # CDXJ lines and records are matched by kind of record pywb indexes that has an HTTP status.
 _INDEXED_TYPES = ("response", "revisit")
 _BEYOND = 1 << 62
@@ -239,34 +244,79 @@ class Verifier:
 
     # -- reading every file --------------------------------------------------------------------
     def _read_files(self, present: dict[str, int], recorded: dict[str, str], full: bool) -> dict[str, str]:
+        """Read every file once, several at a time (inflating and hashing let go of the GIL): the
+        workers stream records in batches through a bounded queue; this thread does the rest."""
         digests: dict[str, str] = {}
-        done_bytes = 0
-        for i, name in enumerate(sorted(present)):
-            self._tick(phase="reading", file=name, file_index=i, bytes_done=done_bytes)
+        names = sorted(present)
+        if not names:
+            return digests
+        out: queue.Queue = queue.Queue(maxsize=_QUEUE_BATCHES)
+        stop = threading.Event()
+
+        def put(message) -> None:
+            while not stop.is_set():
+                try:
+                    out.put(message, timeout=0.5)
+                    return
+                except queue.Full:
+                    continue
+
+        def work(name: str) -> None:
             hasher = hashlib.sha256()
             path = self.coll.archive_dir / name
             try:
                 if full and name.endswith(WARC_SUFFIXES):   # other files are hashed only
-                    self._scan_file(name, path, hasher)
+                    batch: list = []
+                    for item in scan(path, hasher):
+                        batch.append(item)
+                        if len(batch) >= _BATCH:
+                            put(("items", name, batch, None))
+                            batch = []
+                            if stop.is_set():
+                                return
+                    put(("items", name, batch, None))
                 else:
                     _hash_into(path, hasher)
+                put(("done", name, hasher.hexdigest(), None))
             except OSError as exc:
-                self._problem(Problem("unreadable-file", _payload(name), detail=str(exc)))
-                continue
-            digests[name] = digest = hasher.hexdigest()
-            done_bytes += present[name]
-            if name in recorded:
-                ok = recorded[name] == digest
-                self._event(name, "pass" if ok else "fail")
-                if not ok:
-                    self._problem(Problem("checksum-mismatch", _payload(name),
-                                          detail=f"SHA-256 {digest}, the manifest says {recorded[name]}"))
-        self._tick(phase="reading", file=None, file_index=len(present), bytes_done=done_bytes)
+                put(("done", name, None, str(exc)))
+            except BaseException as exc:       # reported to the reading thread, raised there
+                put(("failed", name, exc, None))
+
+        done_bytes = finished = 0
+        workers = max(1, min(len(names), os.cpu_count() or 1, _MAX_WORKERS))
+        self._tick(phase="reading", file=names[0], file_index=0, bytes_done=0)
+        with ThreadPoolExecutor(workers, thread_name_prefix="verify") as pool:
+            try:
+                for name in names:
+                    pool.submit(work, name)
+                while finished < len(names):
+                    kind, name, value, error = out.get()
+                    if kind == "items":
+                        self._take(name, value)
+                        continue
+                    if kind == "failed":
+                        raise value
+                    finished += 1
+                    done_bytes += present[name]
+                    self._tick(phase="reading", file=name, file_index=finished, bytes_done=done_bytes)
+                    if value is None:
+                        self._problem(Problem("unreadable-file", _payload(name), detail=error))
+                        continue
+                    digests[name] = value
+                    if name in recorded:
+                        ok = recorded[name] == value
+                        self._event(name, "pass" if ok else "fail")
+                        if not ok:
+                            self._problem(Problem("checksum-mismatch", _payload(name),
+                                                  detail=f"SHA-256 {value}, the manifest says {recorded[name]}"))
+            finally:
+                stop.set()
         return digests
 
-    def _scan_file(self, name: str, path: Path, hasher) -> None:
+    def _take(self, name: str, items: list) -> None:
         recs, revs = [], []
-        for item in scan(path, hasher):
+        for item in items:
             if isinstance(item, Damage):
                 self._record_damage(name, item)
                 continue
@@ -279,8 +329,6 @@ class Verifier:
             if item.rec_type == "revisit":
                 revs.append((name, item.offset, item.uri, item.record_id, item.refers_to, item.refers_to_uri,
                              item.refers_to_date, bare_digest(item.payload_digest)))
-            if len(recs) >= _BATCH:
-                self._flush(recs, revs)
         self._flush(recs, revs)
 
     def _flush(self, recs: list, revs: list) -> None:
