@@ -165,9 +165,8 @@ class Verifier:
                                       + _SCHEMA)
                 try:
                     full = self.mode == "full"
-                    if full:
-                        self._load_cdxj()
-                    digests = self._read_files(present, recorded, full)
+                    # the CDXJ is read while the workers read the files
+                    digests = self._read_files(present, recorded, full, self._load_cdxj if full else None)
                     if full:
                         self.db.executescript(_INDEXES)
                         self._check_cdxj(present)
@@ -243,12 +242,16 @@ class Verifier:
             self._event(name, "not-in-manifest")
 
     # -- reading every file --------------------------------------------------------------------
-    def _read_files(self, present: dict[str, int], recorded: dict[str, str], full: bool) -> dict[str, str]:
+    def _read_files(self, present: dict[str, int], recorded: dict[str, str], full: bool,
+                    meanwhile: Callable[[], None] | None = None) -> dict[str, str]:
         """Read every file once, several at a time (inflating and hashing let go of the GIL): the
-        workers stream records in batches through a bounded queue; this thread does the rest."""
+        workers stream records in batches through a bounded queue; this thread runs ``meanwhile``,
+        then does the rest."""
         digests: dict[str, str] = {}
         names = sorted(present)
         if not names:
+            if meanwhile:
+                meanwhile()
             return digests
         out: queue.Queue = queue.Queue(maxsize=_QUEUE_BATCHES)
         stop = threading.Event()
@@ -290,6 +293,8 @@ class Verifier:
             try:
                 for name in names:
                     pool.submit(work, name)
+                if meanwhile:
+                    meanwhile()
                 while finished < len(names):
                     kind, name, value, error = out.get()
                     if kind == "items":
@@ -402,22 +407,21 @@ class Verifier:
             self._missing[file].detail += f"; {count} CDXJ line(s) point into it"
         for damage, count in damaged_lines.values():
             damage.detail += f"; {count} CDXJ line(s) point into it"
-        unindexed: dict[str, list] = {}
+        # A file none of whose captures is indexed is one problem, not one per capture.
+        where_missing = ("FROM rec r LEFT JOIN cdx c ON c.file = r.file AND c.offset = r.offset WHERE c.file IS NULL "
+                         "AND r.type IN ('response','revisit') AND r.status != '' AND r.damaged = 0")
         totals = dict(self.db.execute(
             "SELECT file, COUNT(*) FROM rec WHERE type IN ('response','revisit') AND status != '' AND damaged = 0 "
             "GROUP BY file"))
-        for file, offset, url in self.db.execute(
-                "SELECT r.file, r.offset, r.uri FROM rec r LEFT JOIN cdx c ON c.file = r.file AND c.offset = r.offset "
-                "WHERE c.file IS NULL AND r.type IN ('response','revisit') AND r.status != '' AND r.damaged = 0 "
-                "ORDER BY r.file, r.offset"):
-            unindexed.setdefault(file, []).append((offset, url))
-        for file, missing in unindexed.items():
-            if len(missing) == totals.get(file) and len(missing) > 1:
+        unindexed = self.db.execute(f"SELECT r.file, COUNT(*) {where_missing} GROUP BY r.file").fetchall()
+        for file, count in unindexed:
+            if count == totals.get(file) and count > 1:
                 self._problem(Problem("file-not-indexed", _payload(file), detail=(
-                    f"none of its {len(missing)} captures is in the CDXJ index; run: strata index rebuild "
+                    f"none of its {count} captures is in the CDXJ index; run: strata index rebuild "
                     f"{self.coll.name}")))
                 continue
-            for offset, url in missing:
+            for offset, url in self.db.execute(
+                    f"SELECT r.offset, r.uri {where_missing} AND r.file = ? ORDER BY r.offset", (file,)):
                 self._problem(Problem("not-in-cdxj", _payload(file), offset, url,
                                       "a capture no CDXJ line points at (replay cannot find it)"))
 
@@ -425,8 +429,9 @@ class Verifier:
     def _check_revisits(self) -> None:
         harvest_db = open_readonly(self.coll.db_path)
         try:
+            # streamed: the lookups run on cursors of their own
             for file, offset, uri, rid, refers_to, rt_uri, rt_date, digest in self.db.execute(
-                    "SELECT * FROM rev ORDER BY file, offset").fetchall():
+                    "SELECT * FROM rev ORDER BY file, offset"):
                 self._check_revisit(harvest_db, file, offset, uri, rid, refers_to, rt_uri, rt_date, digest)
         finally:
             if harvest_db is not None:

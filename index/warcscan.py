@@ -27,6 +27,11 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+try:
+    from isal import isal_zlib
+except ImportError:                      # pragma: no cover - isal is a dependency; zlib reads the same
+    isal_zlib = None
+
 READ_SIZE = 1 << 20
 OUT_SLICE = 1 << 20
 HEADER_LIMIT = 1 << 20          # WARC and HTTP header blocks larger than this are not headers
@@ -66,6 +71,15 @@ class Damage:
     uri: str = ""                # of the record it hit, when its WARC headers were still readable
     record_id: str = ""
     rec_type: str = ""
+
+
+# ISA-L's inflate (python-isal, zlib's API) takes about half zlib's time on text: a fifth less for a
+# whole verification. Same results, same CRC and length checks; only the error messages differ.
+_INFLATE_ERRORS = (zlib.error, isal_zlib.error) if isal_zlib else (zlib.error,)
+
+
+def _inflater():
+    return isal_zlib.decompressobj(31) if isal_zlib else zlib.decompressobj(31)
 
 
 class ParseError(Exception):
@@ -498,7 +512,7 @@ def _member(src: _Source, parser: RecordParser, data: bytes, member_start: int):
     records that ended in it. Returns ``("ok", compressed length, bytes after it, "")``,
     ``("damaged", file offset of kept, bytes kept, reason)`` (kept: the member's bytes from its start,
     or the last ones read when it grew past ``RESYNC_LIMIT``) or ``("truncated", ...)``."""
-    decoder = zlib.decompressobj(31)
+    decoder = _inflater()
     kept = [data]
     kept_at = member_start
     kept_size = len(data)
@@ -514,7 +528,7 @@ def _member(src: _Source, parser: RecordParser, data: bytes, member_start: int):
                 chunk = decoder.unconsumed_tail
                 if not chunk:
                     break
-        except zlib.error as exc:
+        except _INFLATE_ERRORS as exc:
             return "damaged", kept_at, b"".join(kept), f"gzip member does not inflate ({_zlib_reason(exc)})"
         except ParseError as exc:
             return "damaged", kept_at, b"".join(kept), str(exc)
@@ -534,12 +548,12 @@ def _member(src: _Source, parser: RecordParser, data: bytes, member_start: int):
 def _salvage_headers(member: bytes) -> tuple[str, str, str]:
     """URI, record ID and type from the start of a member that fails to inflate as a whole: zlib
     drops a call's output when it raises, so inflate a little at a time, up to the error."""
-    decoder = zlib.decompressobj(31)
+    decoder = _inflater()
     out = bytearray()
     for i in range(0, min(len(member), 1 << 16), 16):
         try:
             out += decoder.decompress(member[i:i + 16])
-        except zlib.error:
+        except _INFLATE_ERRORS:
             break
         if _BLANK in out:
             break
@@ -582,7 +596,7 @@ def _resync(src: _Source, data: bytes, skip: int) -> tuple[bool, bytes, int, boo
         pos = skip = 0
 
 
-def _zlib_reason(exc: zlib.error) -> str:
+def _zlib_reason(exc: Exception) -> str:
     text = str(exc)
     return text.split(": ", 1)[-1] if ": " in text else text
 
@@ -596,7 +610,7 @@ def check_record_at(path: Path, offset: int, length: int | None) -> str:
         first = os.pread(fd, min(length, READ_SIZE) if length else READ_SIZE, offset)
         pos = offset + len(first)
         if first[:2] == GZIP_MAGIC[:2]:
-            decoder = zlib.decompressobj(31)
+            decoder = _inflater()
             left = None if length is None else length - len(first)
             data = first
             try:
@@ -616,7 +630,7 @@ def check_record_at(path: Path, offset: int, length: int | None) -> str:
                     pos += len(data)
                     if left is not None:
                         left -= len(data)
-            except zlib.error as exc:
+            except _INFLATE_ERRORS as exc:
                 return f"gzip member does not inflate ({_zlib_reason(exc)})"
             except ParseError as exc:
                 return str(exc)

@@ -220,3 +220,13 @@ def test_it_cannot_run_exit_2_one_line_no_traceback(coll):
     assert done.returncode == 2 and "--adopt needs the full check" in done.stderr
     done = subprocess.run([strata, "verify", NAME, "--root", str(coll.root)], capture_output=True, text=True)
     assert done.returncode == 0 and done.stdout.startswith(f"{NAME}: intact") and done.stderr == ""
+
+
+def test_a_lost_cdxj_index_is_one_problem_per_file_with_the_command_that_rebuilds_it(coll):
+    coll.cdxj_path.unlink()
+    code, report = run_verify(coll)
+    assert code == 1 and kinds(report) == ["file-not-indexed"] * 3
+    assert all(f"strata index rebuild {NAME}" in p["detail"] for p in report["problems"])
+    rebuilt = CliRunner().invoke(cli, ["index", "rebuild", NAME, "--only", "state", "--root", str(coll.root)])
+    assert rebuilt.exit_code == 0, rebuilt.output
+    assert run_verify(coll)[0] == 0
