@@ -230,3 +230,13 @@ def test_a_lost_cdxj_index_is_one_problem_per_file_with_the_command_that_rebuild
     rebuilt = CliRunner().invoke(cli, ["index", "rebuild", NAME, "--only", "state", "--root", str(coll.root)])
     assert rebuilt.exit_code == 0, rebuilt.output
     assert run_verify(coll)[0] == 0
+
+
+def test_a_fixity_directory_that_cannot_be_read_is_exit_2(coll):
+    manifest = coll.fixity_dir / "manifest-sha256.txt"
+    manifest.unlink()
+    manifest.mkdir()                       # reading it fails whatever the user's rights
+    done = subprocess.run([str(VENV_BIN / "strata"), "verify", NAME, "--root", str(coll.root)],
+                          capture_output=True, text=True)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.startswith(f"Error: cannot verify {NAME}: ") and "Traceback" not in done.stderr

@@ -9,6 +9,7 @@ import time
 import click
 
 from strata.cli._base import cli, human_size, root_option
+from strata.errors import CollectionError
 
 DEPENDENTS_SHOWN = 5
 
@@ -74,6 +75,9 @@ def verify(collection, quick, fixity_only, adopt, as_json, root) -> None:
     progress = _VerifyProgress() if sys.stderr.isatty() and not as_json else None
     try:
         report = run_verify(coll, mode, adopt=adopt, progress=progress)
+    except OSError as exc:      # the collection's own directories cannot be read or written
+        raise CollectionError(f"cannot verify {collection}: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": ")
+                              ) from None
     finally:
         if progress:
             progress.finish()
