@@ -46,6 +46,8 @@ _MAX_WORKERS = 4
 # CDXJ lines and records are matched by kind of record pywb indexes that has an HTTP status.
 _INDEXED_TYPES = ("response", "revisit")
 _BEYOND = 1 << 62
+# What keeps a file out of the manifest under --adopt: damage to its bytes (not, say, a missing index).
+_DAMAGE_KINDS = frozenset({"damaged-record", "damaged-region", "truncated", "size-mismatch", "unreadable-file"})
 WARC_SUFFIXES = (".warc.gz", ".warc")
 ARCHIVE_SUFFIXES = WARC_SUFFIXES + (".arc.gz", ".arc")
 
@@ -494,7 +496,7 @@ class Verifier:
         for name in sorted(set(present) - set(recorded)):
             if name not in digests or not name.endswith(WARC_SUFFIXES):
                 continue
-            if any(p.file == _payload(name) for p in self.report.problems):
+            if any(p.file == _payload(name) and p.kind in _DAMAGE_KINDS for p in self.report.problems):
                 continue                     # only a file whose every record checks out is taken in
             if self.fixity.add(name, present[name], digests[name], agent="adopt"):
                 self.report.adopted.append(name)

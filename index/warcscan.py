@@ -197,10 +197,11 @@ class _Pending:
         parts = first.split(None, 2)
         if first.startswith(b"HTTP/") and len(parts) >= 2:
             self.http_status = parts[1].decode("latin-1")
-        for line in rest.split(b"\r\n"):
-            name, _, value = line.partition(b":")
-            if name.strip().lower() == b"transfer-encoding" and b"chunked" in value.lower():
-                self.chunked = True
+        if b"hunked" in rest or b"HUNKED" in rest:     # rare: only then look at each header
+            for line in rest.split(b"\r\n"):
+                name, _, value = line.partition(b":")
+                if name.strip().lower() == b"transfer-encoding" and b"chunked" in value.lower():
+                    self.chunked = True
         if self.chunked and self.payload is not None:
             self.raw_payload = bytearray()
 

@@ -4,6 +4,8 @@ runs: the later two are mostly revisits of the first), each damaged one way."""
 from __future__ import annotations
 
 import json
+import os
+import pty
 import shutil
 import subprocess
 from io import BytesIO
@@ -186,7 +188,7 @@ def test_a_manifest_entry_changed(coll):
 
 
 def test_a_warc_from_before_the_manifest_is_adopted_only_when_its_records_check_out(coll, tmp_path):
-    # a WARC written by warcio itself, indexed by pywb's indexer: nothing Strata wrote
+    # a WARC written by warcio itself: nothing Strata wrote
     name = "other-20200101000000.warc.gz"
     path = coll.archive_dir / name
     with open(path, "wb") as fh:
@@ -194,6 +196,12 @@ def test_a_warc_from_before_the_manifest_is_adopted_only_when_its_records_check_
         http = StatusAndHeaders("200 OK", [("Content-Type", "text/plain")], protocol="HTTP/1.1")
         writer.write_record(writer.create_warc_record("http://example.org/", "response",
                                                       payload=BytesIO(b"hello"), http_headers=http))
+    code, report = run_verify(coll)
+    assert code == 1 and kinds(report) == ["not-in-cdxj", "not-in-manifest"]
+    code, report = run_verify(coll, "--adopt")       # not indexed yet: its bytes are what adoption asks about
+    assert report["adopted"] == [name] and kinds(report) == ["not-in-cdxj"]
+    Fixity(coll.fixity_dir).manifest_path.write_text("".join(
+        x for x in Fixity(coll.fixity_dir).manifest_path.read_text().splitlines(True) if name not in x))
     cdxj.merge_lines(coll.cdxj_path, cdxj.index_warc(path, name))
     code, report = run_verify(coll)
     assert code == 1 and kinds(report) == ["not-in-manifest"]
@@ -240,3 +248,25 @@ def test_a_fixity_directory_that_cannot_be_read_is_exit_2(coll):
                           capture_output=True, text=True)
     assert done.returncode == 2, done.stdout + done.stderr
     assert done.stderr.startswith(f"Error: cannot verify {NAME}: ") and "Traceback" not in done.stderr
+
+
+def test_progress_is_shown_on_a_terminal_only(coll):
+    leader, follower = pty.openpty()
+    try:
+        done = subprocess.run([str(VENV_BIN / "strata"), "verify", NAME, "--root", str(coll.root)],
+                              stdout=subprocess.PIPE, stderr=follower, timeout=120)
+        os.close(follower)
+        seen = b""
+        while True:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            seen += chunk
+    finally:
+        os.close(leader)
+    assert done.returncode == 0
+    assert b"verifying: file " in seen and b"\r\x1b[K" in seen
+    assert b"verifying" not in done.stdout
