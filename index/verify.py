@@ -46,6 +46,8 @@ _MAX_WORKERS = 4
 # CDXJ lines and records are matched by kind of record pywb indexes that has an HTTP status.
 _INDEXED_TYPES = ("response", "revisit")
 _BEYOND = 1 << 62
+_UNLISTED_TYPES = frozenset({"request", "warcinfo"})
+_ORIGINAL_TYPES = "('response', 'resource')"
 # What keeps a file out of the manifest under --adopt: damage to its bytes (not, say, a missing index).
 _DAMAGE_KINDS = frozenset({"damaged-record", "damaged-region", "truncated", "size-mismatch", "unreadable-file"})
 WARC_SUFFIXES = (".warc.gz", ".warc")
@@ -324,10 +326,11 @@ class Verifier:
     def _take(self, name: str, items: list) -> None:
         recs, revs = [], []
         for item in items:
-            if isinstance(item, Damage):
+            if type(item) is Damage:
                 self._record_damage(name, item)
                 continue
-            self.report.records += 1
+            if item.rec_type in _UNLISTED_TYPES and not item.problem:
+                continue                    # neither an original nor indexed: nothing asks for it
             recs.append(_rec_row(name, item))
             if item.problem:
                 self._add_damage(name, item.offset, item.offset + item.length,
@@ -336,6 +339,7 @@ class Verifier:
             if item.rec_type == "revisit":
                 revs.append((name, item.offset, item.uri, item.record_id, item.refers_to, item.refers_to_uri,
                              item.refers_to_date, bare_digest(item.payload_digest)))
+        self.report.records += len(items)
         self._flush(recs, revs)
 
     def _flush(self, recs: list, revs: list) -> None:
@@ -401,7 +405,7 @@ class Verifier:
                                           f"{where} points into a file that is not in archive/"))
                 else:
                     self._problem(Problem("cdxj-dangling", _payload(file), offset, url,
-                                          f"{where}: no record starts at this offset"))
+                                          f"{where}: no capture starts at this offset"))
             elif length is not None and length != rlen and not rdamaged:
                 self._problem(Problem("cdxj-mismatch", _payload(file), offset, url,
                                       f"{where} gives length {length}, the record is {rlen} bytes"))
@@ -440,7 +444,7 @@ class Verifier:
                 harvest_db.close()
 
     def _find_original(self, refers_to: str, rt_uri: str, rt_date: str, digest: str):
-        q = "SELECT file, offset, digest, damaged FROM rec WHERE type != 'revisit' AND "
+        q = f"SELECT file, offset, digest, damaged FROM rec WHERE type IN {_ORIGINAL_TYPES} AND "
         row = None
         if refers_to:
             row = self.db.execute(q + "rid = ? LIMIT 1", (refers_to,)).fetchone()
@@ -526,17 +530,19 @@ def _cdxj_lines(indexes_dir: Path) -> Iterator[tuple[str, int, bytes]]:
                     yield path.name, line_no, line
 
 
+_JSON = json.JSONDecoder()
+
+
 def _parse_cdxj(line: bytes) -> tuple | None:
     try:
-        _, ts, blob = line.rstrip(b"\r\n").split(b" ", 2)
-        fields = json.loads(blob)
+        _, ts, blob = line.decode("utf-8").rstrip("\r\n").split(" ", 2)
+        fields = _JSON.decode(blob)
         filename = fields["filename"]
         offset = int(fields["offset"])
         length = int(fields["length"]) if str(fields.get("length", "-")).isdigit() else None
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, AttributeError):
         return None
-    return (filename, offset, length, fields.get("url", ""), ts.decode("ascii", "replace"),
-            bare_digest(fields.get("digest", "")))
+    return (filename, offset, length, fields.get("url", ""), ts, bare_digest(fields.get("digest", "")))
 
 
 def verify(collection: Collection, mode: str = "full", adopt: bool = False,

@@ -88,6 +88,10 @@ class ParseError(Exception):
 
 def bare_digest(value: str) -> str:
     """``sha1:ABC`` -> ``ABC`` (pywb's CDXJ form), upper-cased for comparison."""
+    if value and value[:5] == "sha1:":
+        bare = value[5:]
+        if bare.isalnum() and bare.isupper():
+            return bare         # as nearly every writer writes it
     value = (value or "").strip()
     return (value.split(":", 1)[1] if ":" in value else value).upper()
 
