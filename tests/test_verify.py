@@ -270,3 +270,30 @@ def test_progress_is_shown_on_a_terminal_only(coll):
     assert done.returncode == 0
     assert b"verifying: file " in seen and b"\r\x1b[K" in seen
     assert b"verifying" not in done.stdout
+
+
+def test_a_revisit_found_by_target_uri_and_date_is_matched_to_the_response_not_its_request(tmp_path):
+    # as warcio (and wget before it) write them: no WARC-Refers-To, the request record first
+    root = tmp_path / "collections"
+    coll = Collection.open(root, "w", create=True)
+    name = "w-20140101000000.warc.gz"
+    path = coll.archive_dir / name
+    date = "2014-01-01T00:00:00Z"
+    with open(path, "wb") as fh:
+        writer = WARCWriter(fh, gzip=True)
+        req = StatusAndHeaders("GET / HTTP/1.1", [("Host", "example.org")], is_http_request=True)
+        writer.write_record(writer.create_warc_record("http://example.org/", "request", http_headers=req,
+                                                      warc_headers_dict={"WARC-Date": date}))
+        http = StatusAndHeaders("200 OK", [("Content-Type", "text/plain")], protocol="HTTP/1.1")
+        response = writer.create_warc_record("http://example.org/", "response", payload=BytesIO(b"same bytes"),
+                                             http_headers=http, warc_headers_dict={"WARC-Date": date})
+        writer.write_record(response)
+        digest = response.rec_headers.get_header("WARC-Payload-Digest")
+        writer.write_record(writer.create_revisit_record(
+            "http://example.org/", digest, "http://example.org/", date, http_headers=http,
+            warc_headers_dict={"WARC-Date": "2014-02-01T00:00:00Z"}))
+    cdxj.merge_lines(coll.cdxj_path, cdxj.index_warc(path, name))
+    result = CliRunner().invoke(cli, ["verify", "w", "--root", str(root), "--adopt", "--json"])
+    report = json.loads(result.output)
+    assert result.exit_code == 0, report["problems"]
+    assert report["adopted"] == [name] and report["revisits"] == 1
