@@ -7,6 +7,8 @@ Run under the collection's harvest lock, before every harvest (and by ``strata r
 2. capture and digest rows pointing past the cut are deleted, and URLs whose payload was held there
    lose their validators (the next run fetches them in full: the safe, bigger write);
 3. every sealed file not yet in the CDXJ index is indexed, which makes its digest entries usable;
+   a file this step or step 1 seals that is not in the fixity manifest is hashed and added to it
+   (a kill between a file's rename and its manifest line leaves exactly that);
 4. runs left ``running`` by a dead process are marked ``interrupted`` with figures from their captures
    and files (``index.runhistory.interrupted_run``: the rebuild restores such a run the same way),
    unless the run had written its report to its last file: then it ended as the report says.
@@ -26,6 +28,7 @@ from pathlib import Path
 from harvester.warcfile import OPEN_SUFFIX, seal_file
 from index import cdxj
 from index.collection import Collection
+from index.fixity import Fixity
 from index.runhistory import interrupted_run, report_in, reported_run
 from index.seal import index_sealed_file
 from index.state import HarvestState
@@ -107,6 +110,7 @@ def recover(collection: Collection, state: HarvestState) -> RecoveryReport:
         path.unlink(missing_ok=True)
         report.removed.append(str(path.relative_to(collection.path)))
     archive = collection.archive_dir
+    fixity = Fixity(collection.fixity_dir)
     for name in sorted(os.listdir(archive)) if archive.is_dir() else []:
         if not name.endswith(OPEN_SUFFIX):
             continue
@@ -127,6 +131,7 @@ def recover(collection: Collection, state: HarvestState) -> RecoveryReport:
             continue
         state.forget_records(sealed_name, good)
         seal_file(archive, sealed_name)
+        fixity.adopt(archive, sealed_name, agent="recovery")
         state.add_warc(sealed_name, "sealed", good)
         state.warc_state(sealed_name, "sealed", good)
         report.repaired.append((sealed_name, old_size, good))
@@ -138,7 +143,10 @@ def recover(collection: Collection, state: HarvestState) -> RecoveryReport:
             state.forget_warc(row["filename"])
 
     known = {row["filename"]: row["state"] for row in state.warcs()}
+    in_manifest = fixity.digests()
     for name in collection.warc_files():
+        if known.get(name) in ("open", "sealed") and name not in in_manifest:
+            fixity.adopt(archive, name, agent="recovery")
         if known.get(name) != "indexed":
             if name not in known:
                 state.add_warc(name, "sealed", (archive / name).stat().st_size)

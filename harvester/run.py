@@ -39,6 +39,7 @@ from harvester.strategy import PagingStrategy
 from harvester.warcfile import RecordLocation, WarcRoller
 from index import cdxj, decision, runhistory
 from index.collection import Collection
+from index.fixity import Fixity
 from index.payload import DecodeError, decode_content, read_record
 from index.rebuild import rebuild_if_outdated
 from index.seal import index_sealed_file
@@ -189,6 +190,7 @@ class Harvest:
             on_open=lambda name: state.warc_opened(name, self.run_id),
             on_sealed=self._on_sealed,
             indexer=cdxj.RecordIndexer(),
+            fixity=Fixity(self.collection.fixity_dir),
         )
         self._archive_dir = coll_archive
         self.client = make_client(job.concurrency, job.connect_timeout, job.timeout, job.user_agent,

@@ -4,7 +4,9 @@ Each file is written as ``<name>.open`` and renamed when sealed (fsync first, th
 the directory), one gzip member per record, a ``warcinfo`` record first. Files are named
 ``<collection>-<14-digit>-<serial>-<host>.warc.gz`` and rolled over past ``max_size``.
 ``on_sealed(filename, size, lines)`` runs after each rename: that is where index entries become
-usable. With an ``indexer`` (``index.cdxj.RecordIndexer``) the roller makes each record's CDXJ line
+usable. With a ``fixity`` (``index.fixity.Fixity``) the file's SHA-256, computed over the bytes as
+they are written, and its size are added to the collection's manifest between the rename and
+``on_sealed``. With an ``indexer`` (``index.cdxj.RecordIndexer``) the roller makes each record's CDXJ line
 as it writes it and hands the file's lines over (``None`` when a record needs the file read back).
 """
 
@@ -18,11 +20,11 @@ import zlib
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import BinaryIO
 
 from warcio.warcwriter import WARCWriter
 
 from index.cdxj import NeedsFileIndex, RecordIndexer
+from index.fixity import Fixity, HashingFile
 
 OPEN_SUFFIX = ".open"
 # Payloads that are compressed already gain nothing from a slow deflate level.
@@ -92,6 +94,7 @@ class WarcRoller:
         on_open: Callable[[str], None] | None = None,
         on_sealed: Callable[[str, int, list[bytes] | None], None] | None = None,
         indexer: RecordIndexer | None = None,
+        fixity: Fixity | None = None,
     ):
         self.archive_dir = Path(archive_dir)
         self.collection = collection
@@ -100,10 +103,11 @@ class WarcRoller:
         self.on_open = on_open
         self.on_sealed = on_sealed
         self.indexer = indexer
+        self.fixity = fixity
         self._lines: list[bytes] | None = None   # the current file's CDXJ lines, None: index from disk
         self.files: list[str] = []
         self.bytes_written = 0
-        self._fh: BinaryIO | None = None
+        self._fh: HashingFile | None = None
         self._writer: WARCWriter | None = None
         self._filename: str | None = None
         self._serial = 0
@@ -152,17 +156,17 @@ class WarcRoller:
             if not (self.archive_dir / name).exists() and not (self.archive_dir / (name + OPEN_SUFFIX)).exists():
                 break
         self.archive_dir.mkdir(parents=True, exist_ok=True)
-        self._fh = open(self.archive_dir / (name + OPEN_SUFFIX), "xb")
-        self._writer = LeveledWARCWriter(self._fh, warc_version="1.1")
+        self._fh = fh = HashingFile(open(self.archive_dir / (name + OPEN_SUFFIX), "xb"))
+        self._writer = LeveledWARCWriter(fh, warc_version="1.1")
         self._filename = name
         self._lines = [] if self.indexer else None
         self.files.append(name)
         if self.on_open:
             self.on_open(name)
         info = self._writer.create_warcinfo_record(name, {**self.warcinfo, "format": "WARC File Format 1.1"})
-        start = self._fh.tell()
+        start = fh.tell()
         self._writer.write_record(info)
-        self.bytes_written += self._fh.tell() - start
+        self.bytes_written += fh.tell() - start
 
     def seal(self) -> None:
         if self._fh is None:
@@ -173,9 +177,12 @@ class WarcRoller:
         os.fsync(self._fh.fileno())
         size = self._fh.tell()
         self._fh.close()
+        digest = self._fh.hexdigest()
         lines, self._lines = self._lines, None
         self._fh = self._writer = self._filename = None
         seal_file(self.archive_dir, name)
+        if self.fixity is not None:
+            self.fixity.add(name, size, digest, agent="harvest")
         if self.on_sealed:
             self.on_sealed(name, size, lines)
 

@@ -2,5 +2,6 @@
 index (SQLite), the full-text index (Whoosh), reports; all rebuildable (``index.rebuild``).
 
 Other packages use: ``collection.Collection``, ``state.HarvestState``, ``cdxj``, ``payload``,
-``fulltext.index_run``, ``query.search``, ``report.build_report``, ``rebuild.rebuild_state``.
+``fulltext.index_run``, ``query.search``, ``report.build_report``, ``rebuild.rebuild_state``,
+``fixity.Fixity`` (and ``HashingFile``), ``verify.verify``, ``digestscan.scan`` / ``check_record_at``.
 """

@@ -3,6 +3,7 @@
     <root>/<name>/archive/               WARC files (the single source of truth)
     <root>/<name>/indexes/index.cdxj     sorted CDXJ (pywb's format)
     <root>/<name>/jobs/<job>.toml        job files
+    <root>/<name>/fixity/                SHA-256 manifest of archive/, sizes, fixity events (index.fixity)
     <root>/<name>/strata/harvest.sqlite  harvest state and digest index (derived)
     <root>/<name>/strata/fulltext/       Whoosh index (derived)
 """
@@ -77,6 +78,10 @@ class Collection:
     @property
     def cdxj_path(self) -> Path:
         return self.indexes_dir / "index.cdxj"
+
+    @property
+    def fixity_dir(self) -> Path:
+        return self.path / "fixity"
 
     @property
     def jobs_dir(self) -> Path:

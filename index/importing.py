@@ -27,6 +27,7 @@ from pathlib import Path
 
 from index import cdxj, warcscan
 from index.collection import Collection
+from index.fixity import Fixity
 from index.fulltext.update import index_run
 from index.rebuild import rebuild_state
 from index.warcscan import Scan
@@ -198,6 +199,8 @@ def _place(collection: Collection, item: _Checked, taken: set[str]) -> Imported 
                                f"it was not imported")
         os.link(tmp, archive / target)      # never replaces a file
         _fsync_dir(archive)
+        # into the fixity manifest with the digest checked before the copy (the copy's own, verified above)
+        Fixity(collection.fixity_dir).add(target, size, digest, "import")
     except OSError as exc:
         raise ArchiveError(f"could not copy {item.path} into {archive}: {exc.strerror or exc}") from None
     finally:

@@ -642,3 +642,12 @@ def page_checks(conn: sqlite3.Connection, run_id: str) -> list[tuple[str, str, b
     out += [(r["host"], r["page_kind"], False, "".join(ch for ch in r["at"] if ch.isdigit())[:14], r["previous"])
             for r in soft]
     return out
+
+
+def record_locations(conn: sqlite3.Connection, record_id: str) -> list[tuple[str, int]]:
+    """(warc, offset) of the captures with this record id: where the state says a record is; [] when
+    the state cannot say (a damaged or older database)."""
+    try:
+        return [tuple(r) for r in conn.execute("SELECT warc, offset FROM captures WHERE record_id = ?", (record_id,))]
+    except sqlite3.Error:
+        return []

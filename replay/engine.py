@@ -13,15 +13,15 @@ from pathlib import Path
 from urllib.parse import quote, urlsplit
 
 from pywb.rewrite.templateview import JinjaEnv
-from pywb.utils.wbexception import NotFoundException, WbException
+from pywb.utils.wbexception import NotFoundException, UpstreamException, WbException
 
 from replay.address import Address
 from replay.asof import pad_as_of
-from replay.errors import NotArchived
+from replay.errors import CaptureDamaged, NotArchived
 from replay.headers import replay_headers
 from replay.rewriter import FuzzyMatch, StrataRewriterApp
 from replay.transport import LocalClient
-from replay.warcserver import make_warcserver
+from replay.warcserver import DAMAGE_MARKER, make_warcserver
 
 TEMPLATES = Path(__file__).parent / "templates" / "pywb"
 STATIC_PREFIX = "static/pywb"
@@ -58,6 +58,10 @@ class ReplayEngine:
         except FuzzyMatch as match:  # a capture of another URL: shown under its own address
             location = quote(f"{env['SCRIPT_NAME']}/{match.timestamp}{addr.mod}/{match.url}", safe=_PRINTABLE)
             return "302 Found", [("Location", location), ("Content-Length", "0")], []
+        except UpstreamException as exc:
+            if DAMAGE_MARKER in str(exc.msg):    # the warcserver's answer for a damaged record
+                raise CaptureDamaged(addr.coll, addr.url) from None
+            raise
         headers = replay_headers(response.status_headers.headers, self.config["strip_headers"], addr.mod,
                                  self.config["raw_csp"])
         return response.status_headers.statusline, headers, response.body

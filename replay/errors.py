@@ -5,7 +5,8 @@
           ├── UnknownCollection   no such collection under the root
           ├── BadAddress          malformed timestamp, modifier or URL
           ├── NotArchived         the URL has no capture in the collection (nearby URLs offered)
-          └── CaptureDeleted      the capture as of the time asked is a recorded deletion
+          ├── CaptureDeleted      the capture as of the time asked is a recorded deletion
+          └── CaptureDamaged      the capture's record fails its digests (HTTP 502): nothing of it is sent
 
 pywb's own ``WbException`` (e.g. an archive file that cannot be read: 503) is rendered by the same
 handler with its status. Anything else becomes a plain 500 page, never a traceback.
@@ -67,3 +68,18 @@ class CaptureDeleted(ReplayError):
 
     def context(self) -> dict:
         return {"coll": self.coll, "deletion": self.deletion}
+
+
+class CaptureDamaged(ReplayError):
+    """The record chosen for the address does not read back whole (``index.digestscan``): the page says
+    so and names nothing of its content; pywb's fallback to another capture is not taken."""
+
+    http_status = 502
+    template = "errors/damaged.html"
+
+    def __init__(self, coll: str, url: str):
+        super().__init__(f"This capture of {url} is damaged in the archive.")
+        self.coll, self.url = coll, url
+
+    def context(self) -> dict:
+        return {"coll": self.coll, "url": self.url}

@@ -17,6 +17,11 @@ It is pywb's auto-collection handler (index ``<root>/<coll>/indexes/*.cdxj``, WA
   3xx revisit ("ignored by browser") and sends an empty body, so ``id_`` would not return the
   archived bytes.
 
+Before a record is handed to pywb it is read whole and its digests checked
+(``index.digestscan.check_record_at``): a record that fails raises ``DamagedCapture``, which pywb does
+not catch, so the reader gets an error page instead of a torn body or, through pywb's fallback,
+another capture served under this one's address (``replay.engine`` turns it into ``CaptureDamaged``).
+
 Records are read by ``replay.recordload``: warcio's parser, header blocks read from the decompressed
 buffer instead of line by line, same results. When a revisit carries its own HTTP headers (an
 identical-payload revisit, not a 304's empty block) nothing reads its original's, so the original is
@@ -33,11 +38,13 @@ from pywb.utils.io import no_except_close
 from pywb.warcserver.basewarcserver import BaseWarcServer
 from pywb.warcserver.handlers import ResourceHandler
 from pywb.warcserver.index.cdxobject import CDXObject
+from pywb.warcserver.resource.blockrecordloader import BlockArcWarcRecordLoader
 from pywb.warcserver.resource.resolvingloader import ResolvingLoader
 from pywb.warcserver.resource.responseloader import WARCPathLoader
 from warcio.recordloader import ArchiveLoadFailed
 
 from index.collection import Collection
+from index.digestscan import check_record_at
 from index.state import indexed_original, open_readonly
 from replay.asof import AsOfIndexSource
 from replay.recordload import PayloadRecordLoader, RecordLoader
@@ -49,6 +56,64 @@ def _bare_digest(digest: str | None) -> str:
     """``sha1:ABC`` (WARC header, harvest state) and ``ABC`` (CDXJ) compare equal."""
     digest = (digest or "").strip()
     return digest.split(":", 1)[1] if digest[:5].lower() == "sha1:" else digest
+
+
+DAMAGE_MARKER = "strata-damaged-capture"
+
+
+class DamagedCapture(Exception):
+    """A record that does not read back whole. Deliberately not pywb's ``WbException`` or
+    ``ArchiveLoadFailed``: pywb would catch those and try the next capture."""
+
+    def __init__(self, path: str, offset: int, reason: str):
+        super().__init__(f"{DAMAGE_MARKER}: {os.path.basename(path)} at {offset}: {reason}")
+        self.path, self.offset, self.reason = path, offset, reason
+
+
+class _DamageCheck:
+    """Mixin for a pywb record loader: the record is checked before it is parsed. The failure is
+    kept on the loader too, because pywb's ``_resolve_path_load`` turns every exception into
+    ``ArchiveLoadFailed``."""
+
+    damage: DamagedCapture | None = None
+
+    def load(self, url, offset, length, no_record_parse=False):
+        if os.path.isabs(url):
+            length_value = int(length) if str(length).isdigit() else None
+            try:
+                reason = check_record_at(Path(url), int(offset), length_value)
+            except OSError:
+                reason = ""          # a file that is not there: pywb's own handling
+            if reason:
+                self.damage = DamagedCapture(url, int(offset), reason)
+                raise self.damage
+        return super().load(url, offset, length, no_record_parse=no_record_parse)  # type: ignore[misc]  # a mixin before pywb's loaders, which are untyped
+
+
+class _CheckedRecordLoader(_DamageCheck, RecordLoader):
+    pass
+
+
+class _CheckedPayloadRecordLoader(_DamageCheck, PayloadRecordLoader):
+    pass
+
+
+class _CheckedBlockLoader(_DamageCheck, BlockArcWarcRecordLoader):
+    pass
+
+
+class _CheckedResolvingLoader(ResolvingLoader):
+    """pywb's loader, a damaged record raised as ``DamagedCapture`` instead of a load failure."""
+
+    def _resolve_path_load(self, cdx, is_original, failed_files):
+        self.record_loader.damage = None
+        try:
+            return super()._resolve_path_load(cdx, is_original, failed_files)
+        except ArchiveLoadFailed:
+            damage, self.record_loader.damage = self.record_loader.damage, None
+            if damage is not None:
+                raise damage from None
+            raise
 
 
 class _HarvestDatabases:
@@ -89,15 +154,17 @@ class _HarvestDatabases:
         return self._paths[coll]
 
 
-class _RevisitLoader(ResolvingLoader):
+class _RevisitLoader(_CheckedResolvingLoader):
     # False: warcio's record parser for every record (pywb's own loading), for comparison in tests.
     fast_records = True
 
     def __init__(self, path_resolvers, root: Path):
         fast = self.fast_records
-        super().__init__(path_resolvers, record_loader=RecordLoader() if fast else None, no_record_parse=False)
+        super().__init__(path_resolvers, record_loader=_CheckedRecordLoader() if fast else _CheckedBlockLoader(),
+                         no_record_parse=False)
         self.harvest_dbs = _HarvestDatabases(root)
-        self.payload_loader = ResolvingLoader(path_resolvers, record_loader=PayloadRecordLoader()) if fast else None
+        self.payload_loader = (_CheckedResolvingLoader(path_resolvers, record_loader=_CheckedPayloadRecordLoader())
+                               if fast else None)
 
     def _original_loader(self, headers_record) -> ResolvingLoader:
         """What loads the original of this revisit: ``payload_loader`` if nothing will read the

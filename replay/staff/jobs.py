@@ -14,6 +14,7 @@ from index.state import full_harvest_estimate, open_readonly
 from index.state import job_runs as job_runs_of
 from replay.staff import charts, overview
 from replay.staff.context import ext
+from replay.staff.fixity import last_verifications
 from replay.staff.forms import (
     CHOICES,
     FREQUENCY_SUGGESTIONS,
@@ -73,7 +74,8 @@ def index():
                      "active": active.get((collection, name)), "last": last_runs.get((collection, name))})
     return render_template("staff/jobs.html", rows=rows,
                            collections=overview.collections_overview(ext()["root"], runs, jobs_by_collection),
-                           archive_url=ext()["settings"]["archive_url"])
+                           archive_url=ext()["settings"]["archive_url"],
+                           verifications=last_verifications(ext()["root"]))
 
 
 def _form_page(template_job: JobSettings | None, collection: str, name: str, is_new: bool, error: str | None = None,

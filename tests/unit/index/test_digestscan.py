@@ -1,0 +1,144 @@
+"""``index.digestscan`` on WARCs nobody here wrote (Debian's wget, gzipped and not; warcio), against
+warcio's own reading of the same files: same records at the same offsets, every digest accepted;
+and each kind of damage found where it is."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import hashlib
+import subprocess
+from pathlib import Path
+
+import pytest
+from warcio.archiveiterator import ArchiveIterator
+
+from demo.sample_site import serve_sample_site
+from index import digestscan
+from index.digestscan import Damage, Record, _DigestCheck, check_record_at, scan
+
+
+def warcio_records(path: Path) -> list[tuple[str, int, int]]:
+    out = []
+    with open(path, "rb") as fh:
+        it = ArchiveIterator(fh)
+        for record in it:
+            record.content_stream().read()
+            out.append((record.rec_type, it.get_record_offset(), it.get_record_length()))
+    return out
+
+
+@pytest.fixture(scope="module")
+def wget_warcs(tmp_path_factory) -> dict[str, Path]:
+    out = tmp_path_factory.mktemp("wget")
+    with serve_sample_site(version=1) as site:
+        for name, extra in (("gz", []), ("plain", ["--no-warc-compression"])):
+            subprocess.run(["wget", "-q", "-r", "-l", "2", "-e", "robots=off", "--no-proxy", "--tries=1",
+                            "--timeout=10", f"--warc-file={out / name}", *extra, "-P", str(out / f"{name}-files"),
+                            site.base_url + "/"], check=False, timeout=120)
+    return {"gz": out / "gz.warc.gz", "plain": out / "plain.warc"}
+
+
+@pytest.mark.parametrize("kind", ["gz", "plain"])
+def test_wget_warcs_read_as_warcio_reads_them(wget_warcs, kind):
+    path = wget_warcs[kind]
+    sha = hashlib.sha256()
+    items = list(scan(path, sha))
+    assert sha.hexdigest() == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert not [i for i in items if isinstance(i, Damage) or i.problem]
+    assert [(r.rec_type, r.offset, r.length) for r in items] == warcio_records(path)
+    responses = [r for r in items if r.rec_type == "response"]
+    assert len(responses) > 5 and all(r.http_status == "200" for r in responses[:3])
+    for r in items:
+        assert check_record_at(path, r.offset, r.length) == ""
+
+
+@pytest.mark.parametrize("kind", ["gz", "plain"])
+def test_every_read_and_inflate_boundary_gives_the_same_records(wget_warcs, kind, monkeypatch):
+    """Reads of 7 bytes and inflated slices of 5: headers, blocks and trailers split everywhere."""
+    path = wget_warcs[kind]
+    expected = list(scan(path))
+    monkeypatch.setattr(digestscan, "READ_SIZE", 7)
+    monkeypatch.setattr(digestscan, "OUT_SLICE", 5)
+    sha = hashlib.sha256()
+    assert list(scan(path, sha)) == expected
+    assert sha.hexdigest() == hashlib.sha256(path.read_bytes()).hexdigest()
+    for r in expected[:20]:
+        assert check_record_at(path, r.offset, r.length) == ""
+
+
+def test_damage_in_a_plain_warc_is_the_record_whose_digest_fails(wget_warcs, tmp_path):
+    data = bytearray(wget_warcs["plain"].read_bytes())
+    records = [r for r in scan(wget_warcs["plain"]) if isinstance(r, Record)]
+    target = next(r for r in records if r.rec_type == "response" and r.length > 600)
+    data[target.offset + target.length - 100] ^= 0x20      # a payload byte
+    path = tmp_path / "bad.warc"
+    path.write_bytes(bytes(data))
+    bad = [r for r in scan(path) if isinstance(r, Damage) or r.problem]
+    assert [(r.offset, r.problem) for r in bad] == [(target.offset, "block digest does not match WARC-Block-Digest")]
+    assert check_record_at(path, target.offset, target.length) == "block digest does not match WARC-Block-Digest"
+
+
+def test_a_flipped_gzip_member_and_a_truncated_end(wget_warcs, tmp_path):
+    src = wget_warcs["gz"]
+    records = [r for r in scan(src) if isinstance(r, Record)]
+    target = records[len(records) // 2]
+    data = bytearray(src.read_bytes())
+    data[target.offset + target.length // 2] ^= 0xFF
+    path = tmp_path / "flip.warc.gz"
+    path.write_bytes(bytes(data))
+    items = list(scan(path))
+    damage = [i for i in items if isinstance(i, Damage)]
+    assert len(damage) == 1 and damage[0].offset == target.offset
+    assert damage[0].end == target.offset + target.length       # reading went on at the next member
+    assert len([i for i in items if isinstance(i, Record)]) == len(records) - 1
+    assert check_record_at(path, target.offset, target.length) != ""
+    cut = tmp_path / "cut.warc.gz"
+    cut.write_bytes(src.read_bytes()[:target.offset + 50])
+    items = list(scan(cut))
+    assert isinstance(items[-1], Damage) and items[-1].offset == target.offset and "truncated" in items[-1].reason
+    # zero padding after the last member is not damage
+    padded = tmp_path / "padded.warc.gz"
+    padded.write_bytes(src.read_bytes() + b"\0" * 5000)
+    assert not [i for i in scan(padded) if isinstance(i, Damage)]
+
+
+def _b32(data: bytes) -> str:
+    return "sha1:" + base64.b32encode(hashlib.sha1(data).digest()).decode()
+
+
+def _chunked_record(payload_digest: str) -> bytes:
+    block = (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+             b"5\r\nhello\r\ne\r\n chunked world\r\n0\r\n\r\n")
+    head = ("WARC/1.0\r\nWARC-Type: response\r\nWARC-Target-URI: http://example.org/\r\n"
+            "WARC-Date: 2014-01-01T00:00:00Z\r\nWARC-Record-ID: <urn:uuid:00000000-0000-0000-0000-000000000001>\r\n"
+            f"Content-Type: application/http; msgtype=response\r\nWARC-Block-Digest: {_b32(block)}\r\n"
+            f"WARC-Payload-Digest: {payload_digest}\r\nContent-Length: {len(block)}\r\n\r\n")
+    return gzip.compress(head.encode() + block + b"\r\n\r\n")
+
+
+def test_a_chunked_payload_is_checked_de_chunked(tmp_path):
+    # the payload digest of a chunked body stored as sent covers the de-chunked entity (WARC 1.1)
+    path = tmp_path / "chunked.warc.gz"
+    path.write_bytes(_chunked_record(_b32(b"hello chunked world")))
+    [record] = list(scan(path))
+    assert record.problem == "" and record.http_status == "200"
+    path.write_bytes(_chunked_record(_b32(b"hello chunked world!")))
+    [record] = list(scan(path))
+    assert record.problem == "payload digest does not match WARC-Payload-Digest"
+
+
+@pytest.mark.parametrize("encode", [
+    lambda d: base64.b32encode(d).decode(), lambda d: base64.b32encode(d).decode().rstrip("="),
+    lambda d: d.hex(), lambda d: d.hex().upper()])
+@pytest.mark.parametrize("alg", ["sha1", "sha256", "md5"])
+def test_digest_labels_in_base32_or_hex(alg, encode):
+    data = b"archive" * 99
+    good = hashlib.new(alg, data).digest()
+    check = _DigestCheck(f"{alg}:{encode(good)}")
+    check.hash.update(data)
+    assert check.matches() is True
+    bad = bytes([good[0] ^ 1]) + good[1:]
+    check = _DigestCheck(f"{alg}:{encode(bad)}")
+    check.hash.update(data)
+    assert check.matches() is False
