@@ -25,17 +25,26 @@ from pathlib import Path
 
 from warcio.archiveiterator import ArchiveIterator
 
-__all__ = ["Measured", "RawClient", "RawResponse", "WarcStats", "b32_sha1", "median", "run_measured", "scan_warcs",
-           "validators"]
+__all__ = [
+    "Measured",
+    "RawClient",
+    "RawResponse",
+    "WarcStats",
+    "b32_sha1",
+    "median",
+    "run_measured",
+    "scan_warcs",
+    "validators",
+]
 
 
 @dataclasses.dataclass
 class Measured:
     returncode: int | None
-    wall: float              # seconds, from spawn to exit
-    maxrss: int              # bytes, the child's own peak resident set
+    wall: float  # seconds, from spawn to exit
+    maxrss: int  # bytes, the child's own peak resident set
     timed_out: bool
-    cpu: float = 0.0         # seconds of CPU (user + system) the child used
+    cpu: float = 0.0  # seconds of CPU (user + system) the child used
 
 
 # Runs the command as its own child and reports that child's peak RSS. The wrapper is a fresh, small
@@ -57,16 +66,29 @@ sys.exit(os.waitstatus_to_exitcode(status) % 256)
 """
 
 
-def run_measured(cmd: Sequence[str], timeout: float, stdout: Path, stderr: Path, cwd: Path | None = None,
-                 env: dict[str, str] | None = None) -> Measured:
+def run_measured(
+    cmd: Sequence[str],
+    timeout: float,
+    stdout: Path,
+    stderr: Path,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+) -> Measured:
     """Run ``cmd`` as a fresh child; kill its process group after ``timeout`` seconds."""
     rss_file = stdout.with_suffix(stdout.suffix + ".maxrss")
     rss_file.unlink(missing_ok=True)
     started = time.monotonic()
     timed_out = False
     with open(stdout, "wb") as out, open(stderr, "wb") as err:
-        proc = subprocess.Popen([sys.executable, "-c", _WRAPPER, str(rss_file), *cmd], stdout=out, stderr=err,
-                                stdin=subprocess.DEVNULL, cwd=cwd, env=env, start_new_session=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", _WRAPPER, str(rss_file), *cmd],
+            stdout=out,
+            stderr=err,
+            stdin=subprocess.DEVNULL,
+            cwd=cwd,
+            env=env,
+            start_new_session=True,
+        )
         try:
             proc.wait(timeout)
         except subprocess.TimeoutExpired:
@@ -83,10 +105,11 @@ def run_measured(cmd: Sequence[str], timeout: float, stdout: Path, stderr: Path,
 class WarcStats:
     files: int = 0
     bytes: int = 0
-    records: Counter = dataclasses.field(default_factory=Counter)            # by WARC-Type
+    records: Counter = dataclasses.field(default_factory=Counter)  # by WARC-Type
     record_bytes: dict[str, list[int]] = dataclasses.field(default_factory=lambda: defaultdict(list))
     captures: dict[str, list[tuple[str, str | None, str | None]]] = dataclasses.field(
-        default_factory=lambda: defaultdict(list))  # url -> [(type, http status, payload digest)]
+        default_factory=lambda: defaultdict(list)
+    )  # url -> [(type, http status, payload digest)]
 
     def total(self, rtype: str) -> int:
         return sum(self.record_bytes.get(rtype, ()))
@@ -123,10 +146,10 @@ def b32_sha1(data: bytes) -> str:
 @dataclasses.dataclass
 class RawResponse:
     status: int
-    head_bytes: int          # status line and headers, blank line included
-    body_bytes: int          # payload as received (de-chunked, still content-encoded)
-    wire_bytes: int          # everything the server sent for this response
-    body: bytes = b""        # the payload (de-chunked, still content-encoded)
+    head_bytes: int  # status line and headers, blank line included
+    body_bytes: int  # payload as received (de-chunked, still content-encoded)
+    wire_bytes: int  # everything the server sent for this response
+    body: bytes = b""  # the payload (de-chunked, still content-encoded)
 
 
 class RawClient:

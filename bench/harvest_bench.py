@@ -39,32 +39,57 @@ BENCH_DIR = Path(__file__).resolve().parent
 COLLECTION = "bench"
 ACCEPT_ENCODING = "gzip, deflate"  # what Strata sends; the floors assume a client that accepts gzip
 TARGETS = {
-    "bandwidth": 1.05,   # crawl-2 server bytes / bandwidth floor
-    "storage": 1.05,     # crawl-2 WARC bytes / storage floor
-    "wall1": 0.5,        # Strata / wget wall time, crawl 1
-    "wall2": 0.3,        # Strata / wget wall time, crawl 2
-    "rss": 300e6,        # bytes, each Strata run
+    "bandwidth": 1.05,  # crawl-2 server bytes / bandwidth floor
+    "storage": 1.05,  # crawl-2 WARC bytes / storage floor
+    "wall1": 0.5,  # Strata / wget wall time, crawl 1
+    "wall2": 0.3,  # Strata / wget wall time, crawl 2
+    "rss": 300e6,  # bytes, each Strata run
 }
 
 
-def strata_cmd(root: Path, seed: str, crawl: int, concurrency: int, fulltext: bool,
-               exe: list[str] | None = None) -> list[str]:
+def strata_cmd(
+    root: Path, seed: str, crawl: int, concurrency: int, fulltext: bool, exe: list[str] | None = None
+) -> list[str]:
     """``strata harvest`` with a job file: the command line has no switch for the full-text index."""
     jobs = root / COLLECTION / "jobs"
     jobs.mkdir(parents=True, exist_ok=True)
     (jobs / "bench.toml").write_text(
         f'seeds = ["{seed}"]\ndepth = 100\ndelay = 0.0\nconcurrency = {concurrency}\n'
-        f"fulltext = {'true' if fulltext else 'false'}\n")
+        f"fulltext = {'true' if fulltext else 'false'}\n"
+    )
     exe = exe or [str(Path(sys.executable).parent / "strata")]
-    return [*exe, "harvest", COLLECTION, "--job", "bench", "--mode", "full" if crawl == 1 else "incremental",
-            "--json", "--root", str(root)]
+    return [
+        *exe,
+        "harvest",
+        COLLECTION,
+        "--job",
+        "bench",
+        "--mode",
+        "full" if crawl == 1 else "incremental",
+        "--json",
+        "--root",
+        str(root),
+    ]
 
 
 def wget_cmd(wget: str, workdir: Path, seed: str, crawl: int) -> list[str]:
-    cmd = [wget, "--recursive", "--level=inf", "--page-requisites", "--no-parent", "--wait=0", "--tries=1",
-           "--timeout=60", "--no-verbose", "--delete-after", f"--directory-prefix={workdir / f'files{crawl}'}",
-           f"--warc-file={workdir / f'crawl{crawl}'}", "--warc-cdx", "--no-warc-keep-log",
-           f"--warc-tempdir={workdir}"]
+    cmd = [
+        wget,
+        "--recursive",
+        "--level=inf",
+        "--page-requisites",
+        "--no-parent",
+        "--wait=0",
+        "--tries=1",
+        "--timeout=60",
+        "--no-verbose",
+        "--delete-after",
+        f"--directory-prefix={workdir / f'files{crawl}'}",
+        f"--warc-file={workdir / f'crawl{crawl}'}",
+        "--warc-cdx",
+        "--no-warc-keep-log",
+        f"--warc-tempdir={workdir}",
+    ]
     if crawl == 2:
         cmd.append(f"--warc-dedup={workdir / 'crawl1.cdx'}")
     return cmd + [seed]
@@ -77,21 +102,41 @@ def run_tool(tool: str, crawl: int, server: SiteServer, out: Path, args, wget: s
     if tool == "strata":
         root = out / "strata"
         root.mkdir(exist_ok=True)
-        cmd = strata_cmd(root, seed, crawl, args.concurrency, args.fulltext, shlex.split(args.strata) if args.strata else None)
+        cmd = strata_cmd(
+            root, seed, crawl, args.concurrency, args.fulltext, shlex.split(args.strata) if args.strata else None
+        )
         if args.py_spy:  # sampled profile of the harvester (its figures are then not comparable)
             spy = Path(sys.executable).parent / "py-spy"
-            cmd = [str(spy), "record", "--format", "raw", "--rate", "250", "--output",
-                   str(out / f"strata-crawl{crawl}.pyspy.txt"), "--", *cmd]
+            cmd = [
+                str(spy),
+                "record",
+                "--format",
+                "raw",
+                "--rate",
+                "250",
+                "--output",
+                str(out / f"strata-crawl{crawl}.pyspy.txt"),
+                "--",
+                *cmd,
+            ]
     else:
         workdir = out / "wget"
         workdir.mkdir(exist_ok=True)
         cmd = wget_cmd(wget, workdir, seed, crawl)
     m = run_measured(cmd, args.timeout, out / f"{tool}-crawl{crawl}.out", out / f"{tool}-crawl{crawl}.err")
     result = {
-        "tool": tool, "crawl": crawl, "command": " ".join(Path(c).name if i == 0 else c for i, c in enumerate(cmd)),
-        "returncode": m.returncode, "timed_out": m.timed_out, "wall": m.wall, "maxrss": m.maxrss, "cpu": m.cpu,
-        "requests": server.request_count, "server_bytes": server.bytes_sent,
-        "connections": server.connection_count, "loadavg_after": os.getloadavg()[0],
+        "tool": tool,
+        "crawl": crawl,
+        "command": " ".join(Path(c).name if i == 0 else c for i, c in enumerate(cmd)),
+        "returncode": m.returncode,
+        "timed_out": m.timed_out,
+        "wall": m.wall,
+        "maxrss": m.maxrss,
+        "cpu": m.cpu,
+        "requests": server.request_count,
+        "server_bytes": server.bytes_sent,
+        "connections": server.connection_count,
+        "loadavg_after": os.getloadavg()[0],
     }
     if tool == "strata":
         text = (out / f"{tool}-crawl{crawl}.out").read_text()
@@ -103,18 +148,25 @@ def run_tool(tool: str, crawl: int, server: SiteServer, out: Path, args, wget: s
         shutil.rmtree(out / "wget" / f"files{crawl}", ignore_errors=True)
     warcs = [w for w in warcs if w.exists()]
     stats = scan_warcs(warcs)
-    result.update(warc_files=[w.name for w in warcs], warc_bytes=stats.bytes, records=dict(stats.records),
-                  record_bytes={k: sum(v) for k, v in stats.record_bytes.items()})
+    result.update(
+        warc_files=[w.name for w in warcs],
+        warc_bytes=stats.bytes,
+        records=dict(stats.records),
+        record_bytes={k: sum(v) for k, v in stats.record_bytes.items()},
+    )
     result["_stats"] = stats
     ok = m.returncode == 0 or (tool == "wget" and m.returncode == 8)  # wget: 8 = some 404s, expected
     if not ok or m.timed_out:
         err = (out / f"{tool}-crawl{crawl}.err").read_text(errors="replace")[-2000:]
-        print(f"!! {tool} crawl {crawl} exited {m.returncode}{' (timed out)' if m.timed_out else ''}:\n{err}",
-              file=sys.stderr)
+        print(
+            f"!! {tool} crawl {crawl} exited {m.returncode}{' (timed out)' if m.timed_out else ''}:\n{err}",
+            file=sys.stderr,
+        )
     return result
 
 
 # -- floors and ground truth -----------------------------------------------------------------------
+
 
 def measure_floors(site: GeneratedSite, server: SiteServer, deadline: float) -> dict:
     """Ask the server (v2, no latency) for what an ideal client must receive in crawl 2."""
@@ -124,7 +176,7 @@ def measure_floors(site: GeneratedSite, server: SiteServer, deadline: float) -> 
     per_kind: dict[str, int] = {}
     not_modified: list[int] = []
     unvalidated: list[str] = []
-    full_unchanged = 0   # what the unchanged resources without validators really cost
+    full_unchanged = 0  # what the unchanged resources without validators really cost
     body_bytes = head_bytes = deleted_bytes = 0
     payload_gz = 0
     try:
@@ -156,13 +208,18 @@ def measure_floors(site: GeneratedSite, server: SiteServer, deadline: float) -> 
     m304 = statistics.median(not_modified) if not_modified else 0
     bandwidth = body_bytes + deleted_bytes + sum(not_modified) + m304 * len(unvalidated)
     return {
-        "changed_new_body_bytes": body_bytes, "changed_new_head_bytes": head_bytes,
-        "deleted_response_bytes": deleted_bytes, "not_modified_count": len(not_modified),
-        "not_modified_bytes": sum(not_modified), "not_modified_median": m304,
-        "unvalidated_unchanged": len(unvalidated), "unvalidated_unchanged_bytes": full_unchanged,
+        "changed_new_body_bytes": body_bytes,
+        "changed_new_head_bytes": head_bytes,
+        "deleted_response_bytes": deleted_bytes,
+        "not_modified_count": len(not_modified),
+        "not_modified_bytes": sum(not_modified),
+        "not_modified_median": m304,
+        "unvalidated_unchanged": len(unvalidated),
+        "unvalidated_unchanged_bytes": full_unchanged,
         "bandwidth_floor": bandwidth,
         "bandwidth_reachable": bandwidth - m304 * len(unvalidated) + full_unchanged,
-        "payload_gzip_bytes": payload_gz, "counts": per_kind,
+        "payload_gzip_bytes": payload_gz,
+        "counts": per_kind,
     }
 
 
@@ -173,10 +230,16 @@ def storage_floor(site: GeneratedSite, floors: dict, strata2) -> dict:
     req_median = median(strata2.record_bytes.get("request", []))
     rev_median = median(strata2.record_bytes.get("revisit", []))
     floor = floors["payload_gzip_bytes"] + n_fetched * req_median + n_unchanged * rev_median
-    return {"storage_floor": floor, "fetched_urls": n_fetched, "unchanged_urls": n_unchanged,
-            "request_median": req_median, "revisit_median": rev_median,
-            "payload_part": floors["payload_gzip_bytes"], "request_part": n_fetched * req_median,
-            "revisit_part": n_unchanged * rev_median}
+    return {
+        "storage_floor": floor,
+        "fetched_urls": n_fetched,
+        "unchanged_urls": n_unchanged,
+        "request_median": req_median,
+        "revisit_median": rev_median,
+        "payload_part": floors["payload_gzip_bytes"],
+        "request_part": n_fetched * req_median,
+        "revisit_part": n_unchanged * rev_median,
+    }
 
 
 def check_strata(site: GeneratedSite, out: Path, base: str, warc_files: list[str]) -> dict:
@@ -190,9 +253,15 @@ def check_strata(site: GeneratedSite, out: Path, base: str, warc_files: list[str
         _, _, blob = line.split(" ", 2)
         entry = json.loads(blob)
         if entry.get("filename") in wanted and entry["url"].startswith(base):
-            seen.setdefault(entry["url"][len(base):], []).append(entry)
-    problems = {"missing": [], "deleted_not_seen": [], "stored_again": [], "changed_as_revisit": [],
-                "wrong_digest": [], "unexpected": sorted(set(seen) - set(truth))}
+            seen.setdefault(entry["url"][len(base) :], []).append(entry)
+    problems = {
+        "missing": [],
+        "deleted_not_seen": [],
+        "stored_again": [],
+        "changed_as_revisit": [],
+        "wrong_digest": [],
+        "unexpected": sorted(set(seen) - set(truth)),
+    }
     for path, t in truth.items():
         entries = seen.get(path, [])
         if t.change == "deleted":
@@ -215,13 +284,14 @@ def check_strata(site: GeneratedSite, out: Path, base: str, warc_files: list[str
 
 def check_wget(site: GeneratedSite, base: str, stats) -> dict:
     truth = site.truth()
-    caps = {url[len(base):]: v for url, v in stats.captures.items() if url.startswith(base)}
+    caps = {url[len(base) :]: v for url, v in stats.captures.items() if url.startswith(base)}
     missing = [p for p, t in truth.items() if t.change != "deleted" and p not in caps]
     deleted_not_seen = [p for p, t in truth.items() if t.change == "deleted" and p not in caps]
     return {"missing": missing, "deleted_not_seen": deleted_not_seen}
 
 
 # -- the report -----------------------------------------------------------------------------------
+
 
 def _mb(n: float) -> str:
     return f"{n / 1e6:,.2f} MB"
@@ -233,8 +303,9 @@ def code_version() -> str:
 
     def git(*a: str) -> str:
         try:
-            return subprocess.run(["git", *a], cwd=BENCH_DIR.parent, capture_output=True, text=True,
-                                  timeout=10).stdout.strip()
+            return subprocess.run(
+                ["git", *a], cwd=BENCH_DIR.parent, capture_output=True, text=True, timeout=10
+            ).stdout.strip()
         except (OSError, subprocess.SubprocessError):
             return ""
 
@@ -257,14 +328,21 @@ def _ratio(a: float, b: float) -> str:
 def table(results: dict, floors: dict, storage: dict, checks: dict, site_stats: dict, args, conns: int) -> str:
     lines = []
     add = lines.append
-    add(f"code: {code_version()}; Strata command: {'strata' if not args.strata else args.strata}"
-        + ("; PROFILED with py-spy (times not comparable)" if args.py_spy else ""))
-    add(f"Strata vs wget, generated site preset {args.preset!r} (seed {args.seed}), latency {args.latency * 1000:g} ms, "
+    add(
+        f"code: {code_version()}; Strata command: {'strata' if not args.strata else args.strata}"
+        + ("; PROFILED with py-spy (times not comparable)" if args.py_spy else "")
+    )
+    add(
+        f"Strata vs wget, generated site preset {args.preset!r} (seed {args.seed}), latency {args.latency * 1000:g} "
+        f"ms, "
         f"delay 0 for both; Strata --concurrency {conns}, wget one connection; "
-        f"Strata's full-text indexing {'on' if args.fulltext else 'off'}")
-    add(f"v1: {site_stats['urls_v1']} URLs ({site_stats['html_v1']} HTML), {_mb(site_stats['bytes_v1'])}; "
+        f"Strata's full-text indexing {'on' if args.fulltext else 'off'}"
+    )
+    add(
+        f"v1: {site_stats['urls_v1']} URLs ({site_stats['html_v1']} HTML), {_mb(site_stats['bytes_v1'])}; "
         f"v2: {site_stats['urls_v2']} URLs ({site_stats['html_v2']} HTML), {_mb(site_stats['bytes_v2'])}; "
-        "changes v1->v2: " + ", ".join(f"{k} {v}" for k, v in site_stats["changes"].items()))
+        "changes v1->v2: " + ", ".join(f"{k} {v}" for k, v in site_stats["changes"].items())
+    )
     rtypes = sorted({t for r in results.values() for t in r["records"]})
     for crawl in (1, 2):
         s, w = results["strata", crawl], results["wget", crawl]
@@ -282,34 +360,68 @@ def table(results: dict, floors: dict, storage: dict, checks: dict, site_stats: 
         ]
         for label, a, b, fmt in rows:
             add(f"  {label:<24} {fmt(a):>14} {fmt(b):>14} {_ratio(a, b):>12}")
-        add(f"  1-min load average after the run: Strata {s['loadavg_after']:.2f}, wget {w['loadavg_after']:.2f} "
-            f"({os.cpu_count()} CPUs; the site server runs in this process)")
+        add(
+            f"  1-min load average after the run: Strata {s['loadavg_after']:.2f}, wget {w['loadavg_after']:.2f} "
+            f"({os.cpu_count()} CPUs; the site server runs in this process)"
+        )
         rep = s.get("report", {})
         if rep:
-            add("  Strata's report: " + ", ".join(f"{k} {rep.get(k)}" for k in (
-                "urls_fetched", "new", "changed", "soft", "unchanged", "not_modified", "deleted", "errors", "revisits")))
+            add(
+                "  Strata's report: "
+                + ", ".join(
+                    f"{k} {rep.get(k)}"
+                    for k in (
+                        "urls_fetched",
+                        "new",
+                        "changed",
+                        "soft",
+                        "unchanged",
+                        "not_modified",
+                        "deleted",
+                        "errors",
+                        "revisits",
+                    )
+                )
+            )
             span = _seconds(rep.get("started"), rep.get("finished"))
-            extra = f", then full-text indexing {rep['fulltext'].get('seconds', 0):.1f} s" if rep.get("fulltext") else ""
+            extra = (
+                f", then full-text indexing {rep['fulltext'].get('seconds', 0):.1f} s" if rep.get("fulltext") else ""
+            )
             add(f"  Strata's run from start to finish (no process start-up){extra}: {span:.2f} s")
     s2, w2 = results["strata", 2], results["wget", 2]
     add("")
     add("crawl-2 floors (from the generator's ground truth)")
-    add(f"  bandwidth floor            {_mb(floors['bandwidth_floor']):>14}   = changed/new/soft bodies "
+    add(
+        f"  bandwidth floor            {_mb(floors['bandwidth_floor']):>14}   = changed/new/soft bodies "
         f"{_mb(floors['changed_new_body_bytes'])} + {floors['not_modified_count']} x 304 "
         f"({floors['not_modified_median']:.0f} B median) {_mb(floors['not_modified_bytes'])} + deleted 404s "
         f"{_mb(floors['deleted_response_bytes'])}"
-        + (f" + {floors['unvalidated_unchanged']} unvalidated unchanged counted as 304" if floors["unvalidated_unchanged"] else ""))
+        + (
+            f" + {floors['unvalidated_unchanged']} unvalidated unchanged counted as 304"
+            if floors["unvalidated_unchanged"]
+            else ""
+        )
+    )
     if floors["unvalidated_unchanged"]:
         add(f"  reachable with this server's validators {_mb(floors['bandwidth_reachable'])}")
-    add(f"  storage floor              {_mb(storage['storage_floor']):>14}   = gzip payloads {_mb(storage['payload_part'])}"
+    add(
+        f"  storage floor              {_mb(storage['storage_floor']):>14}   = gzip payloads "
+        f"{_mb(storage['payload_part'])}"
         f" + {storage['fetched_urls']} requests x {storage['request_median']:.0f} B + {storage['unchanged_urls']} "
-        f"revisits x {storage['revisit_median']:.0f} B (medians of Strata's crawl-2 records)")
-    add("  Strata crawl-2 WARC bytes by record type: " + ", ".join(
-        f"{t} {_mb(v)}" for t, v in sorted(s2["record_bytes"].items())))
-    add(f"  Strata crawl-2 server bytes / bandwidth floor  {_ratio(s2['server_bytes'], floors['bandwidth_floor'])}"
-        f"   (wget {_ratio(w2['server_bytes'], floors['bandwidth_floor'])})")
-    add(f"  Strata crawl-2 WARC bytes / storage floor      {_ratio(s2['warc_bytes'], storage['storage_floor'])}"
-        f"   (wget {_ratio(w2['warc_bytes'], storage['storage_floor'])})")
+        f"revisits x {storage['revisit_median']:.0f} B (medians of Strata's crawl-2 records)"
+    )
+    add(
+        "  Strata crawl-2 WARC bytes by record type: "
+        + ", ".join(f"{t} {_mb(v)}" for t, v in sorted(s2["record_bytes"].items()))
+    )
+    add(
+        f"  Strata crawl-2 server bytes / bandwidth floor  {_ratio(s2['server_bytes'], floors['bandwidth_floor'])}"
+        f"   (wget {_ratio(w2['server_bytes'], floors['bandwidth_floor'])})"
+    )
+    add(
+        f"  Strata crawl-2 WARC bytes / storage floor      {_ratio(s2['warc_bytes'], storage['storage_floor'])}"
+        f"   (wget {_ratio(w2['warc_bytes'], storage['storage_floor'])})"
+    )
     add("")
     add("targets (issue 2)")
     targets = evaluate(results, floors, storage, checks)
@@ -325,6 +437,7 @@ def table(results: dict, floors: dict, storage: dict, checks: dict, site_stats: 
 
 def evaluate(results: dict, floors: dict, storage: dict, checks: dict) -> dict:
     s1, w1, s2, w2 = (results[k] for k in (("strata", 1), ("wget", 1), ("strata", 2), ("wget", 2)))
+
     def div(a: float, b: float) -> float:
         return a / b if b else float("inf")
 
@@ -336,8 +449,14 @@ def evaluate(results: dict, floors: dict, storage: dict, checks: dict) -> dict:
     return {
         "crawl-2 server bytes <= 1.05 x bandwidth floor": (bw <= TARGETS["bandwidth"], f"{bw:.3f}"),
         "crawl-2 WARC bytes <= 1.05 x storage floor": (st <= TARGETS["storage"], f"{st:.3f}"),
-        "crawl-1 wall time <= 0.5 x wget": (r1 <= TARGETS["wall1"], f"{r1:.3f} ({s1['wall']:.1f} s vs {w1['wall']:.1f} s)"),
-        "crawl-2 wall time <= 0.3 x wget": (r2 <= TARGETS["wall2"], f"{r2:.3f} ({s2['wall']:.1f} s vs {w2['wall']:.1f} s)"),
+        "crawl-1 wall time <= 0.5 x wget": (
+            r1 <= TARGETS["wall1"],
+            f"{r1:.3f} ({s1['wall']:.1f} s vs {w1['wall']:.1f} s)",
+        ),
+        "crawl-2 wall time <= 0.3 x wget": (
+            r2 <= TARGETS["wall2"],
+            f"{r2:.3f} ({s2['wall']:.1f} s vs {w2['wall']:.1f} s)",
+        ),
         "peak RSS < 300 MB": (rss < TARGETS["rss"], _mb(rss)),
         "every v2 URL captured right in crawl 2": (bad == 0, f"{bad} problems"),
     }
@@ -352,13 +471,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, default=4, help="Strata's connections (issue 2 allows up to 4)")
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds allowed for each crawl")
     parser.add_argument("--out", type=Path, default=None, help="output directory (default bench/out/harvest-...)")
-    parser.add_argument("--fulltext", action="store_true",
-                        help="let Strata update its full-text index after each run (job setting fulltext)")
-    parser.add_argument("--strata", default=None,
-                        help="command to run instead of the venv's `strata` (e.g. a patched build to compare)")
+    parser.add_argument(
+        "--fulltext",
+        action="store_true",
+        help="let Strata update its full-text index after each run (job setting fulltext)",
+    )
+    parser.add_argument(
+        "--strata", default=None, help="command to run instead of the venv's `strata` (e.g. a patched build to compare)"
+    )
     parser.add_argument("--keep", action="store_true", help="keep the WARCs and collections afterwards")
-    parser.add_argument("--py-spy", action="store_true",
-                        help="profile Strata with py-spy (pip install py-spy into the venv); slows it down")
+    parser.add_argument(
+        "--py-spy",
+        action="store_true",
+        help="profile Strata with py-spy (pip install py-spy into the venv); slows it down",
+    )
     args = parser.parse_args(argv)
     args.preset = args.preset or ("quick" if args.quick else "issue2")
     wget = shutil.which("wget")
@@ -372,8 +498,11 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.monotonic()
     site = GeneratedSite(SiteSpec.preset(args.preset, seed=args.seed))
     site_stats = site.stats()  # generates (and caches) every body of both versions
-    print(f"site generated in {time.monotonic() - t0:.1f} s: v1 {site_stats['urls_v1']} URLs, "
-          f"v2 {site_stats['urls_v2']} URLs -> {out}", flush=True)
+    print(
+        f"site generated in {time.monotonic() - t0:.1f} s: v1 {site_stats['urls_v1']} URLs, "
+        f"v2 {site_stats['urls_v2']} URLs -> {out}",
+        flush=True,
+    )
 
     results: dict = {}
     with SiteServer(site, 1, latency=args.latency) as server:
@@ -387,18 +516,27 @@ def main(argv: list[str] | None = None) -> int:
         floors = measure_floors(site, server, time.monotonic() + 600)
         base = server.base_url
     storage = storage_floor(site, floors, results["strata", 2]["_stats"])
-    checks = {"strata": check_strata(site, out, base, results["strata", 2]["warc_files"]),
-              "wget": check_wget(site, base, results["wget", 2]["_stats"])}
+    checks = {
+        "strata": check_strata(site, out, base, results["strata", 2]["warc_files"]),
+        "wget": check_wget(site, base, results["wget", 2]["_stats"]),
+    }
     text = table(results, floors, storage, checks, site_stats, args, args.concurrency)
     print()
     print(text)
     (out / "report.txt").write_text(text + "\n")
-    dump = {f"{tool}-crawl{crawl}": {k: v for k, v in r.items() if not k.startswith("_")}
-            for (tool, crawl), r in results.items()}
-    dump.update(floors=floors, storage=storage, site=site_stats, spec=vars(site.spec),
-                checks=checks,
-                targets={k: {"met": ok, "value": v} for k, (ok, v) in evaluate(results, floors, storage, checks).items()},
-                args={k: str(v) for k, v in vars(args).items()})
+    dump = {
+        f"{tool}-crawl{crawl}": {k: v for k, v in r.items() if not k.startswith("_")}
+        for (tool, crawl), r in results.items()
+    }
+    dump.update(
+        floors=floors,
+        storage=storage,
+        site=site_stats,
+        spec=vars(site.spec),
+        checks=checks,
+        targets={k: {"met": ok, "value": v} for k, (ok, v) in evaluate(results, floors, storage, checks).items()},
+        args={k: str(v) for k, v in vars(args).items()},
+    )
     (out / "results.json").write_text(json.dumps(dump, indent=2, default=str) + "\n")
     if not args.keep:
         shutil.rmtree(out / "strata", ignore_errors=True)

@@ -37,8 +37,10 @@ from bench.common import Measured, run_measured  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "out" / "rebuild"
 BIN = Path(sys.executable).parent
-WORDS = ("archive library harvest record payload digest index replay capture snapshot revisit crawl "
-         "collection preservation fixity manifest").split()
+WORDS = (
+    "archive library harvest record payload digest index replay capture snapshot revisit crawl "
+    "collection preservation fixity manifest"
+).split()
 
 
 def write_collection(archive: Path, size_mb: int, files: int, seed: int = 7) -> tuple[int, int]:
@@ -63,17 +65,30 @@ def write_collection(archive: Path, size_mb: int, files: int, seed: int = 7) -> 
                     record.rec_headers.replace_header("WARC-Date", date)
                 else:
                     n = rng.randint(5_000, 100_000)
-                    body = (rng.randbytes(n) if i % 3 == 0 else
-                            " ".join(rng.choice(WORDS) for _ in range(n // 8)).encode())
-                    http = StatusAndHeaders("200 OK", [("Content-Type", "image/jpeg" if i % 3 == 0 else "text/html"),
-                                                       ("Content-Length", str(len(body)))], protocol="HTTP/1.1")
-                    record = writer.create_warc_record(url, "response", payload=io.BytesIO(body), http_headers=http,
-                                                       warc_headers_dict={"WARC-Date": date})
+                    body = (
+                        rng.randbytes(n) if i % 3 == 0 else " ".join(rng.choice(WORDS) for _ in range(n // 8)).encode()
+                    )
+                    http = StatusAndHeaders(
+                        "200 OK",
+                        [
+                            ("Content-Type", "image/jpeg" if i % 3 == 0 else "text/html"),
+                            ("Content-Length", str(len(body))),
+                        ],
+                        protocol="HTTP/1.1",
+                    )
+                    record = writer.create_warc_record(
+                        url,
+                        "response",
+                        payload=io.BytesIO(body),
+                        http_headers=http,
+                        warc_headers_dict={"WARC-Date": date},
+                    )
                     seen.append((url, date, body))
                 writer.write_record(record)
                 req = StatusAndHeaders(f"GET /{number}/{i} HTTP/1.1", [("Host", "bench.test")], is_http_request=True)
-                writer.write_record(writer.create_warc_record(url, "request", http_headers=req,
-                                                              warc_headers_dict={"WARC-Date": date}))
+                writer.write_record(
+                    writer.create_warc_record(url, "request", http_headers=req, warc_headers_dict={"WARC-Date": date})
+                )
                 records += 2
                 i += 1
         total += path.stat().st_size
@@ -84,9 +99,11 @@ def _digest(body: bytes) -> str:
     return "sha1:" + base64.b32encode(hashlib.sha1(body).digest()).decode()
 
 
-SCAN = ("import sys, pathlib\nfrom index.warcscan import scan_file\n"
-        "bad = [s for p in sorted(pathlib.Path(sys.argv[1]).iterdir()) if (s := scan_file(p)).damage]\n"
-        "sys.exit(1 if bad else 0)\n")
+SCAN = (
+    "import sys, pathlib\nfrom index.warcscan import scan_file\n"
+    "bad = [s for p in sorted(pathlib.Path(sys.argv[1]).iterdir()) if (s := scan_file(p)).damage]\n"
+    "sys.exit(1 if bad else 0)\n"
+)
 
 
 def main() -> None:
@@ -123,9 +140,11 @@ def main() -> None:
     for name, runs in results.items():
         walls = [m.wall for m in runs]
         wall = statistics.median(walls)
-        print(f"{name:<16} {wall:>9.2f} ({min(walls):.2f}-{max(walls):.2f}) "
-              f"{statistics.median(m.cpu for m in runs):>8.2f} {max(m.maxrss for m in runs) / 1e6:>12.1f} "
-              f"{total / 1e6 / wall:>7.1f}   x{wall / base:.2f} of cdx-indexer")
+        print(
+            f"{name:<16} {wall:>9.2f} ({min(walls):.2f}-{max(walls):.2f}) "
+            f"{statistics.median(m.cpu for m in runs):>8.2f} {max(m.maxrss for m in runs) / 1e6:>12.1f} "
+            f"{total / 1e6 / wall:>7.1f}   x{wall / base:.2f} of cdx-indexer"
+        )
 
 
 if __name__ == "__main__":

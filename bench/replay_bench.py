@@ -82,11 +82,14 @@ class BenchSite:
 
 def _article(i: int, edition: int, pages: int) -> bytes:
     rng = random.Random(i * 1000 + edition)
-    words = " ".join(rng.choice(("archive", "harvest", "library", "snapshot", "revisit", "page", "record"))
-                     for _ in range(1200))
+    words = " ".join(
+        rng.choice(("archive", "harvest", "library", "snapshot", "revisit", "page", "record")) for _ in range(1200)
+    )
     links = "".join(f'<a href="/p/{(i + k) % pages:04d}.html">next {k}</a> ' for k in range(1, 6))
-    return (f'<!DOCTYPE html><html><head><title>Page {i}</title><link rel="stylesheet" href="/style.css">'
-            f"</head><body><h1>Page {i}, edition {edition}</h1><p>{words}</p><p>{links}</p></body></html>").encode()
+    return (
+        f'<!DOCTYPE html><html><head><title>Page {i}</title><link rel="stylesheet" href="/style.css">'
+        f"</head><body><h1>Page {i}, edition {edition}</h1><p>{words}</p><p>{links}</p></body></html>"
+    ).encode()
 
 
 def build_collection(root: Path, pages: int) -> list[dict]:
@@ -185,14 +188,25 @@ def _start(name: str, make_cmd, cwd: Path, log: Path) -> Server:
 def start_servers(root: Path, out: Path, nodelay_check: bool) -> dict[str, Server]:
     servers: dict[str, Server] = {}
     try:
-        servers["strata"] = _start("strata", lambda port: [str(VENV_BIN / "strata"), "serve", "--root", str(root),
-                                                           "--port", str(port)], REPO, out / "strata.log")
-        servers["pywb"] = _start("pywb", lambda port: [str(VENV_BIN / "wayback"), "-p", str(port), "-b", "127.0.0.1",
-                                                       "-d", str(root.parent)], root.parent, out / "pywb.log")
+        servers["strata"] = _start(
+            "strata",
+            lambda port: [str(VENV_BIN / "strata"), "serve", "--root", str(root), "--port", str(port)],
+            REPO,
+            out / "strata.log",
+        )
+        servers["pywb"] = _start(
+            "pywb",
+            lambda port: [str(VENV_BIN / "wayback"), "-p", str(port), "-b", "127.0.0.1", "-d", str(root.parent)],
+            root.parent,
+            out / "pywb.log",
+        )
         if nodelay_check:
             servers["strata-no-nodelay"] = _start(
-                "strata-no-nodelay", lambda port: [sys.executable, "-c", NO_NODELAY, str(root), str(port)],
-                REPO, out / "no-nodelay.log")
+                "strata-no-nodelay",
+                lambda port: [sys.executable, "-c", NO_NODELAY, str(root), str(port)],
+                REPO,
+                out / "no-nodelay.log",
+            )
     except BaseException:
         for server in servers.values():
             server.stop()
@@ -215,8 +229,13 @@ def warm_up(servers: dict[str, Server], paths_by_server: dict[str, list[str]]) -
                 client.get(path)
 
 
-def run_config(servers: dict[str, Server], series: dict[tuple[str, str], list[str]], keep_alive: bool,
-               seconds: float, block: int = 10) -> dict[tuple[str, str], dict]:
+def run_config(
+    servers: dict[str, Server],
+    series: dict[tuple[str, str], list[str]],
+    keep_alive: bool,
+    seconds: float,
+    block: int = 10,
+) -> dict[tuple[str, str], dict]:
     """Every series (server, URL kind) takes its turn, ``block`` requests at a time, in an order
     shuffled afresh each round (seeded), so that load from other processes on the machine, and the
     cost of following another server's turn, fall on all of them alike. (A rotating order put
@@ -235,7 +254,7 @@ def run_config(servers: dict[str, Server], series: dict[tuple[str, str], list[st
             order = keys[:]
             rng.shuffle(order)
             for key in order:
-                for path in series[key][offset:offset + block]:
+                for path in series[key][offset : offset + block]:
                     t0 = time.perf_counter()
                     r = clients[key].get(path)
                     latencies[key].append(time.perf_counter() - t0)
@@ -271,16 +290,22 @@ def replay_bench(servers: dict[str, Server], snapshot: str, urls: dict[str, list
     results = []
     for mode in ("page", "raw"):
         for keep_alive in (True, False):
-            series = {(name, kind): replay_paths(name, mode, snapshot, urls[kind])
-                      for name in servers for kind in ("revisit", "response")
-                      if name != "strata-no-nodelay" or (keep_alive and mode == "page")}
+            series = {
+                (name, kind): replay_paths(name, mode, snapshot, urls[kind])
+                for name in servers
+                for kind in ("revisit", "response")
+                if name != "strata-no-nodelay" or (keep_alive and mode == "page")
+            }
             measured = run_config(servers, series, keep_alive, seconds)
             for (name, kind), res in measured.items():
                 res.update(server=name, mode=mode, kind=kind, connection="keep-alive" if keep_alive else "close")
                 results.append(res)
-                print(f"  {name:<18} {mode:<4} {kind:<8} {res['connection']:<10} {res['requests']:>4} req "
-                      f"{res['rps']:>7.1f}/s  p50 {res['p50_ms']:6.1f} ms  p95 {res['p95_ms']:6.1f} ms"
-                      f"{'  errors ' + str(res['errors']) if res['errors'] else ''}", flush=True)
+                print(
+                    f"  {name:<18} {mode:<4} {kind:<8} {res['connection']:<10} {res['requests']:>4} req "
+                    f"{res['rps']:>7.1f}/s  p50 {res['p50_ms']:6.1f} ms  p95 {res['p95_ms']:6.1f} ms"
+                    f"{'  errors ' + str(res['errors']) if res['errors'] else ''}",
+                    flush=True,
+                )
     return results
 
 
@@ -298,8 +323,14 @@ def synth_index(path: Path, captures: int, per_url: int = 5) -> list[str]:
             key = f"example,site{host:05d})/page/{page:04d}.html"
             for j, ts in enumerate(stamps):
                 revisit = j and (i + j) % 2
-                fields = {"url": url, "mime": "warc/revisit" if revisit else "text/html", "digest": f"D{i:09d}",
-                          "length": "1000", "offset": str(1000 * j), "filename": f"bench-{j}.warc.gz"}
+                fields = {
+                    "url": url,
+                    "mime": "warc/revisit" if revisit else "text/html",
+                    "digest": f"D{i:09d}",
+                    "length": "1000",
+                    "offset": str(1000 * j),
+                    "filename": f"bench-{j}.warc.gz",
+                }
                 if not revisit:
                     fields["status"] = "200"
                 fh.write(f"{key} {ts} {json.dumps(fields)}\n")
@@ -335,11 +366,18 @@ def lookup_growth(out: Path, sizes: list[int], lookups: int) -> list[dict]:
                 first = next(iter(cdx_iter))
                 times.append(time.perf_counter() - t)
                 assert first["url"] == url
-            row[name] = {"p50_us": 1e6 * statistics.median(times), "p95_us": 1e6 * statistics.quantiles(times, n=20)[-1]}
+            row[name] = {
+                "p50_us": 1e6 * statistics.median(times),
+                "p95_us": 1e6 * statistics.quantiles(times, n=20)[-1],
+            }
         results.append(row)
-        print(f"  {size:>9,} captures ({row['index_mb']:.0f} MB index): "
-              + "  ".join(f"{n} p50 {v['p50_us']:.0f} us p95 {v['p95_us']:.0f} us"
-                          for n, v in row.items() if isinstance(v, dict)), flush=True)
+        print(
+            f"  {size:>9,} captures ({row['index_mb']:.0f} MB index): "
+            + "  ".join(
+                f"{n} p50 {v['p50_us']:.0f} us p95 {v['p95_us']:.0f} us" for n, v in row.items() if isinstance(v, dict)
+            ),
+            flush=True,
+        )
         shutil.rmtree(base)
     return results
 
@@ -360,14 +398,18 @@ def ratios(results: list[dict]) -> list[str]:
                 if s and p and p["rps"]:
                     target = {"close": 0.9, "keep-alive": 3.0}[conn]
                     verdict = "ok" if s["rps"] / p["rps"] >= target else "BELOW TARGET"
-                    lines.append(f"  Strata/pywb {mode:<4} {kind:<8} {conn:<10} x{s['rps'] / p['rps']:.2f} "
-                                 f"(target >= {target}) {verdict}")
+                    lines.append(
+                        f"  Strata/pywb {mode:<4} {kind:<8} {conn:<10} x{s['rps'] / p['rps']:.2f} "
+                        f"(target >= {target}) {verdict}"
+                    )
         for conn in ("close", "keep-alive"):
             rv, rs = get("strata", mode, "revisit", conn), get("strata", mode, "response", conn)
             if rv and rs and rs["rps"]:
                 verdict = "ok" if rv["rps"] / rs["rps"] >= 0.9 else "BELOW TARGET"
-                lines.append(f"  Strata revisit/response {mode:<4} {conn:<10} x{rv['rps'] / rs['rps']:.2f} "
-                             f"(target >= 0.9) {verdict}")
+                lines.append(
+                    f"  Strata revisit/response {mode:<4} {conn:<10} x{rv['rps'] / rs['rps']:.2f} "
+                    f"(target >= 0.9) {verdict}"
+                )
     worst = max((r["p95_ms"] for r in results if r["server"] == "strata"), default=float("nan"))
     lines.append(f"  Strata worst p95: {worst:.1f} ms (target < 30 ms) {'ok' if worst < 30 else 'BELOW TARGET'}")
     return lines
@@ -394,9 +436,12 @@ def main(argv: list[str] | None = None) -> None:
     print(f"Harvesting a {pages}-page site twice into {root} ...", flush=True)
     run1, run2 = build_collection(root, pages)
     urls = pick_urls(root, run2["run_id"], args.count)
-    print(f"  run 2: {run2['revisits']} revisits ({run2['not_modified']} not-modified), {run2['changed']} changed; "
-          f"measuring {len(urls['revisit'])} revisit and {len(urls['response'])} response URLs as of "
-          f"{run2['snapshot']}", flush=True)
+    print(
+        f"  run 2: {run2['revisits']} revisits ({run2['not_modified']} not-modified), {run2['changed']} changed; "
+        f"measuring {len(urls['revisit'])} revisit and {len(urls['response'])} response URLs as of "
+        f"{run2['snapshot']}",
+        flush=True,
+    )
 
     servers = start_servers(root, args.out, not args.no_nodelay_check)
     try:
@@ -416,10 +461,18 @@ def main(argv: list[str] | None = None) -> None:
     if len(growth) > 1:
         for name in ("strata as-of", "pywb closest"):
             first, last = growth[0], growth[-1]
-            print(f"  {name}: p50 x{last[name]['p50_us'] / first[name]['p50_us']:.2f} from "
-                  f"{first['captures']:,} to {last['captures']:,} captures")
-    report = {"pages": pages, "runs": [run1, run2], "replay": results, "peak_rss": rss, "lookup": growth,
-              "seconds": time.monotonic() - started}
+            print(
+                f"  {name}: p50 x{last[name]['p50_us'] / first[name]['p50_us']:.2f} from "
+                f"{first['captures']:,} to {last['captures']:,} captures"
+            )
+    report = {
+        "pages": pages,
+        "runs": [run1, run2],
+        "replay": results,
+        "peak_rss": rss,
+        "lookup": growth,
+        "seconds": time.monotonic() - started,
+    }
     (args.out / "results.json").write_text(json.dumps(report, indent=1, default=str))
     print(f"Done in {time.monotonic() - started:.0f} s; figures in {args.out / 'results.json'}")
 

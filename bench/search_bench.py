@@ -50,7 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a ch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 OUT = Path(__file__).resolve().parent / "out"
-CHINESE_RANKS = (3, 10, 30, 60, 120, 250, 500, 900, 1500, 2400)   # Zipf ranks in the site's vocabulary
+CHINESE_RANKS = (3, 10, 30, 60, 120, 250, 500, 900, 1500, 2400)  # Zipf ranks in the site's vocabulary
 
 
 def rss_mb() -> float:
@@ -78,6 +78,7 @@ def dir_size(path: Path) -> int:
 
 # -- 1. harvest ------------------------------------------------------------------------------------
 
+
 def harvest(root: Path, preset: str) -> tuple[list[dict], object]:
     """Crawl 1 (version 1, mode full) and crawl 2 (version 2, incremental) into one collection,
     full-text indexing off; the collection after each crawl is copied to ``crawl1``, ``crawl2``."""
@@ -94,8 +95,17 @@ def harvest(root: Path, preset: str) -> tuple[list[dict], object]:
     summaries = []
     try:
         coll = Collection.open(root, "harvest", create=True)
-        job = validate_job("bench", {"seeds": [server.base_url + "/"], "delay": 0.0, "depth": 50,
-                                     "concurrency": 8, "max_urls": 100_000, "fulltext": False})
+        job = validate_job(
+            "bench",
+            {
+                "seeds": [server.base_url + "/"],
+                "delay": 0.0,
+                "depth": 50,
+                "concurrency": 8,
+                "max_urls": 100_000,
+                "fulltext": False,
+            },
+        )
         for version, mode in ((1, "full"), (2, "incremental")):
             server.version = version
             started = time.monotonic()
@@ -114,9 +124,14 @@ def index_run_in_child(root: str, name: str, run_id: str) -> dict:
 
     started = time.monotonic()
     figures = index_run(Collection(Path(root), name), run_id)
-    return {"seconds": round(time.monotonic() - started, 2), "peak_rss_mb": round(rss_mb(), 1),
-            **{k: figures.get(k) for k in ("parsed", "copied", "added", "updated", "unchanged", "captures",
-                                           "rebuilt", "documents")}}
+    return {
+        "seconds": round(time.monotonic() - started, 2),
+        "peak_rss_mb": round(rss_mb(), 1),
+        **{
+            k: figures.get(k)
+            for k in ("parsed", "copied", "added", "updated", "unchanged", "captures", "rebuilt", "documents")
+        },
+    }
 
 
 def incremental(root: Path, runs: list[str]) -> list[dict]:
@@ -137,6 +152,7 @@ def incremental(root: Path, runs: list[str]) -> list[dict]:
 
 
 # -- 2. extract and index --------------------------------------------------------------------------
+
 
 def extract_docs(coll) -> tuple[list[tuple], float]:
     """(url, digest, Payload, {timestamp}) for every 2xx payload of the collection (text types parsed)."""
@@ -162,7 +178,7 @@ def extract_docs(coll) -> tuple[list[tuple], float]:
     return docs, time.monotonic() - started
 
 
-TEXTS = (("title", 3.0), ("description", 1.5), ("keywords", 1.5), ("text", 1.0))    # index.fulltext.PART_BOOSTS
+TEXTS = (("title", 3.0), ("description", 1.5), ("keywords", 1.5), ("text", 1.0))  # index.fulltext.PART_BOOSTS
 
 
 def plain_schema(kind: str):
@@ -172,12 +188,18 @@ def plain_schema(kind: str):
 
     analyzer = StandardAnalyzer() if kind == "whoosh-default" else CJKAnalyzer()
     return fields.Schema(
-        key=fields.ID(unique=True, stored=True), url=fields.ID(stored=True, sortable=True),
-        digest=fields.ID(stored=True), host=fields.ID(stored=True, sortable=True),
-        domains=fields.KEYWORD(lowercase=True), mime=fields.ID(stored=True, sortable=True),
-        mtype=fields.ID(stored=True, sortable=True), lang=fields.STORED(), status=fields.STORED(),
+        key=fields.ID(unique=True, stored=True),
+        url=fields.ID(stored=True, sortable=True),
+        digest=fields.ID(stored=True),
+        host=fields.ID(stored=True, sortable=True),
+        domains=fields.KEYWORD(lowercase=True),
+        mime=fields.ID(stored=True, sortable=True),
+        mtype=fields.ID(stored=True, sortable=True),
+        lang=fields.STORED(),
+        status=fields.STORED(),
         size=fields.STORED(),
-        **{name: fields.TEXT(analyzer=analyzer, stored=True, field_boost=boost) for name, boost in TEXTS})
+        **{name: fields.TEXT(analyzer=analyzer, stored=True, field_boost=boost) for name, boost in TEXTS},
+    )
 
 
 def plain_document(url: str, digest: str, payload) -> dict:
@@ -206,18 +228,25 @@ def index_docs(kind: str, docs_file: str, target: str) -> dict:
         size = dir_size(coll.fulltext_dir)
     else:
         ix = index.create_in(target, plain_schema(kind))
-        started = time.monotonic()       # the documents are made inside the timing, as fulltext.create does
+        started = time.monotonic()  # the documents are made inside the timing, as fulltext.create does
         writer = ix.writer(limitmb=128)
         for url, digest, payload, _ in docs:
             writer.add_document(**plain_document(url, digest, payload))
         writer.commit()
         seconds = time.monotonic() - started
         size = dir_size(Path(target))
-    return {"kind": kind, "docs": len(docs), "seconds": round(seconds, 2), "docs_per_s": round(len(docs) / seconds, 1),
-            "size_mb": round(size / 1e6, 2), "peak_rss_mb": round(rss_mb(), 1)}
+    return {
+        "kind": kind,
+        "docs": len(docs),
+        "seconds": round(seconds, 2),
+        "docs_per_s": round(len(docs) / seconds, 1),
+        "size_mb": round(size / 1e6, 2),
+        "peak_rss_mb": round(rss_mb(), 1),
+    }
 
 
 # -- 3. recall -------------------------------------------------------------------------------------
+
 
 def chinese_words(site) -> list[str]:
     """Fixed words of 2, 3 and 4 characters at fixed Zipf ranks of the site's vocabulary."""
@@ -248,9 +277,13 @@ def recall(kind: str, target: str, docs_file: str, words: list[str]) -> dict:
 
 def _found(kind: str, target: str, docs: list, words: list[str]):
     """(word, keys of the documents containing it, keys the index finds) per word."""
+
     def truth(word: str) -> set[str]:
-        return {f"{url} {digest}" for url, digest, payload, _ in docs
-                if any(word in (getattr(payload, name) or "") for name, _ in TEXTS)}
+        return {
+            f"{url} {digest}"
+            for url, digest, payload, _ in docs
+            if any(word in (getattr(payload, name) or "") for name, _ in TEXTS)
+        }
 
     if kind == "strata":
         from index.collection import Collection
@@ -275,6 +308,7 @@ def _found(kind: str, target: str, docs: list, words: list[str]):
 
 # -- 4. latency at scale ---------------------------------------------------------------------------
 
+
 def synthesise(root: str, name: str, count: int, seed: int, preset: str) -> dict:
     """``count`` documents from the site's vocabulary in a collection, with capture dates."""
     from sitegen import GeneratedSite, SiteSpec
@@ -294,18 +328,31 @@ def synthesise(root: str, name: str, count: int, seed: int, preset: str) -> dict
             text = site._text(rng, 300, 900)
             if rng.random() < 0.3:
                 text += " " + " ".join(rng.choices(latin, k=8))
-            stamps = {(start + timedelta(days=rng.uniform(0, 3 * 365))).strftime("%Y%m%d%H%M%S")
-                      for _ in range(rng.choice((1, 1, 2, 3, 6)))}
+            stamps = {
+                (start + timedelta(days=rng.uniform(0, 3 * 365))).strftime("%Y%m%d%H%M%S")
+                for _ in range(rng.choice((1, 1, 2, 3, 6)))
+            }
             host = f"www{rng.randrange(20)}.example.gov.cn"
-            payload = Payload(mime="text/html" if rng.random() < 0.95 else "application/pdf", status=200,
-                              size=len(text) * 3, title=site._text(rng, 14, 40).rstrip("。"), text=text, lang="zh")
+            payload = Payload(
+                mime="text/html" if rng.random() < 0.95 else "application/pdf",
+                status=200,
+                size=len(text) * 3,
+                title=site._text(rng, 14, 40).rstrip("。"),
+                text=text,
+                lang="zh",
+            )
             yield f"http://{host}/a/{n}.htm", f"sha1:{n:032d}", payload, stamps
 
     started = time.monotonic()
     fulltext.create(coll, documents())
     seconds = time.monotonic() - started
-    return {"docs": count, "seconds": round(seconds, 1), "docs_per_s": round(count / seconds, 1),
-            "size_mb": round(dir_size(coll.fulltext_dir) / 1e6, 1), "peak_rss_mb": round(rss_mb(), 1)}
+    return {
+        "docs": count,
+        "seconds": round(seconds, 1),
+        "docs_per_s": round(count / seconds, 1),
+        "size_mb": round(dir_size(coll.fulltext_dir) / 1e6, 1),
+        "peak_rss_mb": round(rss_mb(), 1),
+    }
 
 
 def latency_queries(site) -> list[dict]:
@@ -313,12 +360,12 @@ def latency_queries(site) -> list[dict]:
     two = [w for w in site.words if len(w) == 2]
     qs = [{"q": w} for w in words[:25]]
     qs += [{"q": two[r]} for r in (1, 7, 40, 200, 800)]
-    qs += [{"q": w[0]} for w in words[:3]]                                   # one character
-    qs += [{"q": f"{a} {b}"} for a, b in zip(words[:5], words[5:10], strict=True)]      # AND
+    qs += [{"q": w[0]} for w in words[:3]]  # one character
+    qs += [{"q": f"{a} {b}"} for a, b in zip(words[:5], words[5:10], strict=True)]  # AND
     qs += [{"q": f"{a} OR {b}"} for a, b in zip(words[10:14], words[14:18], strict=True)]
     qs += [{"q": f'"{words[0]}{words[1]}"'}, {"q": "archive"}, {"q": "national digital"}, {"q": "report NOT budget"}]
     qs += [{"q": w, "date_from": "2023-01-01", "date_to": "2023-06-30"} for w in words[:4]]
-    qs += [{"q": w} for w in two[1000:1010]]                                 # pad to 50 with rarer words
+    qs += [{"q": w} for w in two[1000:1010]]  # pad to 50 with rarer words
     return qs[:50]
 
 
@@ -338,11 +385,26 @@ def latency(root: str, name: str, queries: list[dict]) -> dict:
         times.append(elapsed)
         totals.append(result["total_documents"])
         timed_out += bool(result["timed_out"])
-        per_query.append({**spec, "ms": round(elapsed, 1), "documents": result["total_documents"],
-                          "urls": result["total_urls"], "exhaustive": result["exhaustive"]})
-    return {"queries": len(times), "p50_ms": round(statistics.median(times), 1), "p95_ms": round(p95(times), 1),
-            "max_ms": round(max(times), 1), "first_query_cold_ms": cold, "median_matches": statistics.median(totals),
-            "timed_out": timed_out, "peak_rss_mb": round(rss_mb(), 1), "per_query": per_query}
+        per_query.append(
+            {
+                **spec,
+                "ms": round(elapsed, 1),
+                "documents": result["total_documents"],
+                "urls": result["total_urls"],
+                "exhaustive": result["exhaustive"],
+            }
+        )
+    return {
+        "queries": len(times),
+        "p50_ms": round(statistics.median(times), 1),
+        "p95_ms": round(p95(times), 1),
+        "max_ms": round(max(times), 1),
+        "first_query_cold_ms": cold,
+        "median_matches": statistics.median(totals),
+        "timed_out": timed_out,
+        "peak_rss_mb": round(rss_mb(), 1),
+        "per_query": per_query,
+    }
 
 
 def p95(times: list[float]) -> float:
@@ -352,6 +414,7 @@ def p95(times: list[float]) -> float:
 
 
 # -- the run ---------------------------------------------------------------------------------------
+
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -379,8 +442,12 @@ def main(argv: list[str] | None = None) -> None:
     coll = Collection(root, "crawl1")
     docs, extract_seconds = extract_docs(coll)
     text_docs = sum(1 for d in docs if d[2].text)
-    report["extract"] = {"docs": len(docs), "with_text": text_docs, "seconds": round(extract_seconds, 2),
-                         "docs_per_s": round(len(docs) / extract_seconds, 1)}
+    report["extract"] = {
+        "docs": len(docs),
+        "with_text": text_docs,
+        "seconds": round(extract_seconds, 2),
+        "docs_per_s": round(len(docs) / extract_seconds, 1),
+    }
     docs_file = out / "docs.pickle"
     with open(docs_file, "wb") as fh:
         pickle.dump(docs, fh)
@@ -408,12 +475,15 @@ def main(argv: list[str] | None = None) -> None:
     from index.fulltext.rebuild import rebuild
 
     rebuilt = rebuild(coll)
-    report["strata_rebuild_from_warcs"] = {"docs": rebuilt["documents"], "seconds": round(time.monotonic() - started, 1)}
+    report["strata_rebuild_from_warcs"] = {
+        "docs": rebuilt["documents"],
+        "seconds": round(time.monotonic() - started, 1),
+    }
 
     report["latency"] = {}
     queries = latency_queries(site)
     report["latency_queries"] = queries
-    for count in ([] if args.skip_latency else scales):
+    for count in [] if args.skip_latency else scales:
         name = f"synth{count}"
         built = in_child(synthesise, str(root), name, count, 7, preset)
         timed = in_child(latency, str(root), name, queries)
@@ -429,30 +499,50 @@ def main(argv: list[str] | None = None) -> None:
 
 def _table(r: dict) -> list[str]:
     plain, strata, uni = (r["index"][k] for k in ("whoosh-default", "strata", "whoosh-cjk-unigram"))
-    lines = [f"crawl 1: {r['harvest']['urls_fetched']} URLs harvested; {r['extract']['docs']} documents "
-             f"({r['extract']['with_text']} with text), extraction {r['extract']['docs_per_s']} docs/s",
-             "", f"{'index':<20} {'docs/s':>8} {'+extract':>9} {'size MB':>8} {'RSS MB':>7} {'recall':>7} {'precision':>9}"]
+    lines = [
+        f"crawl 1: {r['harvest']['urls_fetched']} URLs harvested; {r['extract']['docs']} documents "
+        f"({r['extract']['with_text']} with text), extraction {r['extract']['docs_per_s']} docs/s",
+        "",
+        f"{'index':<20} {'docs/s':>8} {'+extract':>9} {'size MB':>8} {'RSS MB':>7} {'recall':>7} {'precision':>9}",
+    ]
     for kind, f in (("whoosh default", plain), ("strata (bigram)", strata), ("whoosh CJKAnalyzer", uni)):
-        rc = r["recall"]["whoosh-default" if kind == "whoosh default" else
-                         "strata" if kind.startswith("strata") else "whoosh-cjk-unigram"]
-        lines.append(f"{kind:<20} {f['docs_per_s']:>8} {f['end_to_end_docs_per_s']:>9} {f['size_mb']:>8} "
-                     f"{f['peak_rss_mb']:>7} {rc['recall']!s:>7} {rc['precision']!s:>9}   runs: {f['all_docs_per_s']}")
-    lines.append(f"strata/plain docs/s: {strata['docs_per_s'] / plain['docs_per_s']:.2f}x indexing only (best of "
-                 f"{len(plain['all_docs_per_s'])}; run by run: " + ", ".join(
-                     f"{s / p:.2f}x" for s, p in zip(strata["all_docs_per_s"], plain["all_docs_per_s"], strict=True))
-                 + f"), {strata['end_to_end_docs_per_s'] / plain['end_to_end_docs_per_s']:.2f}x with extraction")
+        rc = r["recall"][
+            "whoosh-default"
+            if kind == "whoosh default"
+            else "strata"
+            if kind.startswith("strata")
+            else "whoosh-cjk-unigram"
+        ]
+        lines.append(
+            f"{kind:<20} {f['docs_per_s']:>8} {f['end_to_end_docs_per_s']:>9} {f['size_mb']:>8} "
+            f"{f['peak_rss_mb']:>7} {rc['recall']!s:>7} {rc['precision']!s:>9}   runs: {f['all_docs_per_s']}"
+        )
+    lines.append(
+        f"strata/plain docs/s: {strata['docs_per_s'] / plain['docs_per_s']:.2f}x indexing only (best of "
+        f"{len(plain['all_docs_per_s'])}; run by run: "
+        + ", ".join(f"{s / p:.2f}x" for s, p in zip(strata["all_docs_per_s"], plain["all_docs_per_s"], strict=True))
+        + f"), {strata['end_to_end_docs_per_s'] / plain['end_to_end_docs_per_s']:.2f}x with extraction"
+    )
     lines.append(f"strata rebuild from WARCs: {r['strata_rebuild_from_warcs']}")
     for i, f in enumerate(r.get("incremental", []), 1):
-        lines.append(f"index_run after crawl {i}: {f['seconds']} s, peak RSS {f['peak_rss_mb']} MB; parsed {f['parsed']}, "
-                     f"documents added {f['added']}, updated by capture rows {f['updated']}, {f['documents']} in all")
+        lines.append(
+            f"index_run after crawl {i}: {f['seconds']} s, peak RSS {f['peak_rss_mb']} MB; parsed {f['parsed']}, "
+            f"documents added {f['added']}, updated by capture rows {f['updated']}, {f['documents']} in all"
+        )
     lines.append("")
     for count, f in r["latency"].items():
-        lines.append(f"{count:>7} docs: p50 {f['p50_ms']} ms, p95 {f['p95_ms']} ms, max {f['max_ms']} ms "
-                     f"(first query cold {f['first_query_cold_ms']} ms); build {f['build']['docs_per_s']} docs/s, "
-                     f"{f['build']['size_mb']} MB; peak RSS {f['peak_rss_mb']} MB; timed out {f['timed_out']}")
+        lines.append(
+            f"{count:>7} docs: p50 {f['p50_ms']} ms, p95 {f['p95_ms']} ms, max {f['max_ms']} ms "
+            f"(first query cold {f['first_query_cold_ms']} ms); build {f['build']['docs_per_s']} docs/s, "
+            f"{f['build']['size_mb']} MB; peak RSS {f['peak_rss_mb']} MB; timed out {f['timed_out']}"
+        )
         slowest = sorted(f["per_query"], key=lambda q: -q["ms"])[:5]
-        lines.append("         slowest: " + "; ".join(
-            f"{q['q']}{' (dates)' if 'date_from' in q else ''} {q['ms']} ms/{q['documents']} docs" for q in slowest))
+        lines.append(
+            "         slowest: "
+            + "; ".join(
+                f"{q['q']}{' (dates)' if 'date_from' in q else ''} {q['ms']} ms/{q['documents']} docs" for q in slowest
+            )
+        )
     return lines
 
 

@@ -93,18 +93,18 @@ class SiteSpec:
 
     seed: int = 1
     sections: int = 8
-    articles: int = 2000              # content pages in v1
-    per_page: int = 20                # entries per listing page
-    image_share: float = 0.35         # articles with images (1..max_images each)
+    articles: int = 2000  # content pages in v1
+    per_page: int = 20  # entries per listing page
+    image_share: float = 0.35  # articles with images (1..max_images each)
     max_images: int = 3
-    pdf_share: float = 0.06           # articles with one PDF attachment
-    new_share: float = 0.10           # new articles in v2
-    changed_share: float = 0.10       # articles edited in v2
-    soft_share: float = 0.05          # articles whose footer noise alone moves in v2
-    deleted_share: float = 0.01       # articles deleted in v2 (404, their files too)
+    pdf_share: float = 0.06  # articles with one PDF attachment
+    new_share: float = 0.10  # new articles in v2
+    changed_share: float = 0.10  # articles edited in v2
+    soft_share: float = 0.05  # articles whose footer noise alone moves in v2
+    deleted_share: float = 0.01  # articles deleted in v2 (404, their files too)
     file_changed_share: float = 0.03  # images and PDFs of surviving articles replaced in v2
     page_validator_share: float = 1.0  # HTML pages sending ETag and/or Last-Modified
-    gzip_share: float = 0.5           # HTML pages served gzip-encoded when the client accepts it
+    gzip_share: float = 0.5  # HTML pages served gzip-encoded when the client accepts it
     html_kb: tuple[float, float] = (5, 30)
     image_kb: tuple[float, float] = (10, 100)
     pdf_kb: tuple[float, float] = (50, 300)
@@ -116,8 +116,17 @@ class SiteSpec:
         presets = {
             "quick": dict(sections=4, articles=400),
             "issue2": dict(),
-            "govcn": dict(sections=20, articles=7030, image_share=0.15, pdf_share=0.04, new_share=0.105,
-                          changed_share=0.10, soft_share=0.08, deleted_share=0.006, page_validator_share=0.6),
+            "govcn": dict(
+                sections=20,
+                articles=7030,
+                image_share=0.15,
+                pdf_share=0.04,
+                new_share=0.105,
+                changed_share=0.10,
+                soft_share=0.08,
+                deleted_share=0.006,
+                page_validator_share=0.6,
+            ),
         }
         if name not in presets:
             raise ValueError(f"unknown preset {name!r}; use one of {', '.join(presets)}")
@@ -129,13 +138,13 @@ class PathTruth:
     """What the server sends for one path in v1 and v2 (sizes of the identity body; None: 404)."""
 
     path: str
-    kind: str                 # home | section | listing | article | image | pdf | static | robots
-    page: str | None          # "index", "content" or None (not an HTML page)
-    change: str               # v1 -> v2: one of CHANGE_KINDS
+    kind: str  # home | section | listing | article | image | pdf | static | robots
+    page: str | None  # "index", "content" or None (not an HTML page)
+    change: str  # v1 -> v2: one of CHANGE_KINDS
     size_v1: int | None
     size_v2: int | None
     mime: str
-    gzip: bool                # sent gzip-encoded to clients that accept it
+    gzip: bool  # sent gzip-encoded to clients that accept it
     validators: tuple[str, ...]  # "etag", "last-modified"
 
     def in_version(self, version: int) -> bool:
@@ -175,9 +184,9 @@ class _Article:
 @dataclasses.dataclass
 class _File:
     path: str
-    kind: str                 # image | pdf
+    kind: str  # image | pdf
     article: int
-    replaced: bool            # a new body in v2
+    replaced: bool  # a new body in v2
 
 
 def _rng(*parts: object) -> random.Random:
@@ -230,15 +239,18 @@ class GeneratedSite:
         n_new = round(spec.articles * spec.new_share)
         v1_date, v2_date = VERSION_DATES[1], VERSION_DATES[2]
         old = sorted(v1_date - timedelta(seconds=rng.uniform(86400, 730 * 86400)) for _ in range(spec.articles))
-        new = sorted(v1_date + timedelta(seconds=rng.uniform(86400, (v2_date - v1_date).total_seconds() - 86400))
-                     for _ in range(n_new))
+        new = sorted(
+            v1_date + timedelta(seconds=rng.uniform(86400, (v2_date - v1_date).total_seconds() - 86400))
+            for _ in range(n_new)
+        )
         self.articles: list[_Article] = []
         for n, when in enumerate(old + new):
             when = when.replace(microsecond=0)
             self.articles.append(_Article(n, rng.randrange(spec.sections), when, n < spec.articles, True))
         v1_ids = list(range(spec.articles))
-        picks = rng.sample(v1_ids, min(len(v1_ids), round(spec.articles * (spec.deleted_share + spec.changed_share
-                                                                               + spec.soft_share))))
+        picks = rng.sample(
+            v1_ids, min(len(v1_ids), round(spec.articles * (spec.deleted_share + spec.changed_share + spec.soft_share)))
+        )
         n_del, n_edit = round(spec.articles * spec.deleted_share), round(spec.articles * spec.changed_share)
         for i, n in enumerate(picks):
             art = self.articles[n]
@@ -256,7 +268,9 @@ class GeneratedSite:
             art.related = sorted(arng.sample(earlier[-50:], min(3, len(earlier[-50:]))), reverse=True)
             earlier.append(art.n)
             if arng.random() < spec.image_share:
-                art.images = [f"{art.dir}/{art.cid}/images/{k}.jpg" for k in range(1, arng.randint(1, spec.max_images) + 1)]
+                art.images = [
+                    f"{art.dir}/{art.cid}/images/{k}.jpg" for k in range(1, arng.randint(1, spec.max_images) + 1)
+                ]
             if arng.random() < spec.pdf_share:
                 art.pdfs = [f"{art.dir}/{art.cid}/files/P0{art.cid}.pdf"]
             for path in art.images + art.pdfs:
@@ -351,8 +365,12 @@ class GeneratedSite:
             ctype, body = _STATIC[path]
             return self._static(path, ctype, body, VERSION_DATES[1] - timedelta(days=400))
         if kind == "robots":
-            return self._static(path, "text/plain; charset=utf-8", b"User-agent: *\nDisallow: /search/\n",
-                                VERSION_DATES[1] - timedelta(days=400))
+            return self._static(
+                path,
+                "text/plain; charset=utf-8",
+                b"User-agent: *\nDisallow: /search/\n",
+                VERSION_DATES[1] - timedelta(days=400),
+            )
         if kind in ("image", "pdf"):
             art = self.articles[ref.article]
             rev = 2 if version == 2 and ref.replaced else 1
@@ -387,8 +405,13 @@ class GeneratedSite:
 
     @staticmethod
     def _static(path: str, ctype: str, body: bytes, modified: datetime) -> Resource:
-        return Resource(200, (("Content-Type", ctype),), body, etag=f'"{hashlib.sha1(body).hexdigest()[:20]}"',
-                        last_modified=_http_date(modified))
+        return Resource(
+            200,
+            (("Content-Type", ctype),),
+            body,
+            etag=f'"{hashlib.sha1(body).hexdigest()[:20]}"',
+            last_modified=_http_date(modified),
+        )
 
     # -- bodies --------------------------------------------------------------------------------------
     def _text(self, rng: random.Random, min_chars: int, max_chars: int) -> str:
@@ -408,9 +431,11 @@ class GeneratedSite:
     def _footer(self, path: str, epoch: int) -> str:
         visits = 1000 + _hash_int("visits", path, epoch) % 900_000
         when = VERSION_DATES[epoch] + timedelta(seconds=_hash_int("generated", path, epoch) % 86400)
-        return (f'<div class="footer"><p>主办：示例办公厅 | 网站标识码 bm01000001 | 京ICP备00000000号</p>\n'
-                f'<p><span class="counter">访问量：{visits}</span> | '
-                f'<span class="generated">生成时间：{when:%Y-%m-%d %H:%M:%S}</span></p></div>\n')
+        return (
+            f'<div class="footer"><p>主办：示例办公厅 | 网站标识码 bm01000001 | 京ICP备00000000号</p>\n'
+            f'<p><span class="counter">访问量：{visits}</span> | '
+            f'<span class="generated">生成时间：{when:%Y-%m-%d %H:%M:%S}</span></p></div>\n'
+        )
 
     def _page(self, title: str, crumbs: str, main: str, path: str, epoch: int, description: str = "") -> str:
         nav = "".join(f'<li><a href="/{name}/">{label}</a></li>' for name, label in _SECTIONS[: self.spec.sections])
@@ -426,7 +451,10 @@ class GeneratedSite:
         )
 
     def _item(self, art: _Article) -> str:
-        return f'<li><a href="{art.path}" target="_blank">{escape(self._title(art.n))}</a><span class="date">{art.published:%Y-%m-%d}</span></li>'
+        return (
+            f'<li><a href="{art.path}" target="_blank">{escape(self._title(art.n))}</a>'
+            f'<span class="date">{art.published:%Y-%m-%d}</span></li>'
+        )
 
     def _article(self, version: int, art: _Article) -> tuple[str, datetime]:
         spec = self.spec
@@ -437,13 +465,17 @@ class GeneratedSite:
         since = VERSION_DATES[2] - timedelta(hours=_hash_int("edit", art.n) % 72 + 1) if moved else art.published
         name, label = _SECTIONS[art.section]
         title = self._title(art.n)
-        figures = "".join(f'<p style="text-align:center"><img src="{src}" alt="{escape(title)}" width="600"></p>\n'
-                          for src in art.images)
+        figures = "".join(
+            f'<p style="text-align:center"><img src="{src}" alt="{escape(title)}" width="600"></p>\n'
+            for src in art.images
+        )
         attach = "".join(f'<p class="attach">附件：<a href="{href}">{escape(title)}.pdf</a></p>\n' for href in art.pdfs)
         related = "".join(self._item(self.articles[n]) for n in art.related)
-        head = (f'<div class="article">\n<h1>{escape(title)}</h1>\n<div class="info"><span class="date">'
-                f'{art.published:%Y-%m-%d %H:%M}</span> <span class="source">来源：{rng.choice(_SOURCES)}</span></div>\n'
-                f'<div class="content" id="UCAP-CONTENT">\n')
+        head = (
+            f'<div class="article">\n<h1>{escape(title)}</h1>\n<div class="info"><span class="date">'
+            f'{art.published:%Y-%m-%d %H:%M}</span> <span class="source">来源：{rng.choice(_SOURCES)}</span></div>\n'
+            f'<div class="content" id="UCAP-CONTENT">\n'
+        )
         tail = f'</div>\n{attach}<div class="related"><h3>相关文章</h3><ul>\n{related}</ul></div>\n</div>'
         paragraphs: list[str] = []
         size = len(self._page(title, "", head + figures + tail, art.path, 1).encode()) + _BOILERPLATE_SLACK
@@ -469,10 +501,13 @@ class GeneratedSite:
         pages = self._listing_pages(version, section)
         items = "\n".join(self._item(a) for a in arts[(page - 1) * per : page * per])
         shown = sorted({1, pages, *range(page - 2, page + 3), *range(10, pages + 1, 10)} & set(range(1, pages + 1)))
-        pager = " ".join(f"<span>{p}</span>" if p == page else f'<a href="{self.listing_path(section, p)}">{p}</a>'
-                         for p in shown)
-        main = (f'<div class="list"><h2>{label}</h2><ul>\n{items}\n</ul></div>\n'
-                f'<div class="pager">共{pages}页 {pager}</div>')
+        pager = " ".join(
+            f"<span>{p}</span>" if p == page else f'<a href="{self.listing_path(section, p)}">{p}</a>' for p in shown
+        )
+        main = (
+            f'<div class="list"><h2>{label}</h2><ul>\n{items}\n</ul></div>\n'
+            f'<div class="pager">共{pages}页 {pager}</div>'
+        )
         crumbs = f' &gt; <a href="/{name}/">{label}</a> &gt; 列表'
         return self._page(f"{label}列表 第{page}页", crumbs, main, self.listing_path(section, page), version)
 
@@ -481,8 +516,10 @@ class GeneratedSite:
         arts = self.section_articles[version, section]
         intro = self._text(_rng(self.spec.seed, "intro", section), 200, 400)
         latest = "\n".join(self._item(a) for a in arts[:15])
-        main = (f'<div class="section"><h2>{label}</h2><p>{intro}</p>\n<ul class="latest">\n{latest}\n</ul>\n'
-                f'<p class="more"><a href="{self.listing_path(section, 1)}">更多{label}</a></p></div>')
+        main = (
+            f'<div class="section"><h2>{label}</h2><p>{intro}</p>\n<ul class="latest">\n{latest}\n</ul>\n'
+            f'<p class="more"><a href="{self.listing_path(section, 1)}">更多{label}</a></p></div>'
+        )
         return self._page(label, f' &gt; <a href="/{name}/">{label}</a>', main, f"/{name}/", version)
 
     def _home(self, version: int) -> str:
@@ -513,7 +550,8 @@ class GeneratedSite:
         objects = [
             b"<< /Type /Catalog /Pages 2 0 R >>",
             b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 4 0 R >> >> /Contents 5 0 R >>",
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 4 0 R >> >> /Contents "
+            b"5 0 R >>",
             b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
             b"<< /Length %d >>\nstream\n%s\nendstream" % (len(content), content),
             b"<< /Length %d >>\nstream\n%s\nendstream" % (len(pad), pad),
@@ -562,9 +600,14 @@ class GeneratedSite:
                 change = "changed"
             res = new or old
             truth[path] = PathTruth(
-                path, kind, self.page_kind(path), change,
-                len(old.body) if old else None, len(new.body) if new else None,
-                (res.content_type or "").split(";")[0], res.gzip,
+                path,
+                kind,
+                self.page_kind(path),
+                change,
+                len(old.body) if old else None,
+                len(new.body) if new else None,
+                (res.content_type or "").split(";")[0],
+                res.gzip,
                 tuple(v for v, on in (("etag", res.etag), ("last-modified", res.last_modified)) if on),
             )
         self._truth = truth
@@ -583,8 +626,17 @@ class GeneratedSite:
 
     def stats(self) -> dict:
         truth = self.truth()
-        out: dict = {"urls_v1": 0, "urls_v2": 0, "html_v1": 0, "html_v2": 0, "bytes_v1": 0, "bytes_v2": 0,
-                     "by_kind": {}, "changes": dict.fromkeys(CHANGE_KINDS, 0), "html_changes": dict.fromkeys(CHANGE_KINDS, 0)}
+        out: dict = {
+            "urls_v1": 0,
+            "urls_v2": 0,
+            "html_v1": 0,
+            "html_v2": 0,
+            "bytes_v1": 0,
+            "bytes_v2": 0,
+            "by_kind": {},
+            "changes": dict.fromkeys(CHANGE_KINDS, 0),
+            "html_changes": dict.fromkeys(CHANGE_KINDS, 0),
+        }
         for t in truth.values():
             for v, size in ((1, t.size_v1), (2, t.size_v2)):
                 if size is not None:
@@ -601,7 +653,8 @@ class GeneratedSite:
         return out
 
 
-_CSS = """body { font-family: "Microsoft YaHei", sans-serif; margin: 0; background: #f4f4f4 url(../img/bg.png) repeat-x; }
+_CSS = """body { font-family: "Microsoft YaHei", sans-serif; margin: 0;
+  background: #f4f4f4 url(../img/bg.png) repeat-x; }
 .header { background: #b30000; color: #fff; } .nav li { display: inline-block; margin: 0 0.6em; }
 .list li, .latest li { line-height: 2; } .date { float: right; color: #888; }
 .article h1 { font-size: 1.6em; text-align: center; } .content p { text-indent: 2em; line-height: 1.9; }
@@ -632,8 +685,10 @@ def main(argv: list[str] | None = None) -> None:
     site = GeneratedSite(SiteSpec.preset(args.preset, seed=args.seed))
     s = site.stats()
     print(f"preset {args.preset}, seed {args.seed}: generated in {time.monotonic() - started:.1f} s")
-    print(f"v1: {s['urls_v1']} URLs ({s['html_v1']} HTML), {_size(s['bytes_v1'])}; "
-          f"v2: {s['urls_v2']} URLs ({s['html_v2']} HTML), {_size(s['bytes_v2'])}")
+    print(
+        f"v1: {s['urls_v1']} URLs ({s['html_v1']} HTML), {_size(s['bytes_v1'])}; "
+        f"v2: {s['urls_v2']} URLs ({s['html_v2']} HTML), {_size(s['bytes_v2'])}"
+    )
     for kind, k in sorted(s["by_kind"].items()):
         print(f"  {kind:<8} v1 {k['v1']:>6}  v2 {k['v2']:>6}  {_size(k['bytes_v1']):>9} in v1")
     print("changes v1->v2, all URLs: " + ", ".join(f"{k} {v}" for k, v in s["changes"].items()))

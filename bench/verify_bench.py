@@ -46,9 +46,11 @@ from index.state import Original  # noqa: E402
 BENCH_DIR = Path(__file__).resolve().parent
 COLLECTION = "bench"
 TARGETS = {"hash_vs_sha256sum": 0.8, "full_vs_warcio": 1.0, "rss": 300e6}
-WORDS = ("archive library record capture harvest preserve digital heritage collection document page site news "
-         "article index report public service notice policy research data culture history museum council "
-         "annual budget minutes meeting press release statement event program education health transport").split()
+WORDS = (
+    "archive library record capture harvest preserve digital heritage collection document page site news "
+    "article index report public service notice policy research data culture history museum council "
+    "annual budget minutes meeting press release statement event program education health transport"
+).split()
 
 
 def _text(rng: random.Random, size: int) -> bytes:
@@ -63,27 +65,43 @@ def _text(rng: random.Random, size: int) -> bytes:
 def _html(rng: random.Random, url: str, size: int, version: int) -> bytes:
     body = _text(rng, size)
     links = "".join(f'<li><a href="/page-{rng.randint(0, 9999)}.html">more</a></li>' for _ in range(20))
-    return (f"<!DOCTYPE html><html><head><title>{url} v{version}</title></head><body><h1>{url}</h1><ul>"
-            f"{links}</ul><p>").encode() + body + b"</p></body></html>"
+    return (
+        (
+            f"<!DOCTYPE html><html><head><title>{url} v{version}</title></head><body><h1>{url}</h1><ul>{links}</ul><p>"
+        ).encode()
+        + body
+        + b"</p></body></html>"
+    )
 
 
 class _Writer:
     def __init__(self, coll: Collection, run: str, max_size: int):
-        self.roller = WarcRoller(coll.archive_dir, coll.name, warcinfo={"software": "Strata bench", "job": "bench",
-                                                                       "run-id": run, "mode": "full"},
-                                 max_size=max_size, indexer=cdxj.RecordIndexer(), fixity=Fixity(coll.fixity_dir),
-                                 on_sealed=lambda name, size, lines: cdxj.merge_lines(
-                                     coll.cdxj_path, lines if lines is not None else
-                                     cdxj.index_warc(coll.archive_dir / name, name)))
+        self.roller = WarcRoller(
+            coll.archive_dir,
+            coll.name,
+            warcinfo={"software": "Strata bench", "job": "bench", "run-id": run, "mode": "full"},
+            max_size=max_size,
+            indexer=cdxj.RecordIndexer(),
+            fixity=Fixity(coll.fixity_dir),
+            on_sealed=lambda name, size, lines: cdxj.merge_lines(
+                coll.cdxj_path, lines if lines is not None else cdxj.index_warc(coll.archive_dir / name, name)
+            ),
+        )
 
     def fetch(self, url: str, body: bytes, ctype: str) -> FetchResult:
         spool = tempfile.SpooledTemporaryFile(max_size=1 << 24)
         spool.write(body)
-        return FetchResult(url, request_line="GET /" + url.split("/", 3)[-1],
-                           request_headers=[("Host", "bench.example"), ("User-Agent", "Strata bench")],
-                           status=200, reason="OK", body=spool, body_length=len(body),
-                           headers=[("Content-Type", ctype), ("Content-Length", str(len(body)))],
-                           digest="sha1:" + b32_sha1(body))
+        return FetchResult(
+            url,
+            request_line="GET /" + url.split("/", 3)[-1],
+            request_headers=[("Host", "bench.example"), ("User-Agent", "Strata bench")],
+            status=200,
+            reason="OK",
+            body=spool,
+            body_length=len(body),
+            headers=[("Content-Type", ctype), ("Content-Length", str(len(body)))],
+            digest="sha1:" + b32_sha1(body),
+        )
 
     def response(self, url: str, body: bytes, ctype: str, date: str) -> Original:
         result = self.fetch(url, body, ctype)
@@ -113,11 +131,17 @@ def build(root: Path, target_bytes: int, seed: int = 10) -> Collection:
             url, body, ctype = f"http://bench.example/page-{i}.html", None, "text/html"
             body = _html(rng, url, rng.randint(8_000, 60_000), 1)
         elif kind < 0.95:
-            url, body, ctype = f"http://bench.example/img/{i}.jpg", rng.randbytes(rng.randint(20_000, 200_000)), \
-                "image/jpeg"
+            url, body, ctype = (
+                f"http://bench.example/img/{i}.jpg",
+                rng.randbytes(rng.randint(20_000, 200_000)),
+                "image/jpeg",
+            )
         else:
-            url, body, ctype = f"http://bench.example/doc/{i}.pdf", rng.randbytes(rng.randint(100_000, 900_000)), \
-                "application/pdf"
+            url, body, ctype = (
+                f"http://bench.example/doc/{i}.pdf",
+                rng.randbytes(rng.randint(100_000, 900_000)),
+                "application/pdf",
+            )
         date = (start + timedelta(seconds=i)).strftime("%Y-%m-%dT%H:%M:%SZ")
         originals[url] = writer.response(url, body, ctype, date)
         pages.append((url, body, ctype))
@@ -137,8 +161,13 @@ def build(root: Path, target_bytes: int, seed: int = 10) -> Collection:
 
 def _measure(name: str, cmd: list[str], out: Path, cwd: Path | None = None) -> dict:
     m = run_measured(cmd, timeout=3600, stdout=out / f"{name}.out", stderr=out / f"{name}.err", cwd=cwd)
-    return {"tool": name, "returncode": m.returncode, "wall": round(m.wall, 3), "cpu": round(m.cpu, 3),
-            "maxrss": m.maxrss}
+    return {
+        "tool": name,
+        "returncode": m.returncode,
+        "wall": round(m.wall, 3),
+        "cpu": round(m.cpu, 3),
+        "maxrss": m.maxrss,
+    }
 
 
 def main() -> None:
@@ -165,10 +194,14 @@ def main() -> None:
         "strata verify --fixity-only": ([strata, "verify", COLLECTION, "--fixity-only", "--root", str(root)], None),
         "warcio check": ([str(bin_dir / "warcio"), "check", *map(str, files)], None),
         "strata verify": ([strata, "verify", COLLECTION, "--root", str(root)], None),
-        "cdx-indexer -j -s -p": ([str(bin_dir / "cdx-indexer"), "-j", "-s", "-p", "-o", str(out / "pywb.cdxj"),
-                                  str(coll.archive_dir)], None),
-        "strata index rebuild": ([strata, "index", "rebuild", COLLECTION, "--only", "state", "--root", str(root)],
-                                 None),
+        "cdx-indexer -j -s -p": (
+            [str(bin_dir / "cdx-indexer"), "-j", "-s", "-p", "-o", str(out / "pywb.cdxj"), str(coll.archive_dir)],
+            None,
+        ),
+        "strata index rebuild": (
+            [strata, "index", "rebuild", COLLECTION, "--only", "state", "--root", str(root)],
+            None,
+        ),
     }
     rng = random.Random(args.seed)
     results: dict[str, list[dict]] = {name: [] for name in tools}
@@ -179,8 +212,11 @@ def main() -> None:
             cmd, cwd = tools[name]
             m = _measure(name.replace(" ", "_").replace("-", ""), cmd, out, cwd)
             results[name].append(m)
-            print(f"round {rnd + 1}: {name:<28} {m['wall']:7.2f} s wall {m['cpu']:7.2f} s CPU "
-                  f"{m['maxrss'] / 1e6:6.1f} MB  rc={m['returncode']}", flush=True)
+            print(
+                f"round {rnd + 1}: {name:<28} {m['wall']:7.2f} s wall {m['cpu']:7.2f} s CPU "
+                f"{m['maxrss'] / 1e6:6.1f} MB  rc={m['returncode']}",
+                flush=True,
+            )
     # the CDXJ Strata rebuilt is pywb's, line for line (filename as Strata writes it: the base name)
     ours = coll.cdxj_path.read_bytes().splitlines()
     theirs = [line for line in (out / "pywb.cdxj").read_bytes().splitlines() if line and not line.startswith(b"!")]
@@ -203,38 +239,58 @@ def summarize(results: dict[str, list[dict]], total: int) -> dict:
     rows = {}
     for name, runs in results.items():
         walls = [r["wall"] for r in runs]
-        rows[name] = {"wall_median": statistics.median(walls), "wall_min": min(walls), "wall_max": max(walls),
-                      "cpu_median": statistics.median(r["cpu"] for r in runs),
-                      "maxrss_max": max(r["maxrss"] for r in runs), "mb_per_s": total / 1e6 / statistics.median(walls),
-                      "ok": all(r["returncode"] in (0,) for r in runs)}
-    def ratio(a: str, b: str) -> float:    # throughput of a over throughput of b
+        rows[name] = {
+            "wall_median": statistics.median(walls),
+            "wall_min": min(walls),
+            "wall_max": max(walls),
+            "cpu_median": statistics.median(r["cpu"] for r in runs),
+            "maxrss_max": max(r["maxrss"] for r in runs),
+            "mb_per_s": total / 1e6 / statistics.median(walls),
+            "ok": all(r["returncode"] in (0,) for r in runs),
+        }
+
+    def ratio(a: str, b: str) -> float:  # throughput of a over throughput of b
         return rows[b]["wall_median"] / rows[a]["wall_median"]
+
     strata_rss = max(rows[n]["maxrss_max"] for n in rows if n.startswith("strata"))
-    return {"rows": rows, "ratios": {
-        "hash_vs_sha256sum": ratio("strata verify --fixity-only", "sha256sum"),
-        "full_vs_warcio": ratio("strata verify", "warcio check"),
-        "rebuild_vs_cdx_indexer": ratio("strata index rebuild", "cdx-indexer -j -s -p")},
+    return {
+        "rows": rows,
+        "ratios": {
+            "hash_vs_sha256sum": ratio("strata verify --fixity-only", "sha256sum"),
+            "full_vs_warcio": ratio("strata verify", "warcio check"),
+            "rebuild_vs_cdx_indexer": ratio("strata index rebuild", "cdx-indexer -j -s -p"),
+        },
         "strata_maxrss": strata_rss,
         "targets_met": {
             "hash_vs_sha256sum": ratio("strata verify --fixity-only", "sha256sum") >= TARGETS["hash_vs_sha256sum"],
             "full_vs_warcio": ratio("strata verify", "warcio check") >= TARGETS["full_vs_warcio"],
-            "rss": strata_rss < TARGETS["rss"]}}
+            "rss": strata_rss < TARGETS["rss"],
+        },
+    }
 
 
 def render(s: dict) -> str:
-    lines = [f"{s['files']} WARC files, {s['bytes'] / 1e6:.1f} MB; wall median [min-max] of each tool's runs",
-             f"{'tool':<30}{'wall s':>24}{'CPU s':>9}{'MB/s':>8}{'peak RSS':>11}  exit 0"]
+    lines = [
+        f"{s['files']} WARC files, {s['bytes'] / 1e6:.1f} MB; wall median [min-max] of each tool's runs",
+        f"{'tool':<30}{'wall s':>24}{'CPU s':>9}{'MB/s':>8}{'peak RSS':>11}  exit 0",
+    ]
     for name, r in s["rows"].items():
         wall = f"{r['wall_median']:.2f} [{r['wall_min']:.2f}-{r['wall_max']:.2f}]"
-        lines.append(f"{name:<30}{wall:>24}{r['cpu_median']:>9.2f}{r['mb_per_s']:>8.0f}"
-                     f"{r['maxrss_max'] / 1e6:>8.1f} MB  {r['ok']}")
+        lines.append(
+            f"{name:<30}{wall:>24}{r['cpu_median']:>9.2f}{r['mb_per_s']:>8.0f}"
+            f"{r['maxrss_max'] / 1e6:>8.1f} MB  {r['ok']}"
+        )
     ratios = s["ratios"]
-    lines.append(f"throughput: verify --fixity-only / sha256sum = {ratios['hash_vs_sha256sum']:.2f} (target >= 0.8); "
-                 f"verify / warcio check = {ratios['full_vs_warcio']:.2f} (target >= 1); "
-                 f"index rebuild / cdx-indexer = {ratios['rebuild_vs_cdx_indexer']:.2f}")
-    lines.append(f"Strata peak RSS {s['strata_maxrss'] / 1e6:.1f} MB (target < 300 MB); "
-                 f"targets met: {s['targets_met']}; CDXJ equal to pywb's: {s['cdxj_equal_to_pywb']} "
-                 f"({s['cdxj_lines']} lines)")
+    lines.append(
+        f"throughput: verify --fixity-only / sha256sum = {ratios['hash_vs_sha256sum']:.2f} (target >= 0.8); "
+        f"verify / warcio check = {ratios['full_vs_warcio']:.2f} (target >= 1); "
+        f"index rebuild / cdx-indexer = {ratios['rebuild_vs_cdx_indexer']:.2f}"
+    )
+    lines.append(
+        f"Strata peak RSS {s['strata_maxrss'] / 1e6:.1f} MB (target < 300 MB); "
+        f"targets met: {s['targets_met']}; CDXJ equal to pywb's: {s['cdxj_equal_to_pywb']} "
+        f"({s['cdxj_lines']} lines)"
+    )
     return "\n".join(lines)
 
 

@@ -9,12 +9,19 @@ from pathlib import Path
 import click
 
 root_option = click.option(
-    "--root", type=click.Path(file_okay=False, path_type=Path), envvar="STRATA_ROOT", default="collections",
-    show_default=True, help="Collections root (pywb layout). Also STRATA_ROOT.",
+    "--root",
+    type=click.Path(file_okay=False, path_type=Path),
+    envvar="STRATA_ROOT",
+    default="collections",
+    show_default=True,
+    help="Collections root (pywb layout). Also STRATA_ROOT.",
 )
 
 allow_network_option = click.option(
-    "--allow-network", "allow_networks", multiple=True, metavar="CIDR",
+    "--allow-network",
+    "allow_networks",
+    multiple=True,
+    metavar="CIDR",
     help="A non-public range harvests may reach (SSRF guard; repeatable). Also STRATA_ALLOW_NETWORKS.",
 )
 
@@ -37,9 +44,11 @@ class ProgressLine:
         if not self.tty and not p.get("final") and now - self.last_line < 3:
             return
         self.last_line = now
-        text = (f"fetched {p['urls_fetched']} | queued {p['queued']} | new {p['new']} changed {p['changed']} "
-                f"unchanged {p['unchanged']} 304 {p['not_modified']} deleted {p['deleted']} errors {p['errors']} "
-                f"| {human_size(p['bytes_downloaded'])} down, {human_size(p['bytes_stored'])} stored")
+        text = (
+            f"fetched {p['urls_fetched']} | queued {p['queued']} | new {p['new']} changed {p['changed']} "
+            f"unchanged {p['unchanged']} 304 {p['not_modified']} deleted {p['deleted']} errors {p['errors']} "
+            f"| {human_size(p['bytes_downloaded'])} down, {human_size(p['bytes_stored'])} stored"
+        )
         if self.tty:
             click.echo("\r\033[K" + text, err=True, nl=False)
         else:
@@ -56,5 +65,3 @@ def human_size(n: float) -> str:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1000
     return str(n)
-
-

@@ -24,8 +24,10 @@ def captures_command(collection, url, as_json, root) -> None:
     coll = Collection.open(root, collection)
     conn = state.open_readonly(coll.db_path)
     if conn is None:
-        raise ConfigError(f"collection {collection!r} has no harvest state yet; build it with: "
-                          f"strata index rebuild {collection} --root {root}")
+        raise ConfigError(
+            f"collection {collection!r} has no harvest state yet; build it with: "
+            f"strata index rebuild {collection} --root {root}"
+        )
     try:
         found = state.find_captured_url(conn, url)
         if found is None:
@@ -42,8 +44,10 @@ def captures_command(collection, url, as_json, root) -> None:
         ts = e["timestamp"]
         when = f"{ts[:4]}-{ts[4:6]}-{ts[6:8]} {ts[8:10]}:{ts[10:12]}:{ts[12:14]}"
         where = f"{e['warc']} @ {e['offset']}"
-        click.echo(f"{when:<19}  {e['kind']:<12} {e['status'] if e['status'] is not None else '-':>4}  "
-                   f"{e['record_type']:<8} {e['run_id']:<24} {where:<40} {e['digest'] or '-'}")
+        click.echo(
+            f"{when:<19}  {e['kind']:<12} {e['status'] if e['status'] is not None else '-':>4}  "
+            f"{e['record_type']:<8} {e['run_id']:<24} {where:<40} {e['digest'] or '-'}"
+        )
         original = e["original"]
         if original:
             held = "" if original["warc"] else "  (not in this collection)"

@@ -41,12 +41,17 @@ def _run_harvest(coll, job, mode: str | None, as_json: bool, adhoc: bool = False
 def print_summary(s: dict, coll) -> None:
     click.echo(f"Run {s['run_id']} of collection {s['collection']} ({s['mode']}, {s['status']})")
     click.echo(f"  {s['started']} -> {s['finished']}   snapshot {s['snapshot']}")
-    click.echo(f"  fetched {s['urls_fetched']} URLs ({s['requests']} requests, {s['errors']} errors, "
-               f"{s['skipped']} skipped)")
-    click.echo(f"  new {s['new']}  changed {s['changed']}  unchanged {s['unchanged']}  "
-               f"not modified {s['not_modified']}  deleted {s['deleted']}" + (f"  soft {s['soft']}" if s.get("soft") else ""))
-    click.echo(f"  downloaded {human_size(s['bytes_downloaded'])}, stored {human_size(s['bytes_stored'])} of WARC, "
-               f"saved {human_size(s['bytes_saved'])} by {s['revisits']} revisits")
+    click.echo(
+        f"  fetched {s['urls_fetched']} URLs ({s['requests']} requests, {s['errors']} errors, {s['skipped']} skipped)"
+    )
+    click.echo(
+        f"  new {s['new']}  changed {s['changed']}  unchanged {s['unchanged']}  "
+        f"not modified {s['not_modified']}  deleted {s['deleted']}" + (f"  soft {s['soft']}" if s.get("soft") else "")
+    )
+    click.echo(
+        f"  downloaded {human_size(s['bytes_downloaded'])}, stored {human_size(s['bytes_stored'])} of WARC, "
+        f"saved {human_size(s['bytes_saved'])} by {s['revisits']} revisits"
+    )
     if s["warc_files"]:
         click.echo(f"  WARC files in {coll.archive_dir}:")
     for name in s["warc_files"]:
@@ -66,7 +71,11 @@ def print_summary(s: dict, coll) -> None:
 @click.option("--depth", type=int, help="Link hops from a seed (default 3).")
 @click.option("--delay", type=float, help="Seconds between requests to one host (default 1.0).")
 @click.option("--concurrency", type=int, help="Connections at once (default 4).")
-@click.option("--mode", type=click.Choice(["full", "incremental"]), help="Default: incremental once a full run has finished (an interrupted or cancelled one does not count).")
+@click.option(
+    "--mode",
+    type=click.Choice(["full", "incremental"]),
+    help="Default: incremental once a full run has finished (an interrupted or cancelled one does not count).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the run report as one JSON object.")
 @root_option
 def harvest(collection, seeds, job_name, depth, delay, concurrency, mode, as_json, root) -> None:
@@ -76,7 +85,7 @@ def harvest(collection, seeds, job_name, depth, delay, concurrency, mode, as_jso
 
     if bool(seeds) == bool(job_name):
         raise ConfigError("give either --seed URL (one or more) or --job NAME, not both and not neither")
-    coll = Collection(root, collection)     # created by the harvest, once the command is known to be good
+    coll = Collection(root, collection)  # created by the harvest, once the command is known to be good
     overrides = {k: v for k, v in (("depth", depth), ("delay", delay), ("concurrency", concurrency)) if v is not None}
     if job_name:
         job = load_job_file(coll.job_path(job_name))
@@ -98,8 +107,9 @@ def harvest(collection, seeds, job_name, depth, delay, concurrency, mode, as_jso
         click.echo("Error: no URL could be fetched; see the errors above.", err=True)
         sys.exit(1)
     if summary.get("failed_hosts"):
-        click.echo(f"Error: every request to {', '.join(summary['failed_hosts'])} failed; see the errors above.",
-                   err=True)
+        click.echo(
+            f"Error: every request to {', '.join(summary['failed_hosts'])} failed; see the errors above.", err=True
+        )
         sys.exit(1)
 
 
@@ -119,23 +129,39 @@ def runs(collection, as_json, root) -> None:
     origins = run_origins(root, collection)
     out = []
     for run in rows:
-        out.append({"run_id": run["run_id"], "collection": collection, "job": run["job"],
-                    "started_by": origins.get(run["run_id"], COMMAND_LINE), "mode": run["mode"],
-                    "status": run["status"], "started": run["started"], "finished": run["finished"],
-                    "snapshot": run["snapshot"], **run["figures"]})
+        out.append(
+            {
+                "run_id": run["run_id"],
+                "collection": collection,
+                "job": run["job"],
+                "started_by": origins.get(run["run_id"], COMMAND_LINE),
+                "mode": run["mode"],
+                "status": run["status"],
+                "started": run["started"],
+                "finished": run["finished"],
+                "snapshot": run["snapshot"],
+                **run["figures"],
+            }
+        )
     if as_json:
         click.echo(json.dumps(out, ensure_ascii=False))
         return
     if not out:
         click.echo(f"No runs in {collection} yet.")
         return
-    click.echo(f"{'run':<20} {'job':<12} {'started by':<16} {'mode':<11} {'status':<11} {'fetched':>7} {'new':>5} {'chg':>5} {'same':>5} "
-               f"{'304':>5} {'del':>4} {'err':>4} {'stored':>9} {'saved':>9}")
+    click.echo(
+        f"{'run':<20} {'job':<12} {'started by':<16} {'mode':<11} {'status':<11} {'fetched':>7} {'new':>5} "
+        f"{'chg':>5} {'same':>5} "
+        f"{'304':>5} {'del':>4} {'err':>4} {'stored':>9} {'saved':>9}"
+    )
     for r in out:
-        click.echo(f"{r['run_id']:<20} {r['job'] or '-':<12} {r['started_by'][:16]:<16} {r['mode']:<11} {r['status']:<11} {r.get('urls_fetched', 0):>7} "
-                   f"{r.get('new', 0):>5} {r.get('changed', 0):>5} {r.get('unchanged', 0):>5} "
-                   f"{r.get('not_modified', 0):>5} {r.get('deleted', 0):>4} {r.get('errors', 0):>4} "
-                   f"{human_size(r.get('bytes_stored', 0)):>9} {human_size(r.get('bytes_saved', 0)):>9}")
+        click.echo(
+            f"{r['run_id']:<20} {r['job'] or '-':<12} {r['started_by'][:16]:<16} {r['mode']:<11} {r['status']:<11} "
+            f"{r.get('urls_fetched', 0):>7} "
+            f"{r.get('new', 0):>5} {r.get('changed', 0):>5} {r.get('unchanged', 0):>5} "
+            f"{r.get('not_modified', 0):>5} {r.get('deleted', 0):>4} {r.get('errors', 0):>4} "
+            f"{human_size(r.get('bytes_stored', 0)):>9} {human_size(r.get('bytes_saved', 0)):>9}"
+        )
 
 
 @cli.command()
@@ -183,29 +209,39 @@ def report(collection, run_id, as_json, root) -> None:
     if as_json:
         click.echo(json.dumps(data, ensure_ascii=False))
         return
-    click.echo(f"{'site':<28} {'urls':>6} {'pages':>6} {'index':>6} {'content':>7} {'due':>5} {'deleted':>7} "
-               f"{'changes/day':>11}")
+    click.echo(
+        f"{'site':<28} {'urls':>6} {'pages':>6} {'index':>6} {'content':>7} {'due':>5} {'deleted':>7} "
+        f"{'changes/day':>11}"
+    )
     for s in data["sites"]:
-        click.echo(f"{s['site']:<28} {s['urls']:>6} {s['pages']:>6} {s['index_pages']:>6} {s['content_pages']:>7} "
-                   f"{s['due']:>5} {s['deleted']:>7} {s['change_rate_per_day']:>11}")
+        click.echo(
+            f"{s['site']:<28} {s['urls']:>6} {s['pages']:>6} {s['index_pages']:>6} {s['content_pages']:>7} "
+            f"{s['due']:>5} {s['deleted']:>7} {s['change_rate_per_day']:>11}"
+        )
     click.echo("")
-    click.echo(f"{'run':<20} {'mode':<11} {'secs':>6} {'reqs':>6} {'stored':>9} {'saved':>9} {'full est.':>9} "
-               f"{'x est.':>6}  vs last full run")
+    click.echo(
+        f"{'run':<20} {'mode':<11} {'secs':>6} {'reqs':>6} {'stored':>9} {'saved':>9} {'full est.':>9} "
+        f"{'x est.':>6}  vs last full run"
+    )
     for r in data["runs"]:
         vs = r.get("vs_full")
-        cmp = (f"storage x{vs['storage']}, bandwidth x{vs['bandwidth']}, time x{vs['time']}" if vs else "")
+        cmp = f"storage x{vs['storage']}, bandwidth x{vs['bandwidth']}, time x{vs['time']}" if vs else ""
         secs = f"{r['seconds']:.1f}" if r["seconds"] is not None else "-"
-        click.echo(f"{r['run_id']:<20} {r['mode']:<11} {secs:>6} {r['requests']:>6} {human_size(r['bytes_stored']):>9} "
-                   f"{human_size(r['bytes_saved']):>9} {human_size(r['full_estimate']):>9} "
-                   f"{r['vs_estimate'] if r['vs_estimate'] is not None else '-':>6}  {cmp}")
+        click.echo(
+            f"{r['run_id']:<20} {r['mode']:<11} {secs:>6} {r['requests']:>6} {human_size(r['bytes_stored']):>9} "
+            f"{human_size(r['bytes_saved']):>9} {human_size(r['full_estimate']):>9} "
+            f"{r['vs_estimate'] if r['vs_estimate'] is not None else '-':>6}  {cmp}"
+        )
         if r.get("failed_hosts"):
             click.echo(f"{'':<20} every request failed to: {', '.join(r['failed_hosts'])}")
     if data["change_rates"]:
         click.echo("")
         click.echo(f"{'run':<20} {'site':<28} {'index changed/checked':>22} {'content changed/checked':>24}")
     for c in data["change_rates"]:
-        cells = [f"{c[k]['changed']}/{c[k]['checked']}" + (f" ({c[k]['share_changed']:.0%})" if c[k]["checked"] else "")
-                 for k in ("index", "content")]
+        cells = [
+            f"{c[k]['changed']}/{c[k]['checked']}" + (f" ({c[k]['share_changed']:.0%})" if c[k]["checked"] else "")
+            for k in ("index", "content")
+        ]
         click.echo(f"{c['run_id']:<20} {c['site']:<28} {cells[0]:>22} {cells[1]:>24}")
     for c in data.get("checks", []):
         click.echo(f"{c['outcome']:<13} {c['url']}  {c['reason']}")
@@ -240,8 +276,13 @@ def settings() -> None:
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--serve", "serve_after", is_flag=True, help="Then serve the archive and print where to browse it.")
 @click.option("--port", default=8080, show_default=True, type=click.IntRange(0, 65535), help="Port for --serve.")
-@click.option("--site-port", default=DEMO_SITE_PORT, show_default=True, type=click.IntRange(0, 65535),
-              help="Port of the sample site on 127.0.0.1 (0: any free port; then a second demo harvests new URLs).")
+@click.option(
+    "--site-port",
+    default=DEMO_SITE_PORT,
+    show_default=True,
+    type=click.IntRange(0, 65535),
+    help="Port of the sample site on 127.0.0.1 (0: any free port; then a second demo harvests new URLs).",
+)
 @root_option
 def demo(collection, as_json, serve_after, port, site_port, root) -> None:
     """Harvest Strata's built-in sample site twice (v1, then v2) into a collection; --serve to browse it."""
@@ -250,7 +291,7 @@ def demo(collection, as_json, serve_after, port, site_port, root) -> None:
     from index.collection import Collection
 
     if serve_after:
-        check_port_free("127.0.0.1", port)      # say so now, not after the harvests
+        check_port_free("127.0.0.1", port)  # say so now, not after the harvests
     try:
         site_server = serve_sample_site(version=1, port=site_port)
     except OSError as exc:
@@ -275,5 +316,3 @@ def demo(collection, as_json, serve_after, port, site_port, root) -> None:
     if serve_after:
         seed = job.seeds[0]
         serve_archive(root, "127.0.0.1", port, [f"/{collection}/{s['snapshot']}/{seed}" for s in summaries])
-
-

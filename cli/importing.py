@@ -41,19 +41,25 @@ def import_command(collection, paths, as_json, no_fulltext, root) -> None:
     else:
         for item in report.imported:
             renamed = f" (renamed: {item.renamed_because})" if item.renamed_because else ""
-            click.echo(f"imported {item.source} as archive/{item.name}{renamed}: {item.records} records, "
-                       f"{'/'.join(item.versions)}, {human_size(item.size)}, sha256 {item.sha256}")
+            click.echo(
+                f"imported {item.source} as archive/{item.name}{renamed}: {item.records} records, "
+                f"{'/'.join(item.versions)}, {human_size(item.size)}, sha256 {item.sha256}"
+            )
         for skipped in report.skipped:
             click.echo(f"skipped {skipped.source}: the same bytes are already in archive/{skipped.same_as}")
         for refused in report.refused:
             click.echo(f"refused {refused}", err=True)
         for damage in report.damage:
             click.echo(f"damaged: {damage['file']}: damaged at byte {damage['offset']}: {damage['reason']}", err=True)
-        summary = f"{collection}: {len(report.imported)} imported, {len(report.skipped)} skipped, " \
-                  f"{len(report.refused)} refused"
+        summary = (
+            f"{collection}: {len(report.imported)} imported, {len(report.skipped)} skipped, "
+            f"{len(report.refused)} refused"
+        )
         if report.state is not None:
-            summary += (f"; index and state derived again: {report.state['records']} captures in "
-                        f"{report.state['runs']} runs from {report.state['files']} files")
+            summary += (
+                f"; index and state derived again: {report.state['records']} captures in "
+                f"{report.state['runs']} runs from {report.state['files']} files"
+            )
         elif report.refused and not report.skipped:
             summary += "; nothing was changed"
         click.echo(summary)

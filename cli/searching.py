@@ -14,7 +14,9 @@ from strata.errors import ArchiveError, ConfigError
 @cli.command()
 @click.argument("collection")
 @click.argument("query", default="")
-@click.option("--from", "date_from", metavar="WHEN", help="Captures from: 2024, 2024-03-05, ISO 8601 date-time or 14 digits.")
+@click.option(
+    "--from", "date_from", metavar="WHEN", help="Captures from: 2024, 2024-03-05, ISO 8601 date-time or 14 digits."
+)
 @click.option("--to", "date_to", metavar="WHEN", help="Captures up to (inclusive; a date means its whole day).")
 @click.option("--site", help="Host or domain (example.org also matches www.example.org).")
 @click.option("--type", "mime_type", metavar="T", help="html, pdf, text, image, audio, video ... or a MIME type.")
@@ -29,22 +31,51 @@ def search(collection, query, date_from, date_to, site, mime_type, sort, limit, 
     from index.fulltext.query import search as run_search
 
     Collection.open(root, collection)
-    result = run_search(root, SearchParams(q=query, date_from=date_from, date_to=date_to, site=site,
-                                           type=mime_type, collections=[collection], sort=sort, per_page=limit))
+    result = run_search(
+        root,
+        SearchParams(
+            q=query,
+            date_from=date_from,
+            date_to=date_to,
+            site=site,
+            type=mime_type,
+            collections=[collection],
+            sort=sort,
+            per_page=limit,
+        ),
+    )
     if result["unindexed"]:
-        raise ConfigError(f"collection {collection!r} has no full-text index yet; build it with: "
-                          f"strata index rebuild {collection} --root {root}")
+        raise ConfigError(
+            f"collection {collection!r} has no full-text index yet; build it with: "
+            f"strata index rebuild {collection} --root {root}"
+        )
     if as_json:
-        keys = ("url", "title", "captures", "count", "first", "last", "replay_ts", "snippet", "mime", "host", "collection")
+        keys = (
+            "url",
+            "title",
+            "captures",
+            "count",
+            "first",
+            "last",
+            "replay_ts",
+            "snippet",
+            "mime",
+            "host",
+            "collection",
+        )
         click.echo(json.dumps([{k: h[k] for k in keys} for h in result["hits"]], ensure_ascii=False, indent=1))
         return
     about = "" if result["total_exact"] else "about "
-    click.echo(f"{result['total_urls']} URLs ({about}{result['total_documents']} versions) in {result['elapsed_ms']:.0f} ms"
-               + ("" if result["exhaustive"] else "; only the best matches were grouped"))
+    click.echo(
+        f"{result['total_urls']} URLs ({about}{result['total_documents']} versions) in {result['elapsed_ms']:.0f} ms"
+        + ("" if result["exhaustive"] else "; only the best matches were grouped")
+    )
     for hit in result["hits"]:
         click.echo(f"\n{hit['title'] or '(no title)'}\n  {hit['url']}")
-        click.echo(f"  {hit['count']} capture(s) {_ts_text(hit['first'])} .. {_ts_text(hit['last'])}"
-                   f"  replay: /{collection}/{hit['replay_ts']}/{hit['url']}")
+        click.echo(
+            f"  {hit['count']} capture(s) {_ts_text(hit['first'])} .. {_ts_text(hit['last'])}"
+            f"  replay: /{collection}/{hit['replay_ts']}/{hit['url']}"
+        )
         if hit["snippet"]:
             click.echo(f"  {hit['snippet']}")
 
@@ -62,8 +93,13 @@ def index_group() -> None:
 @click.argument("collection")
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as one JSON object.")
 @root_option
-@click.option("--only", type=click.Choice(["all", "state", "fulltext"]), default="all", show_default=True,
-              help="state: the CDXJ index, harvest state and digest index; fulltext: the Whoosh index.")
+@click.option(
+    "--only",
+    type=click.Choice(["all", "state", "fulltext"]),
+    default="all",
+    show_default=True,
+    help="state: the CDXJ index, harvest state and digest index; fulltext: the Whoosh index.",
+)
 def index_rebuild(collection, as_json, root, only) -> None:
     """Rebuild COLLECTION's indexes (CDXJ, harvest state, digests, full text) from its WARC files."""
     from index.collection import Collection
@@ -72,8 +108,9 @@ def index_rebuild(collection, as_json, root, only) -> None:
 
     coll = Collection.open(root, collection)
     line = ProgressLine()
-    damaged: list[str] = []     # one line per damaged file: what was read of it, and where it stops
+    damaged: list[str] = []  # one line per damaged file: what was read of it, and where it stops
     if only in ("all", "state"):
+
         def state_progress(p: dict) -> None:
             if not as_json:
                 text = f"reading WARCs: file {p['files_done']} of {p['files']}, {p['records']} captures"
@@ -83,8 +120,10 @@ def index_rebuild(collection, as_json, root, only) -> None:
         line.finish()
         damaged = [f"{d['file']}: damaged at byte {d['offset']}: {d['reason']}" for d in state_figures["damage"]]
         if not as_json:
-            click.echo(f"CDXJ index and harvest state of {collection} rebuilt: {state_figures['records']} captures "
-                       f"in {state_figures['runs']} runs from {state_figures['files']} WARC files")
+            click.echo(
+                f"CDXJ index and harvest state of {collection} rebuilt: {state_figures['records']} captures "
+                f"in {state_figures['runs']} runs from {state_figures['files']} WARC files"
+            )
             for text in damaged:
                 click.echo(f"damaged: {text}", err=True)
         if only == "state":
@@ -111,16 +150,18 @@ def index_rebuild(collection, as_json, root, only) -> None:
     if as_json:
         click.echo(json.dumps(figures, ensure_ascii=False))
     else:
-        click.echo(f"Full-text index of {collection} rebuilt: {figures['documents']} documents from "
-                   f"{len(figures['runs'])} runs ({figures['parsed']} payloads parsed, {figures['orphans']} "
-                   f"revisits without their original) in {figures['seconds']:.1f} s")
+        click.echo(
+            f"Full-text index of {collection} rebuilt: {figures['documents']} documents from "
+            f"{len(figures['runs'])} runs ({figures['parsed']} payloads parsed, {figures['orphans']} "
+            f"revisits without their original) in {figures['seconds']:.1f} s"
+        )
     _fail_if_damaged(damaged)
 
 
 def _fail_if_damaged(damaged: list[str]) -> None:
     if damaged:
         files = "1 WARC file is" if len(damaged) == 1 else f"{len(damaged)} WARC files are"
-        raise ArchiveError(f"{files} damaged; every whole record before the damage was indexed, nothing after it "
-                           f"({damaged[0]}{'; ...' if len(damaged) > 1 else ''})")
-
-
+        raise ArchiveError(
+            f"{files} damaged; every whole record before the damage was indexed, nothing after it "
+            f"({damaged[0]}{'; ...' if len(damaged) > 1 else ''})"
+        )

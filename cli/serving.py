@@ -14,8 +14,13 @@ from strata.ports import check_port_free
 
 @cli.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
-@click.option("--port", default=8080, show_default=True, type=click.IntRange(0, 65535),
-              help="Port to listen on (0: any free port).")
+@click.option(
+    "--port",
+    default=8080,
+    show_default=True,
+    type=click.IntRange(0, 65535),
+    help="Port to listen on (0: any free port).",
+)
 @click.option("--staff-host", metavar="NAME", help="Serve the staff console for this host name (e.g. staff.localhost).")
 @click.option("--archive-url", metavar="URL", help="Public address of the replay site, for links from the console.")
 @click.option("--with-worker", is_flag=True, help="Also run the worker and scheduler (single-machine install).")
@@ -23,28 +28,46 @@ from strata.ports import check_port_free
 @root_option
 def serve(host, port, staff_host, archive_url, with_worker, allow_networks, root) -> None:
     """Serve the collections under --root: replay, calendars, Memento, search (production WSGI server)."""
-    serve_archive(root, host, port, staff_host=staff_host, archive_url=archive_url, with_worker=with_worker,
-                  allow_networks=allow_networks)
+    serve_archive(
+        root,
+        host,
+        port,
+        staff_host=staff_host,
+        archive_url=archive_url,
+        with_worker=with_worker,
+        allow_networks=allow_networks,
+    )
 
 
-def serve_archive(root: Path, host: str = "127.0.0.1", port: int = 8080, paths: tuple | list = (),
-                  staff_host: str | None = None, archive_url: str | None = None, with_worker: bool = False,
-                  allow_networks: tuple | list = ()) -> None:
+def serve_archive(
+    root: Path,
+    host: str = "127.0.0.1",
+    port: int = 8080,
+    paths: tuple | list = (),
+    staff_host: str | None = None,
+    archive_url: str | None = None,
+    with_worker: bool = False,
+    allow_networks: tuple | list = (),
+) -> None:
     """Run the application until interrupted; prints the address to open (and ``paths`` on it)."""
     from replay import create_app
     from replay import serve as run_server
 
     if not Path(root).is_dir():
-        raise ConfigError(f"no collections root at {root}; harvest into it first: "
-                          f"strata harvest NAME --seed URL --root {root}")
-    check_port_free(host, port)    # before the app is built and the worker started
+        raise ConfigError(
+            f"no collections root at {root}; harvest into it first: strata harvest NAME --seed URL --root {root}"
+        )
+    check_port_free(host, port)  # before the app is built and the worker started
     shown = "127.0.0.1" if host in ("0.0.0.0", "", "::") else host
     if staff_host:
         from replay.hosts import build_site
 
-        app = build_site(Path(root), staff_host,
-                         archive_url=archive_url or (f"http://{shown}:{port}" if port else None),
-                         staff_config={"allow_networks": list(allow_networks)})
+        app = build_site(
+            Path(root),
+            staff_host,
+            archive_url=archive_url or (f"http://{shown}:{port}" if port else None),
+            staff_config={"allow_networks": list(allow_networks)},
+        )
     else:
         app = create_app(Path(root))
     services = None
@@ -65,5 +88,5 @@ def serve_archive(root: Path, host: str = "127.0.0.1", port: int = 8080, paths: 
         run_server(app, host, port, ready=ready)
     finally:
         if services is not None:
-            services.terminate()   # the worker stops its runs cleanly and queues them again
+            services.terminate()  # the worker stops its runs cleanly and queues them again
             services.wait(60)

@@ -72,11 +72,18 @@ def user_remove(name, root) -> None:
 
 
 @cli.command()
-@click.option("--parallel", default=2, show_default=True, type=click.IntRange(1, 64),
-              help="Runs at once (never two of one collection).")
+@click.option(
+    "--parallel",
+    default=2,
+    show_default=True,
+    type=click.IntRange(1, 64),
+    help="Runs at once (never two of one collection).",
+)
 @click.option("--once", is_flag=True, help="Exit when nothing is left that this worker can take.")
 @click.option("--with-scheduler", is_flag=True, help="Also run the scheduler in this process.")
-@click.option("--poll", default=1.0, show_default=True, type=click.FloatRange(0.05, 60), help="Seconds between queue checks.")
+@click.option(
+    "--poll", default=1.0, show_default=True, type=click.FloatRange(0.05, 60), help="Seconds between queue checks."
+)
 @allow_network_option
 @root_option
 def worker(parallel, once, with_scheduler, poll, allow_networks, root) -> None:
@@ -93,8 +100,9 @@ def worker(parallel, once, with_scheduler, poll, allow_networks, root) -> None:
         threading.Thread(target=_scheduler_loop, args=(root, 30.0, stop), daemon=True, name="scheduler").start()
     click.echo(f"Worker on {root} (allowed non-public ranges: {policy.describe()})", err=True)
     try:
-        run_worker(root, policy, max_parallel=parallel, once=once, poll=poll,
-                   report=lambda text: click.echo(text, err=True))
+        run_worker(
+            root, policy, max_parallel=parallel, once=once, poll=poll, report=lambda text: click.echo(text, err=True)
+        )
     finally:
         stop.set()
 
@@ -122,8 +130,13 @@ def _scheduler_loop(root: Path, interval: float, stop, once: bool = False) -> No
 
 
 @cli.command()
-@click.option("--interval", default=30.0, show_default=True, type=click.FloatRange(1, 3600),
-              help="Seconds between looks at the job files.")
+@click.option(
+    "--interval",
+    default=30.0,
+    show_default=True,
+    type=click.FloatRange(1, 3600),
+    help="Seconds between looks at the job files.",
+)
 @click.option("--once", is_flag=True, help="Queue what is due now, then exit.")
 @root_option
 def scheduler(interval, once, root) -> None:

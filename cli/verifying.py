@@ -28,8 +28,10 @@ class _VerifyProgress:
             return
         self.last = now
         rate = p["bytes_done"] / max(now - self.started, 1e-6)
-        text = (f"verifying: file {min(p['file_index'] + 1, p['files'])}/{p['files']}, "
-                f"{human_size(p['bytes_done'])} of {human_size(p['bytes_total'])} ({human_size(rate)}/s)")
+        text = (
+            f"verifying: file {min(p['file_index'] + 1, p['files'])}/{p['files']}, "
+            f"{human_size(p['bytes_done'])} of {human_size(p['bytes_total'])} ({human_size(rate)}/s)"
+        )
         click.echo("\r\033[K" + text, err=True, nl=False)
         self.shown = True
 
@@ -41,11 +43,19 @@ class _VerifyProgress:
 @cli.command()
 @click.argument("collection")
 @click.option("--quick", is_flag=True, help="Presence, sizes and the manifest only: no file is read.")
-@click.option("--fixity-only", is_flag=True,
-              help="Hash every file against the manifest, without parsing records (sha256sum -c's check).")
-@click.option("--adopt", is_flag=True, help=(
-    "Take files in archive/ that are not in the manifest (written before it existed) into it, with "
-    "their SHA-256 as read now, if every record in them checks out. Full check only."))
+@click.option(
+    "--fixity-only",
+    is_flag=True,
+    help="Hash every file against the manifest, without parsing records (sha256sum -c's check).",
+)
+@click.option(
+    "--adopt",
+    is_flag=True,
+    help=(
+        "Take files in archive/ that are not in the manifest (written before it existed) into it, with "
+        "their SHA-256 as read now, if every record in them checks out. Full check only."
+    ),
+)
 @click.option("--json", "as_json", is_flag=True, help="The report as JSON on stdout.")
 @root_option
 def verify(collection, quick, fixity_only, adopt, as_json, root) -> None:
@@ -75,9 +85,10 @@ def verify(collection, quick, fixity_only, adopt, as_json, root) -> None:
     progress = _VerifyProgress() if sys.stderr.isatty() and not as_json else None
     try:
         report = run_verify(coll, mode, adopt=adopt, progress=progress)
-    except OSError as exc:      # the collection's own directories cannot be read or written
-        raise CollectionError(f"cannot verify {collection}: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": ")
-                              ) from None
+    except OSError as exc:  # the collection's own directories cannot be read or written
+        raise CollectionError(
+            f"cannot verify {collection}: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": ")
+        ) from None
     finally:
         if progress:
             progress.finish()
@@ -89,8 +100,11 @@ def verify(collection, quick, fixity_only, adopt, as_json, root) -> None:
 
 
 def _print(report) -> None:
-    what = {"quick": "presence, sizes and manifest", "fixity": "checksums",
-            "full": "checksums, records, revisits and CDXJ"}[report.mode]
+    what = {
+        "quick": "presence, sizes and manifest",
+        "fixity": "checksums",
+        "full": "checksums, records, revisits and CDXJ",
+    }[report.mode]
     figures = f"{report.files} files, {human_size(report.bytes)}"
     if report.mode == "full":
         figures += f", {report.records} records, {report.revisits} revisits, {report.cdxj_lines} CDXJ lines"

@@ -95,9 +95,7 @@ _TITLES = {
     14: "Exhibition on early websites",
     15: "Annual report published",
 }
-_NUMBER_WORDS = (
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen".split()
-)
+_NUMBER_WORDS = "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen".split()
 _PER_PAGE = 5
 
 
@@ -197,9 +195,7 @@ def _digest_int(*parts: object) -> int:
 def _footer(version: int, path: str) -> str:
     epoch = _NOISE_EPOCHS.get(path, (0, 0, 0))[version - 1]
     visits = 1000 + _digest_int("visits", epoch, path) % 90000
-    generated = VERSION_DATES.get(epoch, VERSION_DATES[1]) + timedelta(
-        seconds=_digest_int("time", epoch, path) % 86400
-    )
+    generated = VERSION_DATES.get(epoch, VERSION_DATES[1]) + timedelta(seconds=_digest_int("time", epoch, path) % 86400)
     return (
         '<footer><p>Strata sample site | <span class="counter">Visits: '
         f'{visits}</span> | <span class="generated">Generated at {generated:%Y-%m-%dT%H:%M:%SZ}</span></p></footer>'
@@ -241,9 +237,7 @@ def _page(
 
 def _article_item(version: int, n: int) -> str:
     when = _published(n)
-    return (
-        f'<li><a href="{_article_path(n)}">{escape(_article_title(version, n))}</a> {_date_html(when)}</li>'
-    )
+    return f'<li><a href="{_article_path(n)}">{escape(_article_title(version, n))}</a> {_date_html(when)}</li>'
 
 
 def _home(version: int, path: str) -> str:
@@ -274,8 +268,7 @@ def _listing(version: int, page: int) -> str | None:
         return None
     items = "\n".join(_article_item(version, n) for n in ids[(page - 1) * _PER_PAGE : page * _PER_PAGE])
     pager = " ".join(
-        f"<span>{p}</span>" if p == page else f'<a href="{_listing_path(p)}">{p}</a>'
-        for p in range(1, pages + 1)
+        f"<span>{p}</span>" if p == page else f'<a href="{_listing_path(p)}">{p}</a>' for p in range(1, pages + 1)
     )
     main = f'<ol class="articles">\n{items}\n</ol>\n<nav class="pager">Pages: {pager}</nav>'
     return _page(version, _listing_path(page), "News" if page == 1 else f"News, page {page}", main)
@@ -393,20 +386,12 @@ _PAGES: dict[str, Callable[[int, str], str]] = {
         '<p><img src="/img/photo.png" srcset="/img/photo.png 480w, /img/photo-2x.png 960w" '
         'sizes="(max-width: 600px) 480px, 960px" alt="Reading room" width="24" height="16"></p>',
     ),
-    "/kitchen-sink.html": lambda version, path: _page(
-        version, path, "Kitchen sink", _KITCHEN, head=_KITCHEN_HEAD
-    ),
+    "/kitchen-sink.html": lambda version, path: _page(version, path, "Kitchen sink", _KITCHEN, head=_KITCHEN_HEAD),
     "/kitchen/based.html": _simple("Reached through the base element", "<p>Relative to the base href.</p>"),
-    "/kitchen/area-target.html": _simple(
-        "Reached through an image map", "<p>An area element links here.</p>"
-    ),
-    "/kitchen/refreshed.html": _simple(
-        "Reached through a meta refresh", "<p>A meta refresh points here.</p>"
-    ),
+    "/kitchen/area-target.html": _simple("Reached through an image map", "<p>An area element links here.</p>"),
+    "/kitchen/refreshed.html": _simple("Reached through a meta refresh", "<p>A meta refresh points here.</p>"),
     "/frames/index.html": _frameset,
-    "/frames/nav.html": _simple(
-        "Frame navigation", '<p><a href="/frames/main.html" target="main">Main frame</a></p>'
-    ),
+    "/frames/nav.html": _simple("Frame navigation", '<p><a href="/frames/main.html" target="main">Main frame</a></p>'),
     "/frames/main.html": _simple("Frame content", "<p>The main frame of the frameset.</p>"),
 }
 
@@ -453,7 +438,8 @@ def _pdf(title: str, lines: list[str]) -> bytes:
     objects = [
         b"<< /Type /Catalog /Pages 2 0 R >>",
         b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 4 0 R >> >> /Contents 5 0 R >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 4 0 R >> >> /Contents 5 0 "
+        b"R >>",
         b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>",
         b"<< /Length %d >>\nstream\n%s\nendstream" % (len(content), content),
         f"<< /Title ({_pdf_escape(title)}) /Producer (Strata sample site) >>".encode("latin-1"),
@@ -518,7 +504,10 @@ nav a { margin-right: 0.5em; }
 footer { color: #777; font-size: small; border-top: 1px solid #ccc; }
 """
 _PRINT_CSS = "@media print {\n  nav, footer { display: none; }\n  body { background: none; }\n}\n"
-_APP_JS = '// Marks the page as scripted; fetches nothing, so a harvest needs no JavaScript.\ndocument.documentElement.classList.add("js");\n'
+_APP_JS = (
+    "// Marks the page as scripted; fetches nothing, so a harvest needs no "
+    'JavaScript.\ndocument.documentElement.classList.add("js");\n'
+)
 _ROBOTS = "User-agent: *\n" + "".join(f"Disallow: {p}\n" for p in ROBOTS_DISALLOW)
 # The EBML header of a WebM file: enough for sniffers, not a playable clip.
 _WEBM = bytes.fromhex("1a45dfa39f4286810142f7810142f2810442f381084282847765626d4287810242858102")
@@ -630,9 +619,7 @@ class SampleSite:
     MARKERS = MARKERS
 
     @classmethod
-    def resolve(
-        cls, version: int, path: str, request_headers: RequestHeaders | None = None
-    ) -> Resource | None:
+    def resolve(cls, version: int, path: str, request_headers: RequestHeaders | None = None) -> Resource | None:
         """What the server sends for ``path`` (query included) in ``version``; None means 404."""
         if path.startswith("/members/"):
             return cls._members(path, request_headers)
@@ -648,8 +635,15 @@ class SampleSite:
         if path != "/login":
             return None
         if sorted(body.decode("utf-8", "replace").split("&")) == sorted(cls.LOGIN_FIELDS):
-            return Resource(303, (("Location", "/members/"), ("Set-Cookie", cls.SESSION_COOKIE + "; Path=/; HttpOnly"),
-                                  ("Content-Type", "text/plain")), b"welcome\n")
+            return Resource(
+                303,
+                (
+                    ("Location", "/members/"),
+                    ("Set-Cookie", cls.SESSION_COOKIE + "; Path=/; HttpOnly"),
+                    ("Content-Type", "text/plain"),
+                ),
+                b"welcome\n",
+            )
         return Resource(403, (("Content-Type", "text/plain"),), b"wrong user or password\n")
 
     @classmethod
@@ -658,9 +652,12 @@ class SampleSite:
         if cls.SESSION_COOKIE not in cookie:
             return Resource(403, (("Content-Type", "text/html; charset=utf-8"),), b"<p>members only</p>")
         if path == "/members/":
-            return Resource(200, (("Content-Type", "text/html; charset=utf-8"),),
-                            b'<h1>Members</h1><p>Minutes of the board, marker mkmembers.</p>'
-                            b'<a href="/members/minutes.html">minutes</a>')
+            return Resource(
+                200,
+                (("Content-Type", "text/html; charset=utf-8"),),
+                b"<h1>Members</h1><p>Minutes of the board, marker mkmembers.</p>"
+                b'<a href="/members/minutes.html">minutes</a>',
+            )
         if path == "/members/minutes.html":
             return Resource(200, (("Content-Type", "text/html; charset=utf-8"),), b"<p>Board minutes.</p>")
         return None
@@ -763,8 +760,9 @@ def _pdf_lines(version: int) -> list[str]:
     return re.findall(r"\((.*?)\) Tj", _report(version).decode("latin-1"))
 
 
-def serve_sample_site(version: int = 1, port: int = 0, latency: float = 0.0,
-                      routes: Callable[[str], Resource | None] | None = None) -> SiteServer:
+def serve_sample_site(
+    version: int = 1, port: int = 0, latency: float = 0.0, routes: Callable[[str], Resource | None] | None = None
+) -> SiteServer:
     """Start the sample site on ``127.0.0.1`` and return the running server (stop it when done).
     ``routes`` are extra endpoints asked first (the tests' hostile ones)."""
     return SiteServer(SampleSite(), version, port=port, latency=latency, routes=routes).start()

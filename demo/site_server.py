@@ -54,7 +54,7 @@ class Resource:
     last_modified: str | None = None
     stream: Callable[[threading.Event], Iterable[bytes]] | None = None
     content_length: int | None = None
-    reason: str | None = None            # the reason phrase; None: the standard one for the status
+    reason: str | None = None  # the reason phrase; None: the standard one for the status
 
     def header(self, name: str, default: str | None = None) -> str | None:
         lname = name.lower()
@@ -381,8 +381,9 @@ class _Handler(BaseHTTPRequestHandler):
         headers.append(("Server", self.server_version))
         return headers
 
-    def _framing(self, res: Resource, status: int, use_gzip: bool,
-                 headers: list[tuple[str, str]]) -> tuple[bytes | None, Iterable[bytes], bool]:
+    def _framing(
+        self, res: Resource, status: int, use_gzip: bool, headers: list[tuple[str, str]]
+    ) -> tuple[bytes | None, Iterable[bytes], bool]:
         """How the body goes out: (bytes sent with the head, or chunks sent after it, chunked?).
         Adds the framing headers (Content-Length, Content-Encoding, Transfer-Encoding) to ``headers``."""
         body: bytes | None = None  # sent in one write with the head
@@ -431,6 +432,7 @@ def _head(res: Resource, status: int, headers: list[tuple[str, str]]) -> bytes:
         reason = ""
     head = f"HTTP/1.1 {status} {reason}\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers) + "\r\n"
     return head.encode("latin-1")
+
 
 _NOT_FOUND = Resource(
     404,

@@ -75,4 +75,4 @@ def similarity(a: str, b: str) -> float:
     sa, sb = _shingles(a), _shingles(b)
     union = len(sa | sb)
     score = len(sa & sb) / union if union else 0.0
-    return min(score, 0.999999)   # different texts are never "the same"
+    return min(score, 0.999999)  # different texts are never "the same"

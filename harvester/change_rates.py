@@ -28,7 +28,7 @@ from harvester.schedule import change_rate
 
 DAY = 86400.0
 KINDS = ("index", "content")
-HISTORY = 5     # runs the adaptive rate is pooled over
+HISTORY = 5  # runs the adaptive rate is pooled over
 
 
 def _seconds(ts14: str) -> float:
@@ -49,8 +49,11 @@ def run_change_rates(checks: list[tuple[str, str, bool, str, str | None]]) -> di
     for (host, kind), (checked, changed, seconds, timed) in sorted(sums.items()):
         interval = seconds / timed / DAY if timed else 0.0
         out.setdefault(host, {})[kind] = {
-            "checked": int(checked), "changed": int(changed), "interval_days": round(interval, 4),
-            "rate_per_day": round(change_rate(int(checked), int(changed), interval), 4)}
+            "checked": int(checked),
+            "changed": int(changed),
+            "interval_days": round(interval, 4),
+            "rate_per_day": round(change_rate(int(checked), int(changed), interval), 4),
+        }
     return out
 
 

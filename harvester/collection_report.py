@@ -14,12 +14,23 @@ from harvester.schedule import due_at, parse_iso
 from index.state import HarvestState, full_harvest_estimate
 
 
-def build_report(state: HarvestState, min_interval: float = 86400.0, max_interval: float = 90 * 86400.0,
-                 now: datetime | None = None) -> dict:
+def build_report(
+    state: HarvestState, min_interval: float = 86400.0, max_interval: float = 90 * 86400.0, now: datetime | None = None
+) -> dict:
     now = now or datetime.now(UTC)
-    sites: dict[str, dict] = collections.defaultdict(lambda: {
-        "urls": 0, "pages": 0, "index_pages": 0, "content_pages": 0, "checks": 0, "changes": 0,
-        "deleted": 0, "due": 0, "rates": []})
+    sites: dict[str, dict] = collections.defaultdict(
+        lambda: {
+            "urls": 0,
+            "pages": 0,
+            "index_pages": 0,
+            "content_pages": 0,
+            "checks": 0,
+            "changes": 0,
+            "deleted": 0,
+            "due": 0,
+            "rates": [],
+        }
+    )
     for row in state.known_urls():
         site = sites[row["host"] or "?"]
         site["urls"] += 1
@@ -37,8 +48,9 @@ def build_report(state: HarvestState, min_interval: float = 86400.0, max_interva
     site_rows = []
     for host, site in sorted(sites.items()):
         rates = site.pop("rates")
-        site_rows.append({"site": host, **site,
-                          "change_rate_per_day": round(sum(rates) / len(rates), 4) if rates else 0.0})
+        site_rows.append(
+            {"site": host, **site, "change_rate_per_day": round(sum(rates) / len(rates), 4) if rates else 0.0}
+        )
 
     runs = []
     last_full = None
@@ -47,14 +59,23 @@ def build_report(state: HarvestState, min_interval: float = 86400.0, max_interva
         seconds = None
         if run["started"] and run["finished"]:
             seconds = (parse_iso(run["finished"]) - parse_iso(run["started"])).total_seconds()
-        row = {"run_id": run["run_id"], "job": run["job"], "mode": run["mode"], "status": run["status"],
-               "snapshot": run["snapshot"], "full_estimate": full_harvest_estimate(state.conn, run),
-               "seconds": seconds, "requests": fig.get("requests", 0), "urls_fetched": fig.get("urls_fetched", 0),
-               "bytes_downloaded": fig.get("bytes_downloaded", 0), "bytes_stored": fig.get("bytes_stored", 0),
-               "bytes_saved": fig.get("bytes_saved", 0), "skipped": fig.get("skipped", 0),
-               "failed_hosts": fig.get("failed_hosts", []),
-               **{k: fig.get(k, 0) for k in ("new", "changed", "soft", "unchanged", "not_modified", "deleted",
-                                             "errors")}}
+        row = {
+            "run_id": run["run_id"],
+            "job": run["job"],
+            "mode": run["mode"],
+            "status": run["status"],
+            "snapshot": run["snapshot"],
+            "full_estimate": full_harvest_estimate(state.conn, run),
+            "seconds": seconds,
+            "requests": fig.get("requests", 0),
+            "urls_fetched": fig.get("urls_fetched", 0),
+            "bytes_downloaded": fig.get("bytes_downloaded", 0),
+            "bytes_stored": fig.get("bytes_stored", 0),
+            "bytes_saved": fig.get("bytes_saved", 0),
+            "skipped": fig.get("skipped", 0),
+            "failed_hosts": fig.get("failed_hosts", []),
+            **{k: fig.get(k, 0) for k in ("new", "changed", "soft", "unchanged", "not_modified", "deleted", "errors")},
+        }
         row["vs_estimate"] = _ratio(row["bytes_stored"], row["full_estimate"])
         if run["mode"] == "full" and run["status"] == "finished":
             last_full = row
@@ -80,9 +101,12 @@ def change_rates_over_time(runs: list[dict]) -> list[dict]:
             for kind in KINDS:
                 figures = kinds.get(kind) or {}
                 checked, changed = figures.get("checked", 0), figures.get("changed", 0)
-                row[kind] = {"checked": checked, "changed": changed,
-                             "share_changed": round(changed / checked, 4) if checked else None,
-                             "rate_per_day": figures.get("rate_per_day", 0.0) if checked else None}
+                row[kind] = {
+                    "checked": checked,
+                    "changed": changed,
+                    "share_changed": round(changed / checked, 4) if checked else None,
+                    "rate_per_day": figures.get("rate_per_day", 0.0) if checked else None,
+                }
             out.append(row)
     return out
 

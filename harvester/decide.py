@@ -17,12 +17,13 @@ EMPTY_SHA1 = "sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ"
 
 @dataclasses.dataclass(frozen=True)
 class WriteDecision:
-    kind: str                    # "response" | "revisit"
+    kind: str  # "response" | "revisit"
     original: Original | None = None
 
 
-def dedup_decision(digest: str | None, truncated: str | None, body_length: int,
-                   original: Original | None, status: int | None = 200) -> WriteDecision:
+def dedup_decision(
+    digest: str | None, truncated: str | None, body_length: int, original: Original | None, status: int | None = 200
+) -> WriteDecision:
     """Write a revisit only when an indexed original with the same payload exists. A truncated body,
     an empty payload or a redirect is always written in full (the safe, bigger write: an unmodified
     pywb replays a redirect revisit with an empty body)."""

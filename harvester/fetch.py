@@ -42,15 +42,15 @@ class FetchResult:
     status: int | None = None
     reason: str = ""
     headers: list[tuple[str, str]] = dataclasses.field(default_factory=list)
-    body: IO[bytes] | None = None        # spooled while fetching; in memory or a file from fetchproc
+    body: IO[bytes] | None = None  # spooled while fetching; in memory or a file from fetchproc
     body_length: int = 0
-    digest: str | None = None            # sha1:BASE32 of the stored body
-    truncated: str | None = None         # None | "length" | "time"
+    digest: str | None = None  # sha1:BASE32 of the stored body
+    truncated: str | None = None  # None | "length" | "time"
     wire_bytes: int = 0
     error: str | None = None
     elapsed: float = 0.0
-    ip: str | None = None                # the address connected to (WARC-IP-Address); a proxy's, through one
-    surplus: int = 0                     # bytes received past the message's end (connection then closed)
+    ip: str | None = None  # the address connected to (WARC-IP-Address); a proxy's, through one
+    surplus: int = 0  # bytes received past the message's end (connection then closed)
 
     def header(self, name: str) -> str | None:
         lname = name.lower()
@@ -73,8 +73,14 @@ class FetchResult:
             self.body = None
 
 
-def make_client(concurrency: int, connect_timeout: float, timeout: float, user_agent: str,
-                proxy: str | None = None, transport: httpx.AsyncBaseTransport | None = None) -> httpx.AsyncClient:
+def make_client(
+    concurrency: int,
+    connect_timeout: float,
+    timeout: float,
+    user_agent: str,
+    proxy: str | None = None,
+    transport: httpx.AsyncBaseTransport | None = None,
+) -> httpx.AsyncClient:
     """The harvest's client. Without a ``transport`` of the caller's, connections (direct or through
     ``proxy``) run on ``AsyncioTransport``: httpcore on plain asyncio, without anyio's per-read cost."""
     limits = httpx.Limits(max_connections=max(concurrency, 1), max_keepalive_connections=max(concurrency, 1))
@@ -103,7 +109,7 @@ def _describe(exc: BaseException) -> str:
     if isinstance(exc, httpx.TimeoutException):
         return "timed out"
     if isinstance(exc, httpx.ProxyError):
-        return str(exc) or "proxy failed"    # harvester.guard's message names every proxy tried
+        return str(exc) or "proxy failed"  # harvester.guard's message names every proxy tried
     if isinstance(exc, httpx.UnsupportedProtocol):
         return "unsupported URL scheme"
     if isinstance(exc, httpx.RemoteProtocolError):
@@ -145,8 +151,13 @@ def _peer_address(response: httpx.Response) -> str | None:
     return peer[0] if isinstance(peer, tuple) and peer else None
 
 
-async def fetch(client: httpx.AsyncClient, url: str, headers: dict[str, str] | None = None,
-                deadline: float = 60.0, max_size: int = 100 * 10**6) -> FetchResult:
+async def fetch(
+    client: httpx.AsyncClient,
+    url: str,
+    headers: dict[str, str] | None = None,
+    deadline: float = 60.0,
+    max_size: int = 100 * 10**6,
+) -> FetchResult:
     """GET ``url``; never raises for network trouble (``result.error`` says what happened)."""
     result = FetchResult(url=url)
     started = time.monotonic()
@@ -155,7 +166,7 @@ async def fetch(client: httpx.AsyncClient, url: str, headers: dict[str, str] | N
     try:
         request = client.build_request("GET", url, headers=headers or {})
         target = request.url.raw_path.decode("ascii", "replace") or "/"
-        result.request_line = f"GET {target} HTTP/1.1"   # what httpcore sends (h11 speaks 1.1 only)
+        result.request_line = f"GET {target} HTTP/1.1"  # what httpcore sends (h11 speaks 1.1 only)
         result.request_headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.headers.raw]
         async with asyncio.timeout(deadline):
             response = await _send(client, request)
@@ -164,15 +175,21 @@ async def fetch(client: httpx.AsyncClient, url: str, headers: dict[str, str] | N
                 result.status = response.status_code
                 # httpx decodes the reason as ASCII and drops other bytes; keep them (as Latin-1, like headers)
                 raw_reason = response.extensions.get("reason_phrase")
-                result.reason = raw_reason.decode("latin-1") if isinstance(raw_reason, bytes) else response.reason_phrase or ""
+                result.reason = (
+                    raw_reason.decode("latin-1") if isinstance(raw_reason, bytes) else response.reason_phrase or ""
+                )
                 result.http_version = response.http_version or "HTTP/1.1"
                 raw = response.headers.raw
                 result.headers = [
-                    (k.decode("latin-1"), v.decode("latin-1")) for k, v in raw if k.lower() not in DROPPED_RESPONSE_HEADERS
+                    (k.decode("latin-1"), v.decode("latin-1"))
+                    for k, v in raw
+                    if k.lower() not in DROPPED_RESPONSE_HEADERS
                 ]
-                result.wire_bytes = len(result.http_version) + 6 + len(result.reason) + sum(len(k) + len(v) + 4 for k, v in raw) + 2
+                result.wire_bytes = (
+                    len(result.http_version) + 6 + len(result.reason) + sum(len(k) + len(v) + 4 for k, v in raw) + 2
+                )
                 try:
-                    stream = typing.cast(httpx.AsyncByteStream, response.stream)   # an async transport's
+                    stream = typing.cast(httpx.AsyncByteStream, response.stream)  # an async transport's
                     async for chunk in stream:
                         result.wire_bytes += len(chunk)
                         room = max_size - result.body_length
@@ -187,7 +204,7 @@ async def fetch(client: httpx.AsyncClient, url: str, headers: dict[str, str] | N
                     else:
                         result.surplus = bytes_past_message(response)
                         if result.surplus:
-                            await close_connection(response)   # never read as the next URL's response
+                            await close_connection(response)  # never read as the next URL's response
                 except httpx.HTTPError:
                     if result.body_length == 0:
                         raise

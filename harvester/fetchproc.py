@@ -33,8 +33,8 @@ import tempfile
 
 from harvester.fetch import FetchResult, fetch, make_client
 
-INLINE_MAX = 2 * 1024 * 1024       # bodies larger than this travel as a temporary file
-ANSWER_GRACE = 15.0                # seconds past a fetch's deadline before the child is given up on
+INLINE_MAX = 2 * 1024 * 1024  # bodies larger than this travel as a temporary file
+ANSWER_GRACE = 15.0  # seconds past a fetch's deadline before the child is given up on
 _LENGTH = 4
 _FIELDS = [f.name for f in dataclasses.fields(FetchResult) if f.name != "body"]
 
@@ -57,8 +57,12 @@ class FetchProcess:
     """The harvest's side: start the child, send fetches, match answers to waiting fetches."""
 
     def __init__(self, concurrency: int, connect_timeout: float, timeout: float, user_agent: str):
-        self.settings = {"concurrency": concurrency, "connect_timeout": connect_timeout, "timeout": timeout,
-                         "user_agent": user_agent}
+        self.settings = {
+            "concurrency": concurrency,
+            "connect_timeout": connect_timeout,
+            "timeout": timeout,
+            "user_agent": user_agent,
+        }
         self.alive = False
         self._proc: asyncio.subprocess.Process | None = None
         self._pending: dict[int, tuple[asyncio.Future, str]] = {}
@@ -67,19 +71,24 @@ class FetchProcess:
 
     async def start(self) -> FetchProcess:
         self._proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "harvester.fetchproc", stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE, limit=INLINE_MAX + (1 << 20))
+            sys.executable,
+            "-m",
+            "harvester.fetchproc",
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            limit=INLINE_MAX + (1 << 20),
+        )
         self._stdin().write(_frame(("config", self.settings)))
         self.alive = True
         self._reader = asyncio.create_task(self._read_answers())
         return self
 
     def _stdin(self) -> asyncio.StreamWriter:
-        assert self._proc is not None and self._proc.stdin is not None   # started, with a pipe
+        assert self._proc is not None and self._proc.stdin is not None  # started, with a pipe
         return self._proc.stdin
 
     def _stdout(self) -> asyncio.StreamReader:
-        assert self._proc is not None and self._proc.stdout is not None   # started, with a pipe
+        assert self._proc is not None and self._proc.stdout is not None  # started, with a pipe
         return self._proc.stdout
 
     async def fetch(self, url: str, headers: dict[str, str], deadline: float, max_size: int) -> FetchResult:
@@ -95,7 +104,7 @@ class FetchProcess:
                 return await answer
         except TimeoutError:
             return FetchResult(url=url, error="the fetch process did not answer")
-        except (ConnectionError, RuntimeError):       # its stdin is closed: it has gone
+        except (ConnectionError, RuntimeError):  # its stdin is closed: it has gone
             self.alive = False
             return FetchResult(url=url, error="the fetch process has exited")
         finally:
@@ -117,7 +126,7 @@ class FetchProcess:
                 with contextlib.suppress(OSError):
                     os.unlink(body_path)
             if answer is None or answer.done():
-                result.close()                          # cancelled meanwhile (the run is stopping)
+                result.close()  # cancelled meanwhile (the run is stopping)
                 continue
             answer.set_result(result)
         self.alive = False
@@ -144,9 +153,18 @@ class FetchProcess:
 
 # -- the child ----------------------------------------------------------------------------------------
 
-async def _answer(client, slots: asyncio.Semaphore, writer: asyncio.StreamWriter, fetch_id: int, url: str,
-                  headers: dict, deadline: float, max_size: int) -> None:
-    async with slots:       # one request per connection: a fetch waits for one before its deadline starts
+
+async def _answer(
+    client,
+    slots: asyncio.Semaphore,
+    writer: asyncio.StreamWriter,
+    fetch_id: int,
+    url: str,
+    headers: dict,
+    deadline: float,
+    max_size: int,
+) -> None:
+    async with slots:  # one request per connection: a fetch waits for one before its deadline starts
         result = await fetch(client, url, headers=headers, deadline=deadline, max_size=max_size)
     body = body_path = None
     try:
@@ -169,8 +187,9 @@ async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> 
     if config is None:
         return
     settings = config[1]
-    client = make_client(settings["concurrency"], settings["connect_timeout"], settings["timeout"],
-                         settings["user_agent"])
+    client = make_client(
+        settings["concurrency"], settings["connect_timeout"], settings["timeout"], settings["user_agent"]
+    )
     slots = asyncio.Semaphore(settings["concurrency"])
     tasks: set[asyncio.Task] = set()
     try:

@@ -25,7 +25,7 @@ from strata.urls import url_host
 class Item:
     url: str
     depth: int
-    kind: str                  # seed | navigation | embed | refresh | redirect | recheck | robots
+    kind: str  # seed | navigation | embed | refresh | redirect | recheck | robots
     via: str | None = None
     host: str = ""
 
@@ -38,8 +38,8 @@ class Frontier:
         self._queues: dict[str, collections.deque[Item]] = {}
         self._in_flight: dict[str, int] = collections.defaultdict(int)
         self._next_start: dict[str, float] = collections.defaultdict(float)
-        self._host_delay: dict[str, float] = {}     # hosts that asked for more than `delay`
-        self._next_fetch: dict[str, float] = {}     # their next request start
+        self._host_delay: dict[str, float] = {}  # hosts that asked for more than `delay`
+        self._next_fetch: dict[str, float] = {}  # their next request start
         self._seen: set[str] = set()
         self._cond = asyncio.Condition()
         self._stopping = False
@@ -69,7 +69,7 @@ class Frontier:
         item.host = item.host or url_host(item.url)
         queue = self._queues.setdefault(item.host, collections.deque())
         if item.kind == "embed":
-            queue.appendleft(item)   # a page's resources before more pages: snapshots complete early
+            queue.appendleft(item)  # a page's resources before more pages: snapshots complete early
         else:
             queue.append(item)
         self._notify()

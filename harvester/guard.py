@@ -62,9 +62,14 @@ class GuardError(ValueError):
 
 
 def _kind(ip: IPAddress) -> str:
-    for attr, name in (("is_unspecified", "unspecified"), ("is_loopback", "loopback"),
-                       ("is_link_local", "link-local"), ("is_multicast", "multicast"),
-                       ("is_reserved", "reserved"), ("is_private", "private")):
+    for attr, name in (
+        ("is_unspecified", "unspecified"),
+        ("is_loopback", "loopback"),
+        ("is_link_local", "link-local"),
+        ("is_multicast", "multicast"),
+        ("is_reserved", "reserved"),
+        ("is_private", "private"),
+    ):
         if getattr(ip, attr):
             return name
     return "non-global"
@@ -104,8 +109,10 @@ class NetworkPolicy:
                 try:
                     networks.append(ipaddress.ip_network(part, strict=False))
                 except ValueError:
-                    raise ConfigError(f"{part!r} is not a network; write it as an address or CIDR range, "
-                                      "e.g. 127.0.0.1/32 or 10.1.0.0/16") from None
+                    raise ConfigError(
+                        f"{part!r} is not a network; write it as an address or CIDR range, "
+                        "e.g. 127.0.0.1/32 or 10.1.0.0/16"
+                    ) from None
         return cls(networks)
 
     @classmethod
@@ -130,18 +137,21 @@ class NetworkPolicy:
         inner = embedded_ipv4(ip)
         if inner and all(self._allowed(v4) for v4 in inner):
             return None
-        for candidate in (*inner, ip):   # the embedded IPv4 names the real destination
+        for candidate in (*inner, ip):  # the embedded IPv4 names the real destination
             if self._allowed(candidate):
                 continue
             # is_global alone passes reserved blocks (Python calls ::127.0.0.2 global). IPv4-mapped
             # and NAT64 forms, in ::/8 too, are in real use and judged by the address they stand for.
-            reserved = candidate.is_reserved and not (candidate == ip and ip.version == 6
-                                                      and (ip.ipv4_mapped or ip in _NAT64))
+            reserved = candidate.is_reserved and not (
+                candidate == ip and ip.version == 6 and (ip.ipv4_mapped or ip in _NAT64)
+            )
             if not candidate.is_global or candidate.is_multicast or reserved:
                 shown = f"{ip} (that is {candidate})" if candidate != ip else str(ip)
                 kind = _kind(candidate)
-                return (f"{shown} is {_article(kind)} {kind} address; the harvester reaches only public addresses "
-                        f"unless the server allows the range (--allow-network; allowed now: {self.describe()})")
+                return (
+                    f"{shown} is {_article(kind)} {kind} address; the harvester reaches only public addresses "
+                    f"unless the server allows the range (--allow-network; allowed now: {self.describe()})"
+                )
         return None
 
     def pick(self, host: str, addresses: list[str]) -> str:
@@ -160,7 +170,7 @@ async def system_resolve(host: str, port: int) -> list[str]:
     infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     seen: list[str] = []
     for info in infos:
-        address = str(info[4][0])   # an IP address (an int only for families not asked for here)
+        address = str(info[4][0])  # an IP address (an int only for families not asked for here)
         if address not in seen:
             seen.append(address)
     return seen
@@ -172,8 +182,9 @@ def _host_and_port(url: httpx.URL) -> tuple[str, int]:
     return host, port
 
 
-async def check_url(url: str | httpx.URL, policy: NetworkPolicy, resolver: Resolver = system_resolve,
-                    timeout: float = 10.0) -> str:
+async def check_url(
+    url: str | httpx.URL, policy: NetworkPolicy, resolver: Resolver = system_resolve, timeout: float = 10.0
+) -> str:
     """Resolve ``url``'s host and check it; the address to connect to, or ``GuardError``."""
     try:
         parsed = httpx.URL(str(url))
@@ -191,8 +202,7 @@ async def check_url(url: str | httpx.URL, policy: NetworkPolicy, resolver: Resol
     return policy.pick(host, addresses)
 
 
-def check_url_sync(url: str, policy: NetworkPolicy, resolver: Resolver = system_resolve,
-                   timeout: float = 10.0) -> str:
+def check_url_sync(url: str, policy: NetworkPolicy, resolver: Resolver = system_resolve, timeout: float = 10.0) -> str:
     """``check_url`` for synchronous callers (the console's form validation)."""
     return asyncio.run(check_url(url, policy, resolver, timeout))
 
@@ -207,9 +217,17 @@ class GuardedTransport(httpx.AsyncBaseTransport):
     one name is never reused for another name that resolves to the same address.
     """
 
-    def __init__(self, policy: NetworkPolicy, *, resolver: Resolver = system_resolve, dns_timeout: float = 10.0,
-                 proxies: Iterable[str] = (), limits: httpx.Limits | None = None,
-                 verify: bool | ssl.SSLContext = True, proxy_rest: float = PROXY_REST):
+    def __init__(
+        self,
+        policy: NetworkPolicy,
+        *,
+        resolver: Resolver = system_resolve,
+        dns_timeout: float = 10.0,
+        proxies: Iterable[str] = (),
+        limits: httpx.Limits | None = None,
+        verify: bool | ssl.SSLContext = True,
+        proxy_rest: float = PROXY_REST,
+    ):
         self.policy = policy
         self.resolver = resolver
         self.dns_timeout = dns_timeout
@@ -240,26 +258,32 @@ class GuardedTransport(httpx.AsyncBaseTransport):
         extensions = dict(request.extensions)
         if url.scheme == "https":
             extensions.setdefault("sni_hostname", host)
-        pinned = httpx.Request(request.method, url.copy_with(host=address), headers=request.headers,
-                               stream=request.stream, extensions=extensions)
+        pinned = httpx.Request(
+            request.method,
+            url.copy_with(host=address),
+            headers=request.headers,
+            stream=request.stream,
+            extensions=extensions,
+        )
         key = (url.scheme, host, port)
         transport = self._direct.get(key)
         if transport is None:
             transport = self._direct[key] = AsyncioTransport(
-                verify=self.verify, trust_env=False, limits=self.limits, retries=0)
+                verify=self.verify, trust_env=False, limits=self.limits, retries=0
+            )
         return await transport.handle_async_request(pinned)
 
     async def _through_proxies(self, request: httpx.Request) -> httpx.Response:
         """Send through the next proxy in rotation, then through the others while they fail."""
         pool = self.proxy_pool
-        assert pool is not None   # only called when the job has proxies
+        assert pool is not None  # only called when the job has proxies
         tried: list[str] = []
         refused_only = True
         for index in pool.order():
             name = pool.names[index]
             try:
                 transport = await self._proxy_transport(index, request)
-            except BlockedAddress as exc:    # the guard refuses the proxy's own address
+            except BlockedAddress as exc:  # the guard refuses the proxy's own address
                 pool.down(index, str(exc))
                 tried.append(f"{name} ({exc})")
                 continue
@@ -272,7 +296,7 @@ class GuardedTransport(httpx.AsyncBaseTransport):
                 tried.append(f"{name} ({reason})")
             except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
                 if not is_proxy_down(exc):
-                    raise                    # e.g. TLS with the origin through the tunnel
+                    raise  # e.g. TLS with the origin through the tunnel
                 reason = str(exc) or type(exc).__name__
                 pool.down(index, reason)
                 tried.append(f"{name} ({reason})")
@@ -286,13 +310,20 @@ class GuardedTransport(httpx.AsyncBaseTransport):
         if transport is None:
             proxy_url = httpx.URL(self.proxies[index])
             # the proxy's own address, checked as the guard checks any: a socks5:// URL as http://
-            as_http = proxy_url if proxy_url.scheme == "http" else proxy_url.copy_with(
-                scheme="http", port=proxy_url.port or SOCKS_PORT)
+            as_http = (
+                proxy_url
+                if proxy_url.scheme == "http"
+                else proxy_url.copy_with(scheme="http", port=proxy_url.port or SOCKS_PORT)
+            )
             address = await self._check(as_http, request)
             transport = self._proxied[index] = AsyncioTransport(
-                proxy=httpx.Proxy(as_http.copy_with(scheme=proxy_url.scheme, host=address)), verify=self.verify,
+                proxy=httpx.Proxy(as_http.copy_with(scheme=proxy_url.scheme, host=address)),
+                verify=self.verify,
                 trust_env=False,
-                limits=self.limits, retries=0, network_backend=ProxyBackend())
+                limits=self.limits,
+                retries=0,
+                network_backend=ProxyBackend(),
+            )
         return transport
 
     async def aclose(self) -> None:

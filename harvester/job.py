@@ -52,12 +52,13 @@ def _frequency(value: Any) -> str:
     fields = value.split()
     if len(fields) == 5 and all(re.fullmatch(r"[\d*/,\-]+", f) for f in fields):
         try:
-            check_frequency(value)   # one with no next time at all (`61 * * * *`) is refused here too
+            check_frequency(value)  # one with no next time at all (`61 * * * *`) is refused here too
         except ConfigError as exc:
             raise ValueError(exc.message.split(": ", 1)[-1]) from None
         return value
-    raise ValueError(f"must be manual, {', '.join(FREQUENCIES)}, {ADAPTIVE} or a 5-field cron expression, "
-                     f"not {value!r}")
+    raise ValueError(
+        f"must be manual, {', '.join(FREQUENCIES)}, {ADAPTIVE} or a 5-field cron expression, not {value!r}"
+    )
 
 
 def _optional_url(value: Any) -> str:
@@ -83,44 +84,145 @@ def _form_fields(value: Any) -> tuple[str, ...]:
 
 JOB_SETTINGS: tuple[Setting, ...] = (
     Setting("seeds", (), _seeds, "Start URLs (http or https). Seeds are index pages."),
-    Setting("depth", 3, check_int(0, 100), "Link hops followed from a seed; embedded resources are fetched whatever the depth."),
-    Setting("scope", "same-host", check_choice("same-host", "same-domain", "any"), "Which hosts navigation links may lead to."),
-    Setting("same_host_any_port", False, check_bool, "With scope same-host, let navigation lead to the seeds' hosts on other ports too (by default a port is part of the host)."),
+    Setting(
+        "depth",
+        3,
+        check_int(0, 100),
+        "Link hops followed from a seed; embedded resources are fetched whatever the depth.",
+    ),
+    Setting(
+        "scope",
+        "same-host",
+        check_choice("same-host", "same-domain", "any"),
+        "Which hosts navigation links may lead to.",
+    ),
+    Setting(
+        "same_host_any_port",
+        False,
+        check_bool,
+        "With scope same-host, let navigation lead to the seeds' hosts on other ports too (by default a port is "
+        "part of the host).",
+    ),
     Setting("include", (), check_regex_list, "Regexes; when given, navigation URLs must match one of them."),
     Setting("exclude", (), check_regex_list, "Regexes; URLs matching any of them are never fetched."),
-    Setting("embeds_offsite", True, check_bool, "Fetch embedded resources (images, CSS, scripts, frames) of in-scope pages on any host."),
+    Setting(
+        "embeds_offsite",
+        True,
+        check_bool,
+        "Fetch embedded resources (images, CSS, scripts, frames) of in-scope pages on any host.",
+    ),
     Setting("delay", 1.0, check_float(0.0, 3600.0), "Politeness: seconds between request starts to one host."),
-    Setting("max_crawl_delay", 30.0, check_float(0.0, 86400.0), "Longest robots.txt Crawl-delay honoured, in seconds: requests to a host are spaced by the larger of its Crawl-delay (at most this) and delay."),
-    Setting("concurrency", 4, check_int(1, 64), "Connections open at once, across hosts (at most this many to one host)."),
-    Setting("fetch_process", True, check_bool, "Fetch in a second process, so that HTTP work runs on a core of its own (when the machine has two); false: in the harvest's process. Runs with a login or behind the console's network guard always fetch in-process."),
+    Setting(
+        "max_crawl_delay",
+        30.0,
+        check_float(0.0, 86400.0),
+        "Longest robots.txt Crawl-delay honoured, in seconds: requests to a host are spaced by the larger of its "
+        "Crawl-delay (at most this) and delay.",
+    ),
+    Setting(
+        "concurrency", 4, check_int(1, 64), "Connections open at once, across hosts (at most this many to one host)."
+    ),
+    Setting(
+        "fetch_process",
+        True,
+        check_bool,
+        "Fetch in a second process, so that HTTP work runs on a core of its own (when the machine has two); false: "
+        "in the harvest's process. Runs with a login or behind the console's network guard always fetch in-process.",
+    ),
     Setting("robots", "obey", check_choice("obey", "ignore"), "Obey robots.txt (RFC 9309) or ignore it."),
-    Setting("user_agent", "Strata/0.1 (+https://example.org/strata; web archive)", check_str, "User-Agent header sent with every request."),
+    Setting(
+        "user_agent",
+        "Strata/0.1 (+https://example.org/strata; web archive)",
+        check_str,
+        "User-Agent header sent with every request.",
+    ),
     Setting("timeout", 60.0, check_float(0.5, 3600.0), "Overall deadline for one fetch, headers and body, in seconds."),
     Setting("connect_timeout", 10.0, check_float(0.1, 600.0), "Deadline for connecting to a host, in seconds."),
-    Setting("max_resource_size", 100 * 10**6, check_size, "Largest body stored; a larger one is cut and recorded as truncated."),
+    Setting(
+        "max_resource_size",
+        100 * 10**6,
+        check_size,
+        "Largest body stored; a larger one is cut and recorded as truncated.",
+    ),
     Setting("max_urls", 100_000, check_int(1, 100_000_000), "Most URLs fetched in one run."),
     Setting("warc_max_size", 10**9, check_size, "Roll over to a new WARC file past this size."),
     Setting("fulltext", True, check_bool, "Add each run's new payloads to the collection's full-text (Whoosh) index."),
-    Setting("frequency", "manual", _frequency, "How often the scheduler runs the job: manual, hourly, daily, weekly, monthly, quarterly, cron, or adaptive (as often as the job's observed change rate warrants, see adaptive_target)."),
-    Setting("adaptive_target", 0.1, check_float(0.01, 0.99), "With frequency = adaptive: the expected share of the job's pages changed since its last run at which it runs again (Poisson estimate from its last runs' change rates)."),
+    Setting(
+        "frequency",
+        "manual",
+        _frequency,
+        "How often the scheduler runs the job: manual, hourly, daily, weekly, monthly, quarterly, cron, or adaptive "
+        "(as often as the job's observed change rate warrants, see adaptive_target).",
+    ),
+    Setting(
+        "adaptive_target",
+        0.1,
+        check_float(0.01, 0.99),
+        "With frequency = adaptive: the expected share of the job's pages changed since its last run at which it "
+        "runs again (Poisson estimate from its last runs' change rates).",
+    ),
     Setting("adaptive_min", 86400.0, check_duration, "With frequency = adaptive: the shortest interval between runs."),
-    Setting("adaptive_max", 90 * 86400.0, check_duration, "With frequency = adaptive: the longest interval between runs."),
+    Setting(
+        "adaptive_max", 90 * 86400.0, check_duration, "With frequency = adaptive: the longest interval between runs."
+    ),
     # Incremental strategies (index pages, content pages, noise-tolerant change detection).
-    Setting("index_patterns", (), check_regex_list, "Regexes for index pages (re-read every incremental run). Seeds are always index pages."),
+    Setting(
+        "index_patterns",
+        (),
+        check_regex_list,
+        "Regexes for index pages (re-read every incremental run). Seeds are always index pages.",
+    ),
     Setting("content_patterns", (), check_regex_list, "Regexes for content pages (re-fetched only when due)."),
-    Setting("default_page_kind", "index", check_choice("index", "content"), "Kind of an HTML page that matches neither pattern list."),
+    Setting(
+        "default_page_kind",
+        "index",
+        check_choice("index", "content"),
+        "Kind of an HTML page that matches neither pattern list.",
+    ),
     Setting("recheck_all", False, check_bool, "In incremental runs, recheck every known URL, due or not."),
-    Setting("check_deleted_links", False, check_bool, "Record a content page as deleted when it vanished from every index page."),
-    Setting("noise_selectors", (), check_str_list, "CSS selectors of page parts ignored by change detection (counters, timestamps)."),
+    Setting(
+        "check_deleted_links",
+        False,
+        check_bool,
+        "Record a content page as deleted when it vanished from every index page.",
+    ),
+    Setting(
+        "noise_selectors",
+        (),
+        check_str_list,
+        "CSS selectors of page parts ignored by change detection (counters, timestamps).",
+    ),
     Setting("noise_patterns", (), check_regex_list, "Regexes of text ignored by change detection."),
-    Setting("change_threshold", 1.0, check_float(0.0, 1.0), "Main-text similarity (Jaccard of 3-shingles) at or above which a changed payload is soft-changed; 1.0: only when the main text, noise removed, is the same."),
-    Setting("store_soft_changes", True, check_bool, "Store soft-changed pages in full (lossless); false writes nothing for them."),
+    Setting(
+        "change_threshold",
+        1.0,
+        check_float(0.0, 1.0),
+        "Main-text similarity (Jaccard of 3-shingles) at or above which a changed payload is soft-changed; 1.0: "
+        "only when the main text, noise removed, is the same.",
+    ),
+    Setting(
+        "store_soft_changes",
+        True,
+        check_bool,
+        "Store soft-changed pages in full (lossless); false writes nothing for them.",
+    ),
     Setting("min_interval", 86400.0, check_duration, "Shortest recheck interval for a content page."),
     Setting("max_interval", 90 * 86400.0, check_duration, "Longest recheck interval for a content page."),
     Setting("login_cookies", (), check_str_list, "Cookies sent with every request, as 'name=value' strings (secret)."),
-    Setting("login_form_url", "", _optional_url, "A login form to POST before the run; the cookies it sets go to the seeds' hosts."),
+    Setting(
+        "login_form_url",
+        "",
+        _optional_url,
+        "A login form to POST before the run; the cookies it sets go to the seeds' hosts.",
+    ),
     Setting("login_form_fields", (), _form_fields, "The login form's fields, as 'name=value' strings (secret)."),
-    Setting("proxies", (), _proxies, "http:// or socks5:// proxy URLs rotated per request (https URLs go through http:// ones with CONNECT); one that cannot be reached rests 60 s while the others carry its requests (secret)."),
+    Setting(
+        "proxies",
+        (),
+        _proxies,
+        "http:// or socks5:// proxy URLs rotated per request (https URLs go through http:// ones with CONNECT); one "
+        "that cannot be reached rests 60 s while the others carry its requests (secret).",
+    ),
 )
 
 SETTINGS_BY_NAME = {s.name: s for s in JOB_SETTINGS}
@@ -217,9 +319,7 @@ def validate_job(name: str, raw: dict[str, Any]) -> JobSettings:
         raise ConfigError(f"job {name!r}: expected a table of settings")
     unknown = sorted(set(raw) - set(SETTINGS_BY_NAME))
     if unknown:
-        raise ConfigError(
-            f"job {name!r}: unknown field {unknown[0]!r}; known fields: {', '.join(SETTINGS_BY_NAME)}"
-        )
+        raise ConfigError(f"job {name!r}: unknown field {unknown[0]!r}; known fields: {', '.join(SETTINGS_BY_NAME)}")
     values: dict[str, Any] = {}
     for setting in JOB_SETTINGS:
         if setting.name in raw and raw[setting.name] is not None:

@@ -122,7 +122,7 @@ class Link:
     source: str
 
 
-LINK_TYPES = ("text/html", "application/xhtml+xml", "text/css")   # payloads whose links are followed
+LINK_TYPES = ("text/html", "application/xhtml+xml", "text/css")  # payloads whose links are followed
 
 
 def links_of_payload(raw: bytes, base_url: str, content_type: str, content_encoding: str | None) -> list[Link]:
@@ -131,8 +131,11 @@ def links_of_payload(raw: bytes, base_url: str, content_type: str, content_encod
     from index.payload import decode_content
 
     mime, _, params = content_type.partition(";")
-    return extract_links(decode_content(raw, content_encoding), base_url,
-                         (mime.strip().lower() or "text/html") + (";" + params if params else ""))
+    return extract_links(
+        decode_content(raw, content_encoding),
+        base_url,
+        (mime.strip().lower() or "text/html") + (";" + params if params else ""),
+    )
 
 
 def extract_links(

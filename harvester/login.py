@@ -40,7 +40,7 @@ def parse_cookies(values) -> list[tuple[str, str]]:
         name, value = name.strip(), value.strip()
         if not sep or not name or any(c in _COOKIE_NAME_BAD or ord(c) < 33 or ord(c) > 126 for c in name):
             raise ConfigError("field 'login_cookies': each entry must look like name=value")
-        if any(c in ';\r\n' or ord(c) < 32 for c in value):
+        if any(c in ";\r\n" or ord(c) < 32 for c in value):
             raise ConfigError(f"field 'login_cookies': the value of cookie {name!r} holds a ';' or a control character")
         pairs.append((name, value))
     return pairs
@@ -52,8 +52,9 @@ def cookie_hosts(job: JobSettings) -> tuple[set[str], bool]:
 
 
 class CookieTransport(httpx.AsyncBaseTransport):
-    def __init__(self, inner: httpx.AsyncBaseTransport, cookies: list[tuple[str, str]], hosts: set[str],
-                 subdomains: bool = False):
+    def __init__(
+        self, inner: httpx.AsyncBaseTransport, cookies: list[tuple[str, str]], hosts: set[str], subdomains: bool = False
+    ):
         self.inner = inner
         self.header = "; ".join(f"{k}={v}" for k, v in cookies)
         self.hosts = {h.lower() for h in hosts}
@@ -78,15 +79,18 @@ class CookieTransport(httpx.AsyncBaseTransport):
         await self.inner.aclose()
 
 
-def harvest_transport(job: JobSettings, policy: NetworkPolicy | None = None,
-                      limits: httpx.Limits | None = None) -> httpx.AsyncBaseTransport | None:
+def harvest_transport(
+    job: JobSettings, policy: NetworkPolicy | None = None, limits: httpx.Limits | None = None
+) -> httpx.AsyncBaseTransport | None:
     cookies = parse_cookies(job.login_cookies)
     if policy is None and not cookies and not job.proxies:
         return None
-    limits = limits or httpx.Limits(max_connections=max(job.concurrency, 1),
-                                    max_keepalive_connections=max(job.concurrency, 1))
-    transport: httpx.AsyncBaseTransport = GuardedTransport(policy or ALLOW_ALL, proxies=job.proxies, limits=limits,
-                                                           dns_timeout=job.connect_timeout)
+    limits = limits or httpx.Limits(
+        max_connections=max(job.concurrency, 1), max_keepalive_connections=max(job.concurrency, 1)
+    )
+    transport: httpx.AsyncBaseTransport = GuardedTransport(
+        policy or ALLOW_ALL, proxies=job.proxies, limits=limits, dns_timeout=job.connect_timeout
+    )
     if cookies:
         hosts, subdomains = cookie_hosts(job)
         transport = CookieTransport(transport, cookies, hosts, subdomains)
@@ -105,20 +109,27 @@ async def form_login(job: JobSettings, transport: httpx.AsyncBaseTransport | Non
     fields = []
     for entry in job.login_form_fields:
         fields.extend(parse_qsl(entry, keep_blank_values=True) or [(entry.split("=", 1)[0], "")])
-    async with httpx.AsyncClient(transport=transport, trust_env=False, follow_redirects=True,
-                                 max_redirects=MAX_LOGIN_REDIRECTS, timeout=job.timeout,
-                                 headers={"User-Agent": job.user_agent}) as client:
+    async with httpx.AsyncClient(
+        transport=transport,
+        trust_env=False,
+        follow_redirects=True,
+        max_redirects=MAX_LOGIN_REDIRECTS,
+        timeout=job.timeout,
+        headers={"User-Agent": job.user_agent},
+    ) as client:
         try:
             response = await client.post(job.login_form_url, data=dict(fields))
         except httpx.HTTPError as exc:
             raise HarvestError(f"login form {job.login_form_url} could not be posted: {exc}") from None
         if response.status_code >= 400:
-            raise HarvestError(f"login form {job.login_form_url} answered {response.status_code}: "
-                               "check the job's login_form_fields")
+            raise HarvestError(
+                f"login form {job.login_form_url} answered {response.status_code}: check the job's login_form_fields"
+            )
         return [(cookie.name, cookie.value) for cookie in client.cookies.jar if cookie.value is not None]
 
 
-def with_cookies(job: JobSettings, transport: httpx.AsyncBaseTransport | None,
-                 cookies: list[tuple[str, str]]) -> httpx.AsyncBaseTransport:
+def with_cookies(
+    job: JobSettings, transport: httpx.AsyncBaseTransport | None, cookies: list[tuple[str, str]]
+) -> httpx.AsyncBaseTransport:
     hosts, subdomains = cookie_hosts(job)
     return CookieTransport(transport or httpx.AsyncHTTPTransport(), cookies, hosts, subdomains)

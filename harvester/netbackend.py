@@ -53,8 +53,8 @@ from httpcore import (
 
 SocketOption = tuple[int, int, int] | tuple[int, int, bytes | bytearray] | tuple[int, int, None, int]
 
-HAPPY_EYEBALLS_DELAY = 0.25     # what anyio.connect_tcp uses
-READ_HIGH_WATER = 1024 * 1024   # stop reading the socket while this much is buffered and unread
+HAPPY_EYEBALLS_DELAY = 0.25  # what anyio.connect_tcp uses
+READ_HIGH_WATER = 1024 * 1024  # stop reading the socket while this much is buffered and unread
 READ_LOW_WATER = 256 * 1024
 
 
@@ -70,8 +70,8 @@ class _ConnectionProtocol(asyncio.Protocol):
         self.error: BaseException | None = None
         self.reading_paused = False
         self.writing_paused = False
-        self._waiter: asyncio.Future[None] | None = None     # a read waiting for data
-        self._drainer: asyncio.Future[None] | None = None    # a write waiting for buffer room
+        self._waiter: asyncio.Future[None] | None = None  # a read waiting for data
+        self._drainer: asyncio.Future[None] | None = None  # a write waiting for buffer room
 
     # -- asyncio callbacks
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -203,25 +203,27 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
             else:
                 transport.close()
 
-    async def start_tls(self, ssl_context: ssl.SSLContext, server_hostname: str | None = None,
-                        timeout: float | None = None) -> httpcore.AsyncNetworkStream:
+    async def start_tls(
+        self, ssl_context: ssl.SSLContext, server_hostname: str | None = None, timeout: float | None = None
+    ) -> httpcore.AsyncNetworkStream:
         loop = asyncio.get_running_loop()
         try:
             async with asyncio.timeout(timeout):
-                tls_transport = await loop.start_tls(self._transport, self._protocol, ssl_context,
-                                                     server_hostname=server_hostname)
+                tls_transport = await loop.start_tls(
+                    self._transport, self._protocol, ssl_context, server_hostname=server_hostname
+                )
         except TimeoutError:
             await self.aclose()
             raise ConnectTimeout(f"TLS handshake not done within {timeout:g} s") from None
-        except OSError as exc:   # ssl.SSLError and ConnectionResetError are OSErrors
+        except OSError as exc:  # ssl.SSLError and ConnectionResetError are OSErrors
             await self.aclose()
             raise ConnectError(str(exc) or type(exc).__name__) from exc
-        if tls_transport is None:   # the connection went away during the handshake
+        if tls_transport is None:  # the connection went away during the handshake
             await self.aclose()
             raise ConnectError(_lost_message(self._protocol))
         tls_transport = typing.cast(asyncio.Transport, tls_transport)
         self._protocol.transport = tls_transport
-        self._closed = True    # this plain-text view is done with; the TLS stream owns the socket
+        self._closed = True  # this plain-text view is done with; the TLS stream owns the socket
         return AsyncioStream(tls_transport, self._protocol)
 
     def unread_bytes(self) -> int:
@@ -258,8 +260,7 @@ def _socket_readable(sock: typing.Any) -> bool:
     return bool(poller.poll(0))
 
 
-def _apply_options(transport: asyncio.BaseTransport, options: typing.Iterable[SocketOption] | None,
-                   tcp: bool) -> None:
+def _apply_options(transport: asyncio.BaseTransport, options: typing.Iterable[SocketOption] | None, tcp: bool) -> None:
     sock = transport.get_extra_info("socket")
     if sock is None:
         return
@@ -272,13 +273,17 @@ def _apply_options(transport: asyncio.BaseTransport, options: typing.Iterable[So
 class AsyncioBackend(httpcore.AsyncNetworkBackend):
     """``httpcore.AsyncNetworkBackend`` on asyncio's own transports: no anyio, no sniffio."""
 
-    async def _connect(self, opener: typing.Callable[[], typing.Awaitable[tuple[asyncio.BaseTransport, typing.Any]]],
-                       timeout: float | None, options: typing.Iterable[SocketOption] | None,
-                       tcp: bool) -> AsyncioStream:
+    async def _connect(
+        self,
+        opener: typing.Callable[[], typing.Awaitable[tuple[asyncio.BaseTransport, typing.Any]]],
+        timeout: float | None,
+        options: typing.Iterable[SocketOption] | None,
+        tcp: bool,
+    ) -> AsyncioStream:
         try:
             async with asyncio.timeout(timeout):
                 transport, protocol = await opener()
-        except TimeoutError:   # before OSError: TimeoutError is one
+        except TimeoutError:  # before OSError: TimeoutError is one
             raise ConnectTimeout(f"no connection within {timeout:g} s") from None
         except OSError as exc:
             raise ConnectError(str(exc) or type(exc).__name__) from exc
@@ -289,22 +294,35 @@ class AsyncioBackend(httpcore.AsyncNetworkBackend):
             raise ConnectError(str(exc)) from exc
         return AsyncioStream(typing.cast(asyncio.Transport, transport), protocol)
 
-    async def connect_tcp(self, host: str, port: int, timeout: float | None = None,
-                          local_address: str | None = None,
-                          socket_options: typing.Iterable[SocketOption] | None = None) -> httpcore.AsyncNetworkStream:
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: typing.Iterable[SocketOption] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
         loop = asyncio.get_running_loop()
         return await self._connect(
-            lambda: loop.create_connection(_ConnectionProtocol, host, port,
-                                           local_addr=(local_address, 0) if local_address else None,
-                                           happy_eyeballs_delay=HAPPY_EYEBALLS_DELAY),
-            timeout, socket_options, tcp=True)
+            lambda: loop.create_connection(
+                _ConnectionProtocol,
+                host,
+                port,
+                local_addr=(local_address, 0) if local_address else None,
+                happy_eyeballs_delay=HAPPY_EYEBALLS_DELAY,
+            ),
+            timeout,
+            socket_options,
+            tcp=True,
+        )
 
-    async def connect_unix_socket(self, path: str, timeout: float | None = None,
-                                  socket_options: typing.Iterable[SocketOption] | None = None
-                                  ) -> httpcore.AsyncNetworkStream:
+    async def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: typing.Iterable[SocketOption] | None = None
+    ) -> httpcore.AsyncNetworkStream:
         loop = asyncio.get_running_loop()
-        return await self._connect(lambda: loop.create_unix_connection(_ConnectionProtocol, path),
-                                   timeout, socket_options, tcp=False)
+        return await self._connect(
+            lambda: loop.create_unix_connection(_ConnectionProtocol, path), timeout, socket_options, tcp=False
+        )
 
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(seconds)
@@ -313,11 +331,14 @@ class AsyncioBackend(httpcore.AsyncNetworkBackend):
 class AsyncioTransport(httpx.AsyncHTTPTransport):
     """``httpx.AsyncHTTPTransport`` (same arguments) whose connections use ``AsyncioBackend``."""
 
-    def __init__(self, *args: typing.Any, network_backend: httpcore.AsyncNetworkBackend | None = None,
-                 **kwargs: typing.Any) -> None:
+    def __init__(
+        self, *args: typing.Any, network_backend: httpcore.AsyncNetworkBackend | None = None, **kwargs: typing.Any
+    ) -> None:
         super().__init__(*args, **kwargs)
         pool = getattr(self, "_pool", None)
         if not isinstance(pool, httpcore.AsyncConnectionPool) or not hasattr(pool, "_network_backend"):
-            raise TypeError("httpx/httpcore changed: AsyncHTTPTransport._pool._network_backend is gone; "
-                            "harvester/netbackend.py needs updating")
+            raise TypeError(
+                "httpx/httpcore changed: AsyncHTTPTransport._pool._network_backend is gone; "
+                "harvester/netbackend.py needs updating"
+            )
         pool._network_backend = network_backend or AsyncioBackend()

@@ -60,11 +60,14 @@ def check_proxy_url(value: str) -> str:
     except (httpx.InvalidURL, TypeError):
         raise ValueError(f"{proxy_name(value)} is not a URL; write it as http://host:port") from None
     if parsed.scheme in ("socks4", "socks4a"):
-        raise ValueError(f"{proxy_name(value)}: SOCKS4 is not supported; write socks5:// (SOCKS5) or use an "
-                         "http:// proxy")
+        raise ValueError(
+            f"{proxy_name(value)}: SOCKS4 is not supported; write socks5:// (SOCKS5) or use an http:// proxy"
+        )
     if parsed.scheme not in SUPPORTED_SCHEMES:
-        raise ValueError(f"{proxy_name(value)}: only http:// and socks5:// proxies are supported (https URLs go "
-                         "through an http:// proxy with CONNECT)")
+        raise ValueError(
+            f"{proxy_name(value)}: only http:// and socks5:// proxies are supported (https URLs go "
+            "through an http:// proxy with CONNECT)"
+        )
     if not parsed.host:
         raise ValueError(f"{value!r} has no host; write it as http://host:port")
     return value
@@ -81,9 +84,14 @@ class ProxyConnectTimeout(ProxyUnreachable, httpcore.ConnectTimeout):
 class ProxyBackend(AsyncioBackend):
     """``AsyncioBackend`` whose connection failures say that the proxy is what failed."""
 
-    async def connect_tcp(self, host: str, port: int, timeout: float | None = None,
-                          local_address: str | None = None,
-                          socket_options: typing.Iterable[typing.Any] | None = None) -> httpcore.AsyncNetworkStream:
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: typing.Iterable[typing.Any] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
         try:
             return await super().connect_tcp(host, port, timeout, local_address, socket_options)
         except httpcore.ConnectTimeout as exc:
@@ -111,7 +119,7 @@ class ProxyPool:
         self._next = 0
         self._resting_until = [0.0] * len(self.urls)
         self._events: list[tuple[str, str]] = []
-        self.exhausted: str | None = None      # the first "every proxy failed" message, if any
+        self.exhausted: str | None = None  # the first "every proxy failed" message, if any
 
     def __len__(self) -> int:
         return len(self.urls)
@@ -127,8 +135,13 @@ class ProxyPool:
     def down(self, index: int, reason: str) -> None:
         """Proxy ``index`` could not be reached: out of rotation for ``rest`` seconds."""
         self._resting_until[index] = self._clock() + self.rest
-        self._events.append((self.names[index], f"proxy unreachable ({reason}); out of rotation for "
-                                                 f"{self.rest:g} s, its requests go through the others"))
+        self._events.append(
+            (
+                self.names[index],
+                f"proxy unreachable ({reason}); out of rotation for "
+                f"{self.rest:g} s, its requests go through the others",
+            )
+        )
 
     def passed_over(self, index: int, reason: str) -> None:
         self._events.append((self.names[index], f"proxy failed a request ({reason}); tried the next proxy"))
@@ -139,8 +152,11 @@ class ProxyPool:
 
     def none_left(self, tried: list[str]) -> str:
         """The message for a request no proxy could carry (and the pool's ``exhausted``)."""
-        parts = list(tried) + [f"{name} (resting after a failure)" for name in self.resting()
-                               if not any(t.startswith(name + " ") for t in tried)]
+        parts = list(tried) + [
+            f"{name} (resting after a failure)"
+            for name in self.resting()
+            if not any(t.startswith(name + " ") for t in tried)
+        ]
         message = "every proxy failed: " + "; ".join(parts)
         self.exhausted = self.exhausted or message
         return message

@@ -58,18 +58,29 @@ SURPLUS_NOTE = "content-length-surplus"
 def _notes(result: FetchResult) -> dict[str, str]:
     if not result.surplus:
         return {}
-    return {"WARC-Strata-Note": f"{SURPLUS_NOTE} (at least {result.surplus} bytes past the end of the message; "
-                                "connection closed)"}
+    return {
+        "WARC-Strata-Note": f"{SURPLUS_NOTE} (at least {result.surplus} bytes past the end of the message; "
+        "connection closed)"
+    }
 
 
 def response_record(result: FetchResult, warc_date: str):
-    headers = {"WARC-Date": warc_date, "WARC-Payload-Digest": result.digest, **_address(result),
-               **_truncation(result), **_notes(result)}
-    assert result.body is not None   # a fetch without an error has a body, empty or not
+    headers = {
+        "WARC-Date": warc_date,
+        "WARC-Payload-Digest": result.digest,
+        **_address(result),
+        **_truncation(result),
+        **_notes(result),
+    }
+    assert result.body is not None  # a fetch without an error has a body, empty or not
     result.body.seek(0)
     return _BUILDER.create_warc_record(
-        result.url, "response", payload=result.body, length=result.body_length,
-        http_headers=_http_headers(result), warc_headers_dict=headers,
+        result.url,
+        "response",
+        payload=result.body,
+        length=result.body_length,
+        http_headers=_http_headers(result),
+        warc_headers_dict=headers,
     )
 
 
@@ -77,14 +88,19 @@ def request_record(result: FetchResult, warc_date: str, concurrent_to: str):
     # is_http_request: warcio splits the method off as its "protocol" and writes the line back whole
     http = StatusAndHeaders(result.request_line, list(result.request_headers), is_http_request=True)
     return _BUILDER.create_warc_record(
-        result.url, "request", http_headers=http,
+        result.url,
+        "request",
+        http_headers=http,
         warc_headers_dict={"WARC-Date": warc_date, "WARC-Concurrent-To": concurrent_to, **_address(result)},
     )
 
 
 def identical_revisit(result: FetchResult, warc_date: str, original: Original):
     record = _BUILDER.create_revisit_record(
-        result.url, result.digest, original.url, original.warc_date,
+        result.url,
+        result.digest,
+        original.url,
+        original.warc_date,
         http_headers=_http_headers(result),
         warc_headers_dict={"WARC-Date": warc_date, **_address(result), **_notes(result)},
     )
@@ -95,7 +111,11 @@ def identical_revisit(result: FetchResult, warc_date: str, original: Original):
 
 def not_modified_revisit(result: FetchResult, warc_date: str, original: Original, digest: str):
     record = _BUILDER.create_revisit_record(
-        result.url, digest, original.url, original.warc_date, http_headers=None,
+        result.url,
+        digest,
+        original.url,
+        original.warc_date,
+        http_headers=None,
         warc_headers_dict={"WARC-Date": warc_date, **_address(result), **_notes(result)},
     )
     record.rec_headers.replace_header("WARC-Profile", NOT_MODIFIED_PROFILE)
@@ -106,7 +126,11 @@ def not_modified_revisit(result: FetchResult, warc_date: str, original: Original
 def run_record(uri: str, report: bytes, warc_date: str):
     """A run's report (``index.runhistory``): a ``metadata`` record of ``application/json``."""
     return _BUILDER.create_warc_record(
-        uri, "metadata", payload=io.BytesIO(report), length=len(report), warc_content_type="application/json",
+        uri,
+        "metadata",
+        payload=io.BytesIO(report),
+        length=len(report),
+        warc_content_type="application/json",
         warc_headers_dict={"WARC-Date": warc_date},
     )
 

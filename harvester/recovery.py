@@ -39,7 +39,7 @@ class RecoveryReport:
     repaired: list[tuple[str, int, int]] = dataclasses.field(default_factory=list)  # (file, old size, new size)
     indexed: list[str] = dataclasses.field(default_factory=list)
     interrupted_runs: list[str] = dataclasses.field(default_factory=list)
-    removed: list[str] = dataclasses.field(default_factory=list)   # leftover temp files, relative paths
+    removed: list[str] = dataclasses.field(default_factory=list)  # leftover temp files, relative paths
 
     def __bool__(self) -> bool:
         return bool(self.repaired or self.indexed or self.interrupted_runs or self.removed)
@@ -88,7 +88,7 @@ def _record_verifies(record: bytes) -> bool:
         length = int(headers.get(b"content-length", b"-1"))
     except ValueError:
         return False
-    if length < 0 or len(rest) < length + 4 or rest[length:length + 4] != b"\r\n\r\n":
+    if length < 0 or len(rest) < length + 4 or rest[length : length + 4] != b"\r\n\r\n":
         return False
     block_digest = headers.get(b"warc-block-digest")
     if block_digest and block_digest.lower().startswith(b"sha1:"):
@@ -156,11 +156,12 @@ def recover(collection: Collection, state: HarvestState) -> RecoveryReport:
     for run in state.runs(statuses=("running",)):
         files = [r["filename"] for r in state.warcs() if r["run_id"] == run["run_id"]]
         written = report_in(archive / files[-1], run["run_id"]) if files else None
-        if written is not None:    # killed after writing its report: the run ended as it says
+        if written is not None:  # killed after writing its report: the run ended as it says
             ended = reported_run(written, files, sum((archive / name).stat().st_size for name in files))
             state.update_run(run["run_id"], **{k: ended[k] for k in ("status", "finished", "snapshot", "figures")})
             continue
-        state.update_run(run["run_id"], status="interrupted",
-                         **interrupted_run(state, run["run_id"], run["started"], files, archive))
+        state.update_run(
+            run["run_id"], status="interrupted", **interrupted_run(state, run["run_id"], run["started"], files, archive)
+        )
         report.interrupted_runs.append(run["run_id"])
     return report

@@ -9,22 +9,22 @@ CLASSES = ("new", "changed", "soft", "unchanged", "not_modified", "deleted", "er
 
 @dataclasses.dataclass
 class RunFigures:
-    urls_fetched: int = 0        # HTTP responses received (robots.txt included)
-    requests: int = 0            # requests sent
+    urls_fetched: int = 0  # HTTP responses received (robots.txt included)
+    requests: int = 0  # requests sent
     new: int = 0
     changed: int = 0
-    soft: int = 0                # payload differs, main content the same within the threshold
-    unchanged: int = 0           # identical payload, written as a revisit
-    not_modified: int = 0        # 304, written as a server-not-modified revisit
-    deleted: int = 0             # was 2xx, now 404/410
+    soft: int = 0  # payload differs, main content the same within the threshold
+    unchanged: int = 0  # identical payload, written as a revisit
+    not_modified: int = 0  # 304, written as a server-not-modified revisit
+    deleted: int = 0  # was 2xx, now 404/410
     errors: int = 0
-    revisits: int = 0            # revisit records written (unchanged, not_modified, duplicate payloads)
-    skipped: int = 0             # known URLs not fetched (robots, not due)
-    bytes_downloaded: int = 0    # wire bytes received
-    bytes_stored: int = 0        # WARC bytes written by this run
-    bytes_saved: int = 0         # payload bytes not stored again thanks to revisits and 304s
+    revisits: int = 0  # revisit records written (unchanged, not_modified, duplicate payloads)
+    skipped: int = 0  # known URLs not fetched (robots, not due)
+    bytes_downloaded: int = 0  # wire bytes received
+    bytes_stored: int = 0  # WARC bytes written by this run
+    bytes_saved: int = 0  # payload bytes not stored again thanks to revisits and 304s
     warc_files: list[str] = dataclasses.field(default_factory=list)
-    failed_hosts: list[str] = dataclasses.field(default_factory=list)   # host[:port]s every request to which failed
+    failed_hosts: list[str] = dataclasses.field(default_factory=list)  # host[:port]s every request to which failed
     # Set when the run ends (harvester.run_end): what a full harvest would have stored instead, and
     # per site and page kind, the pages checked again and how many had changed.
     full_estimate: int | None = None

@@ -213,7 +213,7 @@ class RobotsCache:
 
     async def _load(self, origin: str) -> RobotsRules:
         robots_url = normalize_url(origin + "/robots.txt")
-        assert robots_url is not None   # an http(s) origin and a path make an http(s) URL
+        assert robots_url is not None  # an http(s) origin and a path make an http(s) URL
         try:
             status, body = await self._fetch(robots_url)
         except Exception as exc:  # the fetcher's failure is the site's unreachability

@@ -49,7 +49,7 @@ from strata.media import HTML_TYPES
 from strata.times import iso, ts14, utc_now, warc_date
 from strata.urls import normalize_url, url_host, url_origin
 
-ACCEPT_ENCODING = "gzip, deflate"   # no br: only capped decoders touch stored bodies
+ACCEPT_ENCODING = "gzip, deflate"  # no br: only capped decoders touch stored bodies
 MAX_REDIRECT_HOPS = 10
 
 
@@ -77,9 +77,15 @@ class _Look:
 
 
 class Harvest:
-    def __init__(self, collection: Collection, job: JobSettings, mode: str | None = None,
-                 progress: Callable[[dict], None] | None = None,
-                 transport: httpx.AsyncBaseTransport | None = None, adhoc: bool = False):
+    def __init__(
+        self,
+        collection: Collection,
+        job: JobSettings,
+        mode: str | None = None,
+        progress: Callable[[dict], None] | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+        adhoc: bool = False,
+    ):
         self.collection = collection
         self.job = job
         # The job the run belongs to: its file's name; None for a run from --seed URLs (adhoc). A job's
@@ -94,7 +100,7 @@ class Harvest:
         self.transport = transport
         self.fetcher: FetchProcess | None = None
         self.figures = RunFigures()
-        self.run_id = ""   # set when the run starts
+        self.run_id = ""  # set when the run starts
         self.mode: str | None = None
         self.status = "running"
         self._stop = False
@@ -102,16 +108,16 @@ class Harvest:
         self._last_progress = 0.0
         self.recent_errors: list[tuple[str, str]] = []
         self.notes: list[str] = []
-        self.surplus_urls: list[str] = []      # captures whose server sent more than the message held
-        self.host_errors: dict[str, tuple[int, str]] = {}   # host[:port] -> (errors, first error)
-        self.hosts_answered: set[str] = set()               # hosts[:port] that sent at least one response
+        self.surplus_urls: list[str] = []  # captures whose server sent more than the message held
+        self.host_errors: dict[str, tuple[int, str]] = {}  # host[:port] -> (errors, first error)
+        self.hosts_answered: set[str] = set()  # hosts[:port] that sent at least one response
         #: Why a run that went to its end still failed (seeds unreachable, robots.txt unreadable).
         self.failure: str | None = None
-        self._proxy_pool: ProxyPool | None = None    # the transport's ProxyPool when the job has proxies
+        self._proxy_pool: ProxyPool | None = None  # the transport's ProxyPool when the job has proxies
         self._seeds_answered: set[str] = set()
         self._seed_errors: dict[str, str] = {}
-        self._robots_unread: dict[str, str] = {}     # origin -> why its robots.txt could not be read
-        self._proxy_failures: dict[str, int] = {}     # proxy (no credentials) -> failures seen
+        self._robots_unread: dict[str, str] = {}  # origin -> why its robots.txt could not be read
+        self._proxy_failures: dict[str, int] = {}  # proxy (no credentials) -> failures seen
 
     # -- public ------------------------------------------------------------------------------------
     def request_stop(self) -> None:
@@ -146,8 +152,7 @@ class Harvest:
             return index_run(self.collection, self.run_id)
         except (StrataError, OSError, ValueError) as exc:
             self.recent_errors.append(("fulltext", str(exc)))
-            return {"error": f"full-text index not updated: {exc}; run: strata index rebuild "
-                             f"{self.collection.name}"}
+            return {"error": f"full-text index not updated: {exc}; run: strata index rebuild {self.collection.name}"}
 
     # -- the run ---------------------------------------------------------------------------------
     async def _run_locked(self) -> dict:
@@ -164,23 +169,42 @@ class Harvest:
         # baseline, and another job's runs are not this job's.
         self.mode = self.requested_mode or ("incremental" if state.has_full_baseline(self.job_key) else "full")
         state.begin_run(self.run_id, self.job_key, self.mode, iso(started), os.getpid())
-        self.scope = Scope(list(job.seeds), hosts=job.scope, include=list(job.include), exclude=list(job.exclude),
-                           max_depth=job.depth, embeds_offsite=job.embeds_offsite,
-                           same_host_any_port=job.same_host_any_port)
+        self.scope = Scope(
+            list(job.seeds),
+            hosts=job.scope,
+            include=list(job.include),
+            exclude=list(job.exclude),
+            max_depth=job.depth,
+            embeds_offsite=job.embeds_offsite,
+            same_host_any_port=job.same_host_any_port,
+        )
         # Twice as many URLs in hand as connections: while one is recorded, the next is on the wire.
         # Connections stay at `concurrency` (the fetch slots below and the client's pool).
-        self.frontier = Frontier(delay=job.delay, per_host=job.concurrency * URLS_PER_CONNECTION,
-                                 max_urls=job.max_urls)
+        self.frontier = Frontier(delay=job.delay, per_host=job.concurrency * URLS_PER_CONNECTION, max_urls=job.max_urls)
         self._fetch_slots = asyncio.Semaphore(job.concurrency)
         self.kinds = PageKinds(job.index_patterns, job.content_patterns, job.default_page_kind, job.seeds)
         self.noise = NoiseRules(job.noise_selectors, job.noise_patterns)
-        self.paging = PagingStrategy(state, self.run_id, job, self.mode, self.kinds, self.scope, self.frontier,
-                                     self.figures, self._enqueue, self.notes, self.job_key)
+        self.paging = PagingStrategy(
+            state,
+            self.run_id,
+            job,
+            self.mode,
+            self.kinds,
+            self.scope,
+            self.frontier,
+            self.figures,
+            self._enqueue,
+            self.notes,
+            self.job_key,
+        )
         self.roller = WarcRoller(
-            coll_archive := self.collection.archive_dir, self.collection.name,
+            coll_archive := self.collection.archive_dir,
+            self.collection.name,
             warcinfo={
                 "software": f"Strata/{__version__} (warcio, httpx)",
-                **({"job": self.job_key} if self.job_key else {}), "run-id": self.run_id, "mode": self.mode,
+                **({"job": self.job_key} if self.job_key else {}),
+                "run-id": self.run_id,
+                "mode": self.mode,
                 "started": iso(started),
                 "robots": "classic" if job.robots == "obey" else "ignore",
                 "http-header-user-agent": job.user_agent,
@@ -193,17 +217,17 @@ class Harvest:
             fixity=Fixity(self.collection.fixity_dir),
         )
         self._archive_dir = coll_archive
-        self.client = make_client(job.concurrency, job.connect_timeout, job.timeout, job.user_agent,
-                                  transport=self.transport)
+        self.client = make_client(
+            job.concurrency, job.connect_timeout, job.timeout, job.user_agent, transport=self.transport
+        )
         self.fetcher = await self._start_fetch_process()
         self.robots = RobotsCache(self._fetch_robots, user_agent=job.user_agent)
         self._robots_answered: dict[str, float] = {}  # host -> when its robots.txt last answered
-        self._crawl_delays: dict[str, float] = {}     # host -> seconds between requests it was given
+        self._crawl_delays: dict[str, float] = {}  # host -> seconds between requests it was given
         try:
-            self.roller.write([])   # the run's first file (its warcinfo) at once: even a killed run leaves one
+            self.roller.write([])  # the run's first file (its warcinfo) at once: even a killed run leaves one
             self.paging.seed()
-            self._workers = [asyncio.create_task(self._worker())
-                             for _ in range(job.concurrency * URLS_PER_CONNECTION)]
+            self._workers = [asyncio.create_task(self._worker()) for _ in range(job.concurrency * URLS_PER_CONNECTION)]
             results = await asyncio.gather(*self._workers, return_exceptions=True)
             for res in results:
                 if isinstance(res, BaseException) and not isinstance(res, asyncio.CancelledError):
@@ -229,9 +253,11 @@ class Harvest:
             finished = utc_now()
             self._note_failed_hosts()
             if self.surplus_urls:
-                self.notes.append(f"{len(self.surplus_urls)} response(s) came with bytes past their end (more than "
-                                  f"Content-Length), e.g. {self.surplus_urls[0]}: their connections were closed "
-                                  "and their records carry WARC-Strata-Note: content-length-surplus")
+                self.notes.append(
+                    f"{len(self.surplus_urls)} response(s) came with bytes past their end (more than "
+                    f"Content-Length), e.g. {self.surplus_urls[0]}: their connections were closed "
+                    "and their records carry WARC-Strata-Note: content-length-surplus"
+                )
             # the estimate and change rates go in the run's report: what the run stored before its report
             self.figures.warc_files = list(self.roller.files)
             self.figures.bytes_stored = self.roller.bytes_written
@@ -246,8 +272,9 @@ class Harvest:
             figures = self.figures.as_dict()
             if self.failure:
                 figures["failure"] = self.failure
-            state.update_run(self.run_id, status=self.status, finished=iso(finished), snapshot=ts14(finished),
-                             figures=figures)
+            state.update_run(
+                self.run_id, status=self.status, finished=iso(finished), snapshot=ts14(finished), figures=figures
+            )
             self._report(force=True)
         return self.summary(started, finished)
 
@@ -257,29 +284,45 @@ class Harvest:
         self.figures.failed_hosts = failed
         for host in failed:
             count, first = self.host_errors[host]
-            self.notes.append(f"every request to {host or 'a URL without a host'} failed ({count} request(s); "
-                              f"first error: {first})")
+            self.notes.append(
+                f"every request to {host or 'a URL without a host'} failed ({count} request(s); first error: {first})"
+            )
 
     def _write_run_record(self, started: str, finished: datetime, figures: dict) -> None:
         """The run's report as a WARC metadata record, last in its last file (``index.runhistory``):
         what a rebuild needs to restore the run, its checks and the URL state no capture holds."""
         self.figures.warc_files = list(self.roller.files)
         self.figures.bytes_stored = self.roller.bytes_written
-        run = {"run_id": self.run_id, "job": self.job.name, "mode": self.mode, "status": self.status,
-               "started": started, "finished": iso(finished), "snapshot": ts14(finished)}
+        run = {
+            "run_id": self.run_id,
+            "job": self.job.name,
+            "mode": self.mode,
+            "status": self.status,
+            "started": started,
+            "finished": iso(finished),
+            "snapshot": ts14(finished),
+        }
         try:
             report = runhistory.run_report(self.state, run, {**figures, **self.figures.as_dict()})
-            self.roller.write([records.run_record(runhistory.run_uri(self.run_id), runhistory.encode(report),
-                                                  warc_date(utc_now()))])
+            self.roller.write(
+                [records.run_record(runhistory.run_uri(self.run_id), runhistory.encode(report), warc_date(utc_now()))]
+            )
         except OSError as exc:
-            self.notes.append(f"the run's report was not written to its WARC ({exc}): a rebuild will restore "
-                              "this run as interrupted")
+            self.notes.append(
+                f"the run's report was not written to its WARC ({exc}): a rebuild will restore this run as interrupted"
+            )
 
     def summary(self, started: datetime, finished: datetime) -> dict:
         return {
-            "run_id": self.run_id, "collection": self.collection.name, "job": self.job.name,
-            "mode": self.mode, "status": self.status, "started": iso(started), "finished": iso(finished),
-            "snapshot": ts14(finished), **self.figures.as_dict(),
+            "run_id": self.run_id,
+            "collection": self.collection.name,
+            "job": self.job.name,
+            "mode": self.mode,
+            "status": self.status,
+            "started": iso(started),
+            "finished": iso(finished),
+            "snapshot": ts14(finished),
+            **self.figures.as_dict(),
             "connections_per_host": self.job.concurrency,
             "recent_errors": [{"url": u, "error": e} for u, e in self.recent_errors[-10:]],
             "notes": list(self.notes),
@@ -307,15 +350,18 @@ class Harvest:
         if unread:
             origin, why = unread[0]
             more = f" (and {len(unread) - 1} more seed site(s))" if len(unread) > 1 else ""
-            return (f"robots.txt of {origin} could not be read ({why}), so nothing there was fetched "
-                    f"(RFC 9309: disallow all until it can be read){more}")
+            return (
+                f"robots.txt of {origin} could not be read ({why}), so nothing there was fetched "
+                f"(RFC 9309: disallow all until it can be read){more}"
+            )
         if self._seeds_answered:
             return None
         seed = self.job.seeds[0]
         if seed in self._seed_errors:
             return f"no seed could be fetched: {seed}: {self._seed_errors[seed]}"
-        return ("no seed was fetched: robots.txt disallows every seed (robots = \"ignore\" only with the "
-                "site's permission)")
+        return (
+            'no seed was fetched: robots.txt disallows every seed (robots = "ignore" only with the site\'s permission)'
+        )
 
     async def _after_last_snapshot(self) -> None:
         """Runs get distinct snapshot seconds, so a snapshot never includes the next run's captures."""
@@ -330,8 +376,16 @@ class Harvest:
             return  # fetched (and archived) once per host by the robots cache
         if self.frontier.add(item):
             link_kind = "embed" if item.kind == "embed" else "navigation"
-            self.state.see_url(item.url, url_host(item.url), self.run_id, iso(utc_now()), item.via, item.depth,
-                               link_kind, job=self.job_key)
+            self.state.see_url(
+                item.url,
+                url_host(item.url),
+                self.run_id,
+                iso(utc_now()),
+                item.via,
+                item.depth,
+                link_kind,
+                job=self.job_key,
+            )
 
     async def _worker(self) -> None:
         while not self._stop:
@@ -354,8 +408,11 @@ class Harvest:
                 self._apply_crawl_delay(item.host, rules.crawl_delay)
             if not rules.allowed(item.url):
                 self.figures.skipped += 1
-                why = self._robots_unreadable(item.url, rules) if rules.disallows_everything \
+                why = (
+                    self._robots_unreadable(item.url, rules)
+                    if rules.disallows_everything
                     else "disallowed by robots.txt"
+                )
                 self.state.add_check(self.run_id, item.url, "skipped", why, iso(utc_now()))
                 return
         if self.frontier.paced(item.host):
@@ -377,9 +434,15 @@ class Harvest:
         why = rules.reason.removesuffix(": disallow all")
         if origin not in self._robots_unread:
             self._robots_unread[origin] = why
-            self.recent_errors = (self.recent_errors + [(
-                origin + "/robots.txt",
-                f"robots.txt could not be read ({why}): nothing on {origin} is fetched (RFC 9309)")])[-20:]
+            self.recent_errors = (
+                self.recent_errors
+                + [
+                    (
+                        origin + "/robots.txt",
+                        f"robots.txt could not be read ({why}): nothing on {origin} is fetched (RFC 9309)",
+                    )
+                ]
+            )[-20:]
         return f"not fetched: robots.txt could not be read ({why}); RFC 9309 then disallows everything"
 
     def _apply_crawl_delay(self, host: str, asked: float) -> None:
@@ -390,8 +453,9 @@ class Harvest:
         self.frontier.set_host_delay(host, seconds, since=self._robots_answered.get(host))
         capped = f" (it asks for {asked:g} s; capped by max_crawl_delay)" if asked > seconds else ""
         if len(self.notes) < 50:
-            self.notes.append(f"{host}: requests spaced {seconds:g} s apart, as its robots.txt Crawl-delay "
-                              f"asks{capped}")
+            self.notes.append(
+                f"{host}: requests spaced {seconds:g} s apart, as its robots.txt Crawl-delay asks{capped}"
+            )
 
     async def _start_fetch_process(self) -> FetchProcess | None:
         """A second process for HTTP when the job allows it, the machine has a core for it, and the
@@ -411,9 +475,10 @@ class Harvest:
         if self.fetcher is not None and self.fetcher.alive:
             result = await self.fetcher.fetch(url, headers, self.job.timeout, self.job.max_resource_size)
         else:
-            async with self._fetch_slots:      # a request waits for a connection before its deadline starts
-                result = await fetch(self.client, url, headers=headers, deadline=self.job.timeout,
-                                     max_size=self.job.max_resource_size)
+            async with self._fetch_slots:  # a request waits for a connection before its deadline starts
+                result = await fetch(
+                    self.client, url, headers=headers, deadline=self.job.timeout, max_size=self.job.max_resource_size
+                )
         self.figures.bytes_downloaded += result.wire_bytes
         return result
 
@@ -445,8 +510,9 @@ class Harvest:
                 result.close()
         raise RobotsUnreachable("more than 5 redirects")
 
-    def _record(self, item: Item, result: FetchResult, previous: dict | None, conditional: bool,
-                follow: bool = True) -> None:
+    def _record(
+        self, item: Item, result: FetchResult, previous: dict | None, conditional: bool, follow: bool = True
+    ) -> None:
         """Write what a fetch brought back and the URL's next state (``index.decision``), then queue
         its links."""
         now = utc_now()
@@ -472,26 +538,38 @@ class Harvest:
             capture, loc, mime, link_source = self._write_not_modified(item, result, previous, now, mime)
         else:
             look = self._look(item, result, previous, content_type, mime)
-            if look.main_text_same and not self.job.store_soft_changes:     # soft, and not stored
+            if look.main_text_same and not self.job.store_soft_changes:  # soft, and not stored
                 self._skip_soft(item, result, previous, look.score, now, follow)
                 return
             capture, loc = self._write_response(item, result, now, look)
-            link_source = None   # () -> (raw body, Content-Type, Content-Encoding), called on a cache miss
+            link_source = None  # () -> (raw body, Content-Type, Content-Encoding), called on a cache miss
             if follow and mime in LINK_TYPES and result.status and result.status < 300:
                 link_source = lambda: (result.read_body(), content_type, result.header("Content-Encoding"))  # noqa: E731
         decided = decision.decide(previous, capture)
         # a record Strata wrote has all three
         assert capture.warc_date and capture.record_type and capture.record_id
         with self.state.transaction():
-            self.state.add_capture(Capture(
-                run_id=self.run_id, url=item.url, timestamp=ts14(now), warc_date=capture.warc_date,
-                record_type=capture.record_type, cls=decided.cls, status=result.status, digest=capture.digest,
-                mime=mime, payload_length=result.body_length, warc=loc.filename, offset=loc.offset,
-                length=loc.length, record_id=capture.record_id,
-                refers_to_uri=capture.refers_to.url if capture.refers_to else None,
-                refers_to_date=capture.refers_to.warc_date if capture.refers_to else None,
-                location=capture.location,
-            ))
+            self.state.add_capture(
+                Capture(
+                    run_id=self.run_id,
+                    url=item.url,
+                    timestamp=ts14(now),
+                    warc_date=capture.warc_date,
+                    record_type=capture.record_type,
+                    cls=decided.cls,
+                    status=result.status,
+                    digest=capture.digest,
+                    mime=mime,
+                    payload_length=result.body_length,
+                    warc=loc.filename,
+                    offset=loc.offset,
+                    length=loc.length,
+                    record_id=capture.record_id,
+                    refers_to_uri=capture.refers_to.url if capture.refers_to else None,
+                    refers_to_date=capture.refers_to.warc_date if capture.refers_to else None,
+                    location=capture.location,
+                )
+            )
             self.state.update_url(item.url, **decided.state)
             if decided.original and capture.digest:
                 self.state.add_digest(capture.digest, decided.original)
@@ -505,12 +583,14 @@ class Harvest:
         if link_source is not None:
             self._queue_links(item, capture.digest, mime, link_source)
 
-    def _write_not_modified(self, item: Item, result: FetchResult, previous: dict, now: datetime,
-                            mime: str) -> tuple[decision.Observation, RecordLocation, str, Callable | None]:
+    def _write_not_modified(
+        self, item: Item, result: FetchResult, previous: dict, now: datetime, mime: str
+    ) -> tuple[decision.Observation, RecordLocation, str, Callable | None]:
         """A 304 to a conditional request: a server-not-modified revisit of the payload held."""
         date = warc_date(now)
-        original = Original(previous["orig_uri"], previous["orig_date"], previous["orig_record_id"],
-                            previous["orig_warc"])
+        original = Original(
+            previous["orig_uri"], previous["orig_date"], previous["orig_record_id"], previous["orig_warc"]
+        )
         main = records.not_modified_revisit(result, date, original, previous["digest"])
         loc = self._write_pair(result, date, main)
         held = self.state.capture_by_record_id(original.record_id) or {}
@@ -523,8 +603,7 @@ class Harvest:
             link_source = lambda: self._stored_body(held)  # noqa: E731
         return self._observation(item, result, now, main, loc, previous["digest"], original), loc, mime, link_source
 
-    def _look(self, item: Item, result: FetchResult, previous: dict | None, content_type: str,
-              mime: str) -> _Look:
+    def _look(self, item: Item, result: FetchResult, previous: dict | None, content_type: str, mime: str) -> _Look:
         """The page kind of a 2xx HTML page and, when only the main text can tell changed from soft,
         its fingerprint and how alike it is to the text held."""
         if mime not in HTML_TYPES or not decision.is_success(result.status):
@@ -535,12 +614,13 @@ class Harvest:
         # Only a changed payload needs the (costly) main-content comparison.
         text = main_text(self._decoded_body(result), _charset(content_type), self.noise)
         fingerprint = content_digest(text)
-        assert previous is not None   # compares_main_text says there is a text held
+        assert previous is not None  # compares_main_text says there is a text held
         score = self._main_text_score(text, fingerprint, previous)
         return _Look(page_kind, fingerprint, score, score >= self.job.change_threshold)
 
-    def _write_response(self, item: Item, result: FetchResult, now: datetime,
-                        look: _Look) -> tuple[decision.Observation, RecordLocation]:
+    def _write_response(
+        self, item: Item, result: FetchResult, now: datetime, look: _Look
+    ) -> tuple[decision.Observation, RecordLocation]:
         """A response record, or an identical-payload revisit when an indexed original holds the payload."""
         date = warc_date(now)
         original = self.state.lookup_digest(result.digest) if self.mode == "incremental" and result.digest else None
@@ -559,18 +639,39 @@ class Harvest:
         request = records.request_record(result, date, records.record_id(main))
         return self.roller.write([main, request])[0]
 
-    def _observation(self, item: Item, result: FetchResult, now: datetime, main, loc: RecordLocation,
-                     digest: str | None, refers: Original | None, look: _Look | None = None,
-                     holds: bool = False) -> decision.Observation:
+    def _observation(
+        self,
+        item: Item,
+        result: FetchResult,
+        now: datetime,
+        main,
+        loc: RecordLocation,
+        digest: str | None,
+        refers: Original | None,
+        look: _Look | None = None,
+        holds: bool = False,
+    ) -> decision.Observation:
         look = look or _Look()
         return decision.Observation(
-            url=item.url, at=iso(now), run_id=self.run_id, status=result.status, digest=digest,
-            record_type=main.rec_type, profile=main.rec_headers.get_header("WARC-Profile"),
-            record_id=records.record_id(main), warc_date=main.rec_headers.get_header("WARC-Date"),
-            warc=loc.filename, holds_payload=holds, refers_to=refers,
-            etag=result.header("ETag"), last_modified=result.header("Last-Modified"),
-            location=result.header("Location"), page_kind=look.page_kind, fingerprint=look.fingerprint,
-            main_text_same=look.main_text_same)
+            url=item.url,
+            at=iso(now),
+            run_id=self.run_id,
+            status=result.status,
+            digest=digest,
+            record_type=main.rec_type,
+            profile=main.rec_headers.get_header("WARC-Profile"),
+            record_id=records.record_id(main),
+            warc_date=main.rec_headers.get_header("WARC-Date"),
+            warc=loc.filename,
+            holds_payload=holds,
+            refers_to=refers,
+            etag=result.header("ETag"),
+            last_modified=result.header("Last-Modified"),
+            location=result.header("Location"),
+            page_kind=look.page_kind,
+            fingerprint=look.fingerprint,
+            main_text_same=look.main_text_same,
+        )
 
     def _links(self, item: Item, digest: str | None, source) -> list[Link]:
         """The page's links: from the outlink cache when its payload was parsed before (unchanged
@@ -593,26 +694,33 @@ class Harvest:
     def _queue_links(self, item: Item, digest: str | None, mime: str, source) -> None:
         self.paging.queue_links(item, self._links(item, digest, source), mime)
 
-    def _skip_soft(self, item: Item, result: FetchResult, previous: dict | None, similarity: float,
-                   now: datetime, follow: bool) -> None:
+    def _skip_soft(
+        self, item: Item, result: FetchResult, previous: dict | None, similarity: float, now: datetime, follow: bool
+    ) -> None:
         """A soft change the job does not store: nothing written, the check recorded (replay of this
         run shows the previous capture, as the NLC harvester does)."""
         self.figures.count("soft")
-        self.state.add_check(self.run_id, item.url, "soft",
-                             f"main content {similarity:.3f} similar to the stored capture; not stored", iso(now))
+        self.state.add_check(
+            self.run_id,
+            item.url,
+            "soft",
+            f"main content {similarity:.3f} similar to the stored capture; not stored",
+            iso(now),
+        )
         self.state.update_url(item.url, **decision.not_stored(previous, "soft", iso(now), self.run_id))
         if follow:
             content_type = result.header("Content-Type") or ""
             mime = content_type.split(";")[0].strip().lower()
-            self._queue_links(item, result.digest, mime,
-                              lambda: (result.read_body(), content_type, result.header("Content-Encoding")))
+            self._queue_links(
+                item, result.digest, mime, lambda: (result.read_body(), content_type, result.header("Content-Encoding"))
+            )
 
     def _main_text_score(self, text: str, fingerprint: str, previous: dict) -> float:
         """How alike the new main text is to the stored one (1.0: the same). Below a threshold of 1.0
         that is the Jaccard index; at 1.0 only equality matters, so the stored text is read back
         only when no fingerprint of it was kept, and no index is computed."""
         if previous.get("fingerprint") == fingerprint:
-            return 1.0                  # the same main text: only noise moved
+            return 1.0  # the same main text: only noise moved
         exact = self.job.change_threshold >= 1.0
         if exact and previous.get("fingerprint"):
             return 0.0
@@ -662,8 +770,15 @@ class Harvest:
         if not force and now - self._last_progress < 0.5:
             return
         self._last_progress = now
-        self.progress({
-            "run_id": self.run_id, "queued": len(self.frontier), "in_flight": self.frontier.in_flight,
-            "done": self.frontier.handed_out, "final": force, **self.figures.as_dict(),
-            "bytes_stored": self.roller.bytes_written, "recent_errors": list(self.recent_errors[-5:]),
-        })
+        self.progress(
+            {
+                "run_id": self.run_id,
+                "queued": len(self.frontier),
+                "in_flight": self.frontier.in_flight,
+                "done": self.frontier.handed_out,
+                "final": force,
+                **self.figures.as_dict(),
+                "bytes_stored": self.roller.bytes_written,
+                "recent_errors": list(self.recent_errors[-5:]),
+            }
+        )

@@ -17,6 +17,7 @@ def close_figures(state: HarvestState, run_id: str, job: str | None, started: st
     try:
         figures.change_rates = run_change_rates(page_checks(state.conn, run_id))
         figures.full_estimate = full_harvest_estimate(
-            state.conn, {"run_id": run_id, "job": job, "started": started, "figures": figures.as_dict()})
+            state.conn, {"run_id": run_id, "job": job, "started": started, "figures": figures.as_dict()}
+        )
     except sqlite3.Error:
         pass

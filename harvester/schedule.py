@@ -86,9 +86,9 @@ def due_at(row: dict, min_interval: float, max_interval: float) -> tuple[datetim
         interval = next_interval(rate, min_interval, max_interval)
     u = zlib.crc32((row.get("url") or "").encode("utf-8")) / 0xFFFFFFFF
     if interval <= min_interval:
-        interval = min_interval * (1 + 0.2 * u)      # never sooner than the job allows
+        interval = min_interval * (1 + 0.2 * u)  # never sooner than the job allows
     else:
-        interval = max(min_interval, interval * (0.9 + 0.1 * u))   # never later than it allows
+        interval = max(min_interval, interval * (0.9 + 0.1 * u))  # never later than it allows
     return last + timedelta(seconds=interval), rate * 86400
 
 

@@ -46,6 +46,7 @@ __all__ = ["HOST_MODES", "Decision", "Scope", "registrable_domain"]
 
 HOST_MODES = ("same-host", "same-domain", "any")
 
+
 @dataclass(frozen=True, slots=True)
 class Decision:
     """The answer for one URL: ``accept`` and a short ``reason`` for logs and reports."""
@@ -154,9 +155,7 @@ def _compile_all(patterns: Iterable[str], field: str) -> tuple[re.Pattern[str], 
         try:
             compiled.append(re.compile(pattern))
         except re.error as exc:
-            raise ValueError(
-                f"{field} pattern {pattern!r} is not a valid regular expression: {exc}"
-            ) from None
+            raise ValueError(f"{field} pattern {pattern!r} is not a valid regular expression: {exc}") from None
     return tuple(compiled)
 
 

@@ -41,11 +41,22 @@ def _iso(dt: datetime) -> str:
 
 
 class PagingStrategy:
-    def __init__(self, state: HarvestState, run_id: str, job: JobSettings, mode: str, kinds: PageKinds,
-                 scope: Scope, frontier: Frontier, figures: RunFigures, enqueue: Callable[[Item], None],
-                 notes: list[str], job_key: str | None = None):
+    def __init__(
+        self,
+        state: HarvestState,
+        run_id: str,
+        job: JobSettings,
+        mode: str,
+        kinds: PageKinds,
+        scope: Scope,
+        frontier: Frontier,
+        figures: RunFigures,
+        enqueue: Callable[[Item], None],
+        notes: list[str],
+        job_key: str | None = None,
+    ):
         self.state, self.run_id, self.job, self.mode = state, run_id, job, mode
-        self.job_key = job_key      # the job whose URLs these are (None: runs of no job)
+        self.job_key = job_key  # the job whose URLs these are (None: runs of no job)
         self.kinds, self.scope, self.frontier, self.figures = kinds, scope, frontier, figures
         self.enqueue, self.notes = enqueue, notes
         # Index/content strategy: only in incremental runs of jobs that name page kinds.
@@ -53,8 +64,8 @@ class PagingStrategy:
         self.index_links: set[str] = set()
         self.index_pages_done: set[str] = set()
         self.fetched: set[str] = set()
-        self.stopped_at: dict[str, int] = {}                         # listing section -> page where paging stopped
-        self.oldest_on_page: dict[tuple[str, int], tuple] = {}      # (section, page) -> oldest link on it
+        self.stopped_at: dict[str, int] = {}  # listing section -> page where paging stopped
+        self.oldest_on_page: dict[tuple[str, int], tuple] = {}  # (section, page) -> oldest link on it
 
     def seed(self) -> None:
         for seed in self.job.seeds:
@@ -81,14 +92,18 @@ class PagingStrategy:
         if when is None or when <= datetime.now(UTC):
             return True
         self.figures.skipped += 1
-        self.state.add_check(self.run_id, row["url"], "not_due",
-                             f"not due until {_iso(when)} (estimated {rate:.3f} changes/day, "
-                             f"{row.get('changes') or 0} changes in {row.get('checks') or 0} checks)",
-                             _iso(datetime.now(UTC)))
+        self.state.add_check(
+            self.run_id,
+            row["url"],
+            "not_due",
+            f"not due until {_iso(when)} (estimated {rate:.3f} changes/day, "
+            f"{row.get('changes') or 0} changes in {row.get('checks') or 0} checks)",
+            _iso(datetime.now(UTC)),
+        )
         return False
 
     def queue_links(self, item: Item, links: list[Link], mime: str) -> None:
-        paging: bool | None = None     # None: not an ordered listing; True: read on; False: stop
+        paging: bool | None = None  # None: not an ordered listing; True: read on; False: stop
         if self.enabled and mime in HTML_TYPES and self.kinds.kind(item.url) == "index":
             self.index_pages_done.add(item.url)
             content = [link.url for link in links if link.kind != "embed" and self.kinds.kind(link.url) == "content"]
@@ -104,21 +119,36 @@ class PagingStrategy:
                     self.stopped_at[section] = min(page, self.stopped_at.get(section, page))
         next_page = None
         if paging:
-            later = [link.url for link in links if link.kind != "embed" and is_pagination_link(item.url, link.url)
-                     and self.kinds.kind(link.url) == "index" and page_number(link.url) > page_number(item.url)]
+            later = [
+                link.url
+                for link in links
+                if link.kind != "embed"
+                and is_pagination_link(item.url, link.url)
+                and self.kinds.kind(link.url) == "index"
+                and page_number(link.url) > page_number(item.url)
+            ]
             next_page = min(later, key=page_number, default=None)
         for link in links:
             depth = item.depth if link.kind == "embed" else item.depth + 1
-            if paging is not None and link.kind != "embed" and is_pagination_link(item.url, link.url) \
-                    and self.kinds.kind(link.url) == "index" and not self.frontier.seen(link.url):
+            if (
+                paging is not None
+                and link.kind != "embed"
+                and is_pagination_link(item.url, link.url)
+                and self.kinds.kind(link.url) == "index"
+                and not self.frontier.seen(link.url)
+            ):
                 never_seen = self._new_since_last_run(link.url)
                 if (paging and link.url == next_page) or never_seen:
-                    self.follow(item, link.url, link.kind, depth)   # the next page, or a new one
+                    self.follow(item, link.url, link.kind, depth)  # the next page, or a new one
                 elif not paging:
                     self.frontier.add_seen(link.url)
-                    self.state.add_check(self.run_id, link.url, "not_followed",
-                                         f"listing {item.url} holds no links newer than the last run",
-                                         _iso(datetime.now(UTC)))
+                    self.state.add_check(
+                        self.run_id,
+                        link.url,
+                        "not_followed",
+                        f"listing {item.url} holds no links newer than the last run",
+                        _iso(datetime.now(UTC)),
+                    )
                 continue
             self.follow(item, link.url, link.kind, depth)
 
@@ -151,8 +181,11 @@ class PagingStrategy:
         section = _section(url)
         if section not in self.stopped_at:
             return False
-        read = [key for (sec, page), key in self.oldest_on_page.items() if sec == section
-                and page <= self.stopped_at[section]]
+        read = [
+            key
+            for (sec, page), key in self.oldest_on_page.items()
+            if sec == section and page <= self.stopped_at[section]
+        ]
         return not read or url_order_key(url) <= min(read)
 
     def record_vanished(self) -> None:
@@ -168,13 +201,20 @@ class PagingStrategy:
             if row["found_on"] not in self.index_pages_done or row["url"] in self.fetched:
                 continue
             if self._maybe_on_unread_page(row["url"]):
-                unsure += 1     # as old as links on pages not read: it may just have moved there
+                unsure += 1  # as old as links on pages not read: it may just have moved there
                 continue
             now = _iso(datetime.now(UTC))
-            self.state.add_check(self.run_id, row["url"], "deleted",
-                                 f"no longer linked from any index page (was on {row['found_on']})", now)
+            self.state.add_check(
+                self.run_id,
+                row["url"],
+                "deleted",
+                f"no longer linked from any index page (was on {row['found_on']})",
+                now,
+            )
             self.state.update_url(row["url"], **decision.not_stored(row, "deleted", now, self.run_id))
             self.figures.deleted += 1
         if unsure:
-            self.notes.append(f"{unsure} content page(s) not on the listing pages read were left to their due "
-                              "recheck: paging stopped before links as old as theirs")
+            self.notes.append(
+                f"{unsure} content page(s) not on the listing pages read were left to their due "
+                "recheck: paging stopped before links as old as theirs"
+            )

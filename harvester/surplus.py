@@ -29,12 +29,12 @@ from harvester.netbackend import AsyncioStream
 def h11_connection(response: httpx.Response) -> h11.Connection | None:
     """The h11 state machine of the HTTP/1.1 connection ``response`` came over, if it can be reached."""
     stream = response.stream
-    pooled = getattr(stream, "_httpcore_stream", None)                 # httpx's AsyncResponseStream
-    if pooled is None:                                                 # under the client's BoundAsyncStream
+    pooled = getattr(stream, "_httpcore_stream", None)  # httpx's AsyncResponseStream
+    if pooled is None:  # under the client's BoundAsyncStream
         pooled = getattr(getattr(stream, "_stream", None), "_httpcore_stream", None)
-    body = getattr(pooled, "_stream", None)                              # httpcore's PoolByteStream
-    connection = getattr(body, "_connection", None)                      # HTTP11ConnectionByteStream
-    state = getattr(connection, "_h11_state", None)                      # AsyncHTTP11Connection
+    body = getattr(pooled, "_stream", None)  # httpcore's PoolByteStream
+    connection = getattr(body, "_connection", None)  # HTTP11ConnectionByteStream
+    state = getattr(connection, "_h11_state", None)  # AsyncHTTP11Connection
     return state if isinstance(state, h11.Connection) else None
 
 
@@ -43,7 +43,7 @@ def bytes_past_message(response: httpx.Response) -> int:
     once the body has been read to its end and before the response is closed."""
     pending = 0
     state = h11_connection(response)
-    if state is not None and state.their_state in (h11.DONE, h11.MUST_CLOSE):   # the message has ended
+    if state is not None and state.their_state in (h11.DONE, h11.MUST_CLOSE):  # the message has ended
         pending = len(state.trailing_data[0])
     stream = response.extensions.get("network_stream")
     if isinstance(stream, AsyncioStream):

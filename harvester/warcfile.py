@@ -28,8 +28,18 @@ from index.fixity import Fixity, HashingFile
 
 OPEN_SUFFIX = ".open"
 # Payloads that are compressed already gain nothing from a slow deflate level.
-_COMPRESSED_TYPES = ("image/", "video/", "audio/", "font/", "application/pdf", "application/zip",
-                     "application/gzip", "application/x-gzip", "application/octet-stream", "application/wasm")
+_COMPRESSED_TYPES = (
+    "image/",
+    "video/",
+    "audio/",
+    "font/",
+    "application/pdf",
+    "application/zip",
+    "application/gzip",
+    "application/x-gzip",
+    "application/octet-stream",
+    "application/wasm",
+)
 
 
 # Most records are small (every request, every revisit): a 4 KiB window compresses them exactly
@@ -37,7 +47,7 @@ _COMPRESSED_TYPES = ("image/", "video/", "audio/", "font/", "application/pdf", "
 # us per record, measured; for a page of 304s that was 5% of a harvest's CPU). Any inflater reads
 # a stream made with a smaller window.
 _SMALL_BLOCK = 2048
-_SMALL_WINDOW = (12 + 16, 4)           # (wbits with the gzip wrapper, memLevel)
+_SMALL_WINDOW = (12 + 16, 4)  # (wbits with the gzip wrapper, memLevel)
 _DEFAULT_WINDOW = (zlib.MAX_WBITS + 16, 8)
 
 
@@ -104,7 +114,7 @@ class WarcRoller:
         self.on_sealed = on_sealed
         self.indexer = indexer
         self.fixity = fixity
-        self._lines: list[bytes] | None = None   # the current file's CDXJ lines, None: index from disk
+        self._lines: list[bytes] | None = None  # the current file's CDXJ lines, None: index from disk
         self.files: list[str] = []
         self.bytes_written = 0
         self._fh: HashingFile | None = None
@@ -172,7 +182,7 @@ class WarcRoller:
         if self._fh is None:
             return
         name = self._filename
-        assert name is not None   # named when opened
+        assert name is not None  # named when opened
         self._fh.flush()
         os.fsync(self._fh.fileno())
         size = self._fh.tell()

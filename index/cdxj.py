@@ -23,6 +23,7 @@ from index.warcscan import open_prefix
 # The options wb-manager uses for `wb-manager add` / `reindex`.
 PYWB_INDEX_OPTIONS = dict(append_post=True, cdxj=True, sort=True)
 
+
 def index_warc(path: Path, filename: str, limit: int | None = None) -> list[bytes]:
     """Sorted CDXJ lines for one WARC (or ARC) file, as pywb's indexer writes them; with ``limit``,
     for its first ``limit`` bytes only (the whole records before a damage, see ``index.warcscan``)."""
@@ -33,8 +34,10 @@ def index_warc(path: Path, filename: str, limit: int | None = None) -> list[byte
         write_cdx_index(_Unclosable(out), infile, filename, **PYWB_INDEX_OPTIONS)
     return [line + b"\n" for line in out.getvalue().splitlines() if line.strip()]
 
+
 class NeedsFileIndex(Exception):
     """A record whose line only pywb's file indexer can be trusted to make (the file is read back)."""
+
 
 class RecordIndexer:
     """CDXJ lines for records as they are written, without reading the file back.
@@ -48,7 +51,7 @@ class RecordIndexer:
     """
 
     def __init__(self):
-        self._parser = None     # pywb's indexer is imported at the first line (see preload_indexer)
+        self._parser = None  # pywb's indexer is imported at the first line (see preload_indexer)
 
     def _load(self) -> None:
         from pywb.indexer.archiveindexer import DefaultRecordParser
@@ -92,14 +95,14 @@ class RecordIndexer:
         """A metadata record's line (a run's report), as pywb indexes it read back: the record's
         Content-Type as its mime, no status, its payload digest."""
         headers = record.rec_headers
-        assert self._parser is not None   # line() made it
+        assert self._parser is not None  # line() made it
         entry = self._parser._create_index_entry(record.rec_type)
         entry["url"] = headers.get_header("WARC-Target-URI")
         entry["timestamp"] = iso_date_to_timestamp(headers.get_header("WARC-Date"))
         entry.extract_mime(headers.get_header("Content-Type"), "unk")
         entry["status"] = "-"
         digest = headers.get_header("WARC-Payload-Digest") or "-"
-        entry["digest"] = digest[len("sha1:"):] if digest.startswith("sha1:") else digest
+        entry["digest"] = digest[len("sha1:") :] if digest.startswith("sha1:") else digest
         entry["urlkey"] = self._canonicalize(entry["url"], PYWB_INDEX_OPTIONS.get("surt_ordered", True))
         entry.record = record
         entry.set_rec_info(offset, length)
@@ -107,9 +110,11 @@ class RecordIndexer:
         self._writer.write_cdx_line(out, entry, filename)
         return out.getvalue().encode("utf-8")
 
+
 def preload_indexer() -> threading.Thread:
     """Import pywb's indexer (a fifth of a second: surt, tldextract, requests) on a thread, while a
     harvest waits for its first answers; the first ``RecordIndexer.line`` then finds it loaded."""
+
     def load() -> None:
         import pywb.indexer.cdxindexer  # noqa: F401
         import pywb.utils.canonicalize  # noqa: F401
@@ -117,6 +122,7 @@ def preload_indexer() -> threading.Thread:
     thread = threading.Thread(target=load, name="preload-pywb-indexer", daemon=True)
     thread.start()
     return thread
+
 
 class _Unclosable(io.BufferedIOBase):
     """pywb's writer closes its output; keep the BytesIO readable."""
@@ -130,8 +136,10 @@ class _Unclosable(io.BufferedIOBase):
     def close(self) -> None:
         pass
 
-TEMP_PREFIX = ".index."     # temp files beside the index: ``.index.<random>.tmp`` (recovery removes leftovers)
+
+TEMP_PREFIX = ".index."  # temp files beside the index: ``.index.<random>.tmp`` (recovery removes leftovers)
 TEMP_SUFFIX = ".tmp"
+
 
 def _temp_beside(index_path: Path) -> tuple[int, str]:
     """A new temp file next to ``index_path``, open for writing. Created with mode 0666 less the
@@ -143,6 +151,7 @@ def _temp_beside(index_path: Path) -> tuple[int, str]:
             return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666), tmp
         except FileExistsError:
             continue
+
 
 def merge_lines(index_path: Path, new_lines: Iterable[bytes]) -> None:
     """Merge sorted ``new_lines`` into the sorted index file, dropping exact duplicates (so that
@@ -167,6 +176,7 @@ def merge_lines(index_path: Path, new_lines: Iterable[bytes]) -> None:
             os.unlink(tmp)
         raise
 
+
 def remove_file_lines(index_path: Path, filename: str) -> None:
     """Drop every line pointing into ``filename`` (before re-indexing a repaired file)."""
     if not index_path.exists():
@@ -186,11 +196,13 @@ def remove_file_lines(index_path: Path, filename: str) -> None:
             os.unlink(tmp)
         raise
 
+
 def write_index(index_path: Path, lines: Iterable[bytes]) -> None:
     """Replace the whole index (rebuild)."""
     if index_path.exists():
         index_path.unlink()
     merge_lines(index_path, lines)
+
 
 def parse_line(line: bytes | str) -> dict:
     """``urlkey timestamp {json}`` -> dict with ``urlkey`` and ``timestamp`` added."""
@@ -201,6 +213,7 @@ def parse_line(line: bytes | str) -> dict:
     fields["urlkey"] = urlkey
     fields["timestamp"] = timestamp
     return fields
+
 
 def iter_index(index_path: Path) -> Iterator[dict]:
     if not index_path.exists():

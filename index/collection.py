@@ -1,11 +1,11 @@
 """A collection on disk, in pywb's layout, plus Strata's derived state beside it.
 
-    <root>/<name>/archive/               WARC files (the single source of truth)
-    <root>/<name>/indexes/index.cdxj     sorted CDXJ (pywb's format)
-    <root>/<name>/jobs/<job>.toml        job files
-    <root>/<name>/fixity/                SHA-256 manifest of archive/, sizes, fixity events (index.fixity)
-    <root>/<name>/strata/harvest.sqlite  harvest state and digest index (derived)
-    <root>/<name>/strata/fulltext/       Whoosh index (derived)
+<root>/<name>/archive/               WARC files (the single source of truth)
+<root>/<name>/indexes/index.cdxj     sorted CDXJ (pywb's format)
+<root>/<name>/jobs/<job>.toml        job files
+<root>/<name>/fixity/                SHA-256 manifest of archive/, sizes, fixity events (index.fixity)
+<root>/<name>/strata/harvest.sqlite  harvest state and digest index (derived)
+<root>/<name>/strata/fulltext/       Whoosh index (derived)
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 
 from strata.errors import CollectionBusy, CollectionError
 
-_HELD = threading.local()      # state directories whose harvest lock this thread holds
+_HELD = threading.local()  # state directories whose harvest lock this thread holds
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 # Path segments the web application uses at its root; a collection cannot take these names.
 RESERVED_NAMES = frozenset({"static", "search", "api", "staff", "login", "logout", "_", "collections", "favicon.ico"})
@@ -111,7 +111,9 @@ class Collection:
             return []
         names = []
         for entry in os.scandir(self.archive_dir):
-            if entry.name.endswith((".warc.gz", ".warc", ".arc.gz", ".arc")) or (include_open and entry.name.endswith(".open")):
+            if entry.name.endswith((".warc.gz", ".warc", ".arc.gz", ".arc")) or (
+                include_open and entry.name.endswith(".open")
+            ):
                 names.append(entry.name)
         return sorted(names)
 
@@ -155,9 +157,7 @@ def list_collections(root: Path) -> list[str]:
     root = Path(root)
     if not root.is_dir():
         return []
-    return sorted(
-        p.name for p in root.iterdir() if p.is_dir() and NAME_RE.match(p.name) and (p / "archive").is_dir()
-    )
+    return sorted(p.name for p in root.iterdir() if p.is_dir() and NAME_RE.match(p.name) and (p / "archive").is_dir())
 
 
 def list_job_collections(root: Path) -> list[str]:

@@ -33,7 +33,7 @@ from index.state import Original
 
 GONE_STATUSES = (404, 410)
 REDIRECT_STATUSES = (301, 302, 303, 307, 308)
-NOT_MODIFIED_PROFILE = "server-not-modified"     # the tail of the WARC 1.1 revisit profile URI
+NOT_MODIFIED_PROFILE = "server-not-modified"  # the tail of the WARC 1.1 revisit profile URI
 
 
 def is_success(status: int | None) -> bool:
@@ -45,23 +45,23 @@ class Observation:
     """One capture of a URL, as fetched and as written."""
 
     url: str
-    at: str                               # ISO 8601 time of the capture (becomes last_checked)
+    at: str  # ISO 8601 time of the capture (becomes last_checked)
     run_id: str
-    status: int | None                    # HTTP status; None: no response (an error)
-    digest: str | None = None             # payload digest of the capture (a revisit's: its original's)
-    record_type: str | None = None        # "response" | "revisit" | None (nothing written)
-    profile: str | None = None            # a revisit's WARC-Profile
-    record_id: str | None = None          # the record written, its date and file: the original of
-    warc_date: str | None = None          # later revisits when it holds the payload
+    status: int | None  # HTTP status; None: no response (an error)
+    digest: str | None = None  # payload digest of the capture (a revisit's: its original's)
+    record_type: str | None = None  # "response" | "revisit" | None (nothing written)
+    profile: str | None = None  # a revisit's WARC-Profile
+    record_id: str | None = None  # the record written, its date and file: the original of
+    warc_date: str | None = None  # later revisits when it holds the payload
     warc: str | None = None
-    holds_payload: bool = False           # a response with a digest and its whole, non-empty payload
-    refers_to: Original | None = None     # a revisit's original
+    holds_payload: bool = False  # a response with a digest and its whole, non-empty payload
+    refers_to: Original | None = None  # a revisit's original
     etag: str | None = None
     last_modified: str | None = None
     location: str | None = None
-    page_kind: str | None = None          # harvest only: index | content | ..., for a 2xx HTML page
-    fingerprint: str | None = None        # harvest only: main-text fingerprint, when it was computed
-    main_text_same: bool = False          # change detection: the payload differs, the main text not
+    page_kind: str | None = None  # harvest only: index | content | ..., for a 2xx HTML page
+    fingerprint: str | None = None  # harvest only: main-text fingerprint, when it was computed
+    main_text_same: bool = False  # change detection: the payload differs, the main text not
 
     @property
     def not_modified_revisit(self) -> bool:
@@ -71,9 +71,9 @@ class Observation:
 @dataclasses.dataclass(frozen=True)
 class Decision:
     cls: str
-    state: dict                           # fields to write to the URL's row
-    original: Original | None = None      # digest-index entry the capture provides
-    redirect: str | None = None           # a redirect's Location
+    state: dict  # fields to write to the URL's row
+    original: Original | None = None  # digest-index entry the capture provides
+    redirect: str | None = None  # a redirect's Location
 
 
 def classify(previous: dict | None, status: int | None, digest: str | None, main_text_same: bool = False) -> str:
@@ -113,22 +113,37 @@ def decide(previous: dict | None, capture: Observation) -> Decision:
         state["fingerprint"] = capture.fingerprint
     if not capture.not_modified_revisit:
         state["last_status"] = status
-    original = Original(capture.url, capture.warc_date, capture.record_id, capture.warc) \
-        if capture.holds_payload and capture.record_id and capture.warc_date else None
+    original = (
+        Original(capture.url, capture.warc_date, capture.record_id, capture.warc)
+        if capture.holds_payload and capture.record_id and capture.warc_date
+        else None
+    )
     if is_success(status) or status == 304:
         state["digest"] = capture.digest
         if capture.holds_payload:
-            state.update(orig_uri=capture.url, orig_date=capture.warc_date,
-                         orig_record_id=capture.record_id, orig_warc=capture.warc)
+            state.update(
+                orig_uri=capture.url,
+                orig_date=capture.warc_date,
+                orig_record_id=capture.record_id,
+                orig_warc=capture.warc,
+            )
         elif capture.refers_to is not None and status != 304:
             refers = capture.refers_to
-            state.update(orig_uri=refers.url, orig_date=refers.warc_date, orig_record_id=refers.record_id,
-                         orig_warc=refers.warc)
+            state.update(
+                orig_uri=refers.url, orig_date=refers.warc_date, orig_record_id=refers.record_id, orig_warc=refers.warc
+            )
         if status != 304:
             state.update(etag=capture.etag, last_modified=capture.last_modified)
     else:
-        state.update(digest=capture.digest, orig_uri=None, orig_date=None, orig_record_id=None, orig_warc=None,
-                     etag=None, last_modified=None)
+        state.update(
+            digest=capture.digest,
+            orig_uri=None,
+            orig_date=None,
+            orig_record_id=None,
+            orig_warc=None,
+            etag=None,
+            last_modified=None,
+        )
     if cls == "deleted":
         state["deleted_at"] = capture.at
     elif is_success(status) or status == 304:
@@ -137,7 +152,7 @@ def decide(previous: dict | None, capture: Observation) -> Decision:
     if cls in ("changed", "deleted"):
         state["changes"] = ((previous or {}).get("changes") or 0) + 1
     if capture.digest != (previous or {}).get("digest") and capture.fingerprint is None:
-        state["fingerprint"] = None       # it described the payload held before
+        state["fingerprint"] = None  # it described the payload held before
     return Decision(cls, state, original, capture.location if status in REDIRECT_STATUSES else None)
 
 
@@ -146,8 +161,12 @@ def not_stored(previous: dict | None, outcome: str, at: str, run_id: str) -> dic
     change not stored; ``deleted``, a content page no longer on any listing. Other outcomes (not
     due, not followed, robots, errors) leave the row as it was."""
     if outcome == "soft":
-        return {"last_checked": at, "last_run": run_id, "last_class": "soft",
-                "checks": ((previous or {}).get("checks") or 0) + 1}
+        return {
+            "last_checked": at,
+            "last_run": run_id,
+            "last_class": "soft",
+            "checks": ((previous or {}).get("checks") or 0) + 1,
+        }
     if outcome == "deleted":
         return {"deleted_at": at, "last_class": "deleted"}
     return {}

@@ -31,18 +31,25 @@ from pathlib import Path
 isal_zlib: types.ModuleType | None
 try:
     from isal import isal_zlib
-except ImportError:                      # pragma: no cover - isal is a dependency; zlib reads the same
+except ImportError:  # pragma: no cover - isal is a dependency; zlib reads the same
     isal_zlib = None
 
 READ_SIZE = 1 << 20
 OUT_SLICE = 1 << 20
-HEADER_LIMIT = 1 << 20          # WARC and HTTP header blocks larger than this are not headers
+HEADER_LIMIT = 1 << 20  # WARC and HTTP header blocks larger than this are not headers
 DECHUNK_LIMIT = 64 << 20
-RESYNC_LIMIT = 16 << 20         # how much of a damaged member is kept to look for the next one in
+RESYNC_LIMIT = 16 << 20  # how much of a damaged member is kept to look for the next one in
 GZIP_MAGIC = b"\x1f\x8b\x08"
 _BLANK = b"\r\n\r\n"
-_HASHES = {"sha1": hashlib.sha1, "sha-1": hashlib.sha1, "sha256": hashlib.sha256, "sha-256": hashlib.sha256,
-           "md5": hashlib.md5, "sha512": hashlib.sha512, "sha-512": hashlib.sha512}
+_HASHES = {
+    "sha1": hashlib.sha1,
+    "sha-1": hashlib.sha1,
+    "sha256": hashlib.sha256,
+    "sha-256": hashlib.sha256,
+    "md5": hashlib.md5,
+    "sha512": hashlib.sha512,
+    "sha-512": hashlib.sha512,
+}
 
 
 @dataclasses.dataclass(slots=True)
@@ -53,12 +60,12 @@ class Record:
     uri: str
     date: str
     record_id: str
-    payload_digest: str          # as written, e.g. "sha1:ABC..." ("" if none)
+    payload_digest: str  # as written, e.g. "sha1:ABC..." ("" if none)
     refers_to: str = ""
     refers_to_uri: str = ""
     refers_to_date: str = ""
-    http_status: str = ""        # "200"; "" when the block has no HTTP status line
-    problem: str = ""            # "" when every digest it carries matches
+    http_status: str = ""  # "200"; "" when the block has no HTTP status line
+    problem: str = ""  # "" when every digest it carries matches
 
     @property
     def damaged(self) -> bool:
@@ -67,10 +74,10 @@ class Record:
 
 @dataclasses.dataclass(slots=True)
 class Damage:
-    offset: int                  # where the unreadable stretch starts (a member, or a record)
-    end: int                     # where reading went on (the file's size if nowhere)
+    offset: int  # where the unreadable stretch starts (a member, or a record)
+    end: int  # where reading went on (the file's size if nowhere)
     reason: str
-    uri: str = ""                # of the record it hit, when its WARC headers were still readable
+    uri: str = ""  # of the record it hit, when its WARC headers were still readable
     record_id: str = ""
     rec_type: str = ""
 
@@ -93,13 +100,14 @@ def bare_digest(value: str) -> str:
     if value and value[:5] == "sha1:":
         bare = value[5:]
         if bare.isalnum() and bare.isupper():
-            return bare         # as nearly every writer writes it
+            return bare  # as nearly every writer writes it
     value = (value or "").strip()
     return (value.split(":", 1)[1] if ":" in value else value).upper()
 
 
-_B32_TO_INT = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", "0123456789ABCDEFGHIJKLMNOPQRSTUV",
-                            "01890")   # not in the RFC 4648 alphabet: deleted, then the lengths differ
+_B32_TO_INT = str.maketrans(
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", "0123456789ABCDEFGHIJKLMNOPQRSTUV", "01890"
+)  # not in the RFC 4648 alphabet: deleted, then the lengths differ
 
 
 class _DigestCheck:
@@ -120,7 +128,7 @@ class _DigestCheck:
         digest = self.hash.digest() if digest is None else digest
         expected = self.expected
         if len(expected) == 2 * len(digest) and expected.lower() == digest.hex():
-            return True                                   # hex (some tools write it so)
+            return True  # hex (some tools write it so)
         # base32 read as a base-32 number (C speed; base64.b32encode is a Python loop)
         text = expected.upper().rstrip("=")
         pad = 5 * len(text) - 8 * len(digest)
@@ -136,8 +144,21 @@ class _DigestCheck:
 class _Pending:
     """The record being read: its headers and the digests running over its block."""
 
-    __slots__ = ("start", "member", "headers", "rec_type", "remaining", "block", "payload", "http_head",
-                 "http_done", "http_status", "chunked", "raw_payload", "uri")
+    __slots__ = (
+        "start",
+        "member",
+        "headers",
+        "rec_type",
+        "remaining",
+        "block",
+        "payload",
+        "http_head",
+        "http_done",
+        "http_status",
+        "chunked",
+        "raw_payload",
+        "uri",
+    )
 
     def __init__(self, start: int, member: int, headers: dict[str, str]):
         self.start, self.member, self.headers = start, member, headers
@@ -166,7 +187,7 @@ class _Pending:
             self.payload = _DigestCheck(payload)
             if self.payload.hash is None:
                 self.payload = None
-        if self.payload is not None and self.http_done and is_http:   # an HTTP block of another type
+        if self.payload is not None and self.http_done and is_http:  # an HTTP block of another type
             self.payload = None
 
     def feed(self, data: bytes, i: int, j: int) -> None:
@@ -183,7 +204,7 @@ class _Pending:
             if end >= 0:
                 self._http_headers(data[i:end])
                 self.http_done = True
-                self._payload(memoryview(data)[end + 4:j])
+                self._payload(memoryview(data)[end + 4 : j])
                 return
         old = len(head)
         head += view
@@ -195,7 +216,7 @@ class _Pending:
             return
         self._http_headers(bytes(head[:end]))
         self.http_done = True
-        self._payload(bytes(head[end + 4:]))
+        self._payload(bytes(head[end + 4 :]))
         self.http_head = bytearray()
 
     def _http_headers(self, block: bytes) -> None:
@@ -203,7 +224,7 @@ class _Pending:
         parts = first.split(None, 2)
         if first.startswith(b"HTTP/") and len(parts) >= 2:
             self.http_status = parts[1].decode("latin-1")
-        if b"hunked" in rest or b"HUNKED" in rest:     # rare: only then look at each header
+        if b"hunked" in rest or b"HUNKED" in rest:  # rare: only then look at each header
             for line in rest.split(b"\r\n"):
                 name, _, value = line.partition(b":")
                 if name.strip().lower() == b"transfer-encoding" and b"chunked" in value.lower():
@@ -232,13 +253,23 @@ class _Pending:
         elif self.payload is not None and self.payload.matches() is False:
             if not (self.raw_payload is not None and self._dechunked_matches()):
                 problem = "payload digest does not match WARC-Payload-Digest"
-        return Record(offset, length, self.rec_type, self.uri, h.get("warc-date", ""),
-                      h.get("warc-record-id", ""), h.get("warc-payload-digest", ""), h.get("warc-refers-to", ""),
-                      h.get("warc-refers-to-target-uri", ""), h.get("warc-refers-to-date", ""),
-                      self.http_status, problem)
+        return Record(
+            offset,
+            length,
+            self.rec_type,
+            self.uri,
+            h.get("warc-date", ""),
+            h.get("warc-record-id", ""),
+            h.get("warc-payload-digest", ""),
+            h.get("warc-refers-to", ""),
+            h.get("warc-refers-to-target-uri", ""),
+            h.get("warc-refers-to-date", ""),
+            self.http_status,
+            problem,
+        )
 
     def _dechunked_matches(self) -> bool:
-        assert self.raw_payload is not None   # only called when the payload was kept
+        assert self.raw_payload is not None  # only called when the payload was kept
         body = dechunk(bytes(self.raw_payload))
         if body is None:
             return False
@@ -264,7 +295,7 @@ def dechunk(data: bytes) -> bytes | None:
             return bytes(out)
         if pos + size > len(data):
             return None
-        out += data[pos:pos + size]
+        out += data[pos : pos + size]
         pos += size + 2
 
 
@@ -275,9 +306,10 @@ def _parse_warc_headers(block: bytes) -> dict[str, str]:
     if "\n " not in text and "\n\t" not in text and ":  " not in text:
         # what every writer seen writes ("Name: value", no folding): one split per line
         try:
-            return {name.lower(): value.rstrip() for name, value in
-                    (line.split(": ", 1) for line in text.split("\r\n")[1:])}
-        except ValueError:          # a line without ": ": the general loop below
+            return {
+                name.lower(): value.rstrip() for name, value in (line.split(": ", 1) for line in text.split("\r\n")[1:])
+            }
+        except ValueError:  # a line without ": ": the general loop below
             pass
     headers: dict[str, str] = {}
     last = None
@@ -305,7 +337,7 @@ class RecordParser:
         self.trailer = b""
         self.current: _Pending | None = None
         self.head_member = 0
-        self.pos = 0                    # decompressed position (= file position for a plain file)
+        self.pos = 0  # decompressed position (= file position for a plain file)
         # (member, decompressed start, record, decompressed end)
         self.done: list[tuple[int, int, _Pending, int]] = []
         self.head_start = 0
@@ -323,7 +355,7 @@ class RecordParser:
         while i < n:
             if self.state == self.HEAD:
                 if not self.head:
-                    while i < n and data[i] in (10, 13):      # blank lines between records
+                    while i < n and data[i] in (10, 13):  # blank lines between records
                         i += 1
                     if i == n:
                         break
@@ -351,11 +383,11 @@ class RecordParser:
                         continue
                 if len(self.head) > HEADER_LIMIT:
                     raise ParseError("WARC header block too long")
-                if not self.head.startswith(b"WARC/"[:len(self.head)]):
+                if not self.head.startswith(b"WARC/"[: len(self.head)]):
                     raise ParseError("no WARC record starts here")
             elif self.state == self.BLOCK:
                 current = self.current
-                assert current is not None   # a record's headers were read
+                assert current is not None  # a record's headers were read
                 take = min(current.remaining, n - i)
                 if take:
                     current.feed(data, i, i + take)
@@ -365,7 +397,7 @@ class RecordParser:
                     self.state = self.TRAILER
             else:
                 need = 4 - len(self.trailer)
-                self.trailer += data[i:i + need]
+                self.trailer += data[i : i + need]
                 i += min(need, n - i)
                 if len(self.trailer) == 4:
                     if self.trailer != _BLANK:
@@ -400,14 +432,14 @@ class _Source:
     def __init__(self, path: Path, hasher):
         self.fh = open(path, "rb")
         self.hasher = hasher
-        self.pos = 0        # file offset of the next byte read
+        self.pos = 0  # file offset of the next byte read
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="warcscan-hash") if hasher is not None else None
         self._pending: deque = deque()
 
     def read(self, n: int | None = None) -> bytes:
         data = self.fh.read(n or READ_SIZE)
         if data and self._pool is not None:
-            if len(data) < 4096:             # not worth a thread's turn
+            if len(data) < 4096:  # not worth a thread's turn
                 self._wait(0)
                 self.hasher.update(data)
             else:
@@ -468,15 +500,15 @@ def _scan_plain(src: _Source, data: bytes) -> Iterator[Record | Damage]:
 def _plain_done(parser: RecordParser) -> Iterator[Record]:
     done, parser.done = parser.done, []
     for _, start, pending, end in done:
-        yield pending.finish(start, end - start - len(_BLANK))   # as warcio and pywb count it: no trailer
+        yield pending.finish(start, end - start - len(_BLANK))  # as warcio and pywb count it: no trailer
 
 
 def _scan_gzip(src: _Source, pending: bytes) -> Iterator[Record | Damage]:
     """Members one after another; a member that fails is reported and the next one looked for."""
     parser = RecordParser()
-    member_start = 0                         # file offset of ``pending[0]``
+    member_start = 0  # file offset of ``pending[0]``
     while True:
-        while len(pending) < len(GZIP_MAGIC):      # a member's first bytes may come in a later read
+        while len(pending) < len(GZIP_MAGIC):  # a member's first bytes may come in a later read
             more = src.read()
             if not more:
                 break
@@ -485,9 +517,10 @@ def _scan_gzip(src: _Source, pending: bytes) -> Iterator[Record | Damage]:
             break
         if not pending.startswith(GZIP_MAGIC):
             found, rest, skipped, zeros = _resync(src, pending, 0)
-            if not (zeros and not found):    # zero padding at the end of a file is no record
-                yield Damage(member_start, member_start + skipped, "bytes that are not a gzip member",
-                             *parser.describe_current())
+            if not (zeros and not found):  # zero padding at the end of a file is no record
+                yield Damage(
+                    member_start, member_start + skipped, "bytes that are not a gzip member", *parser.describe_current()
+                )
             parser.reset()
             member_start += skipped
             pending = rest
@@ -565,7 +598,7 @@ def _salvage_headers(member: bytes) -> tuple[str, str, str]:
     out = bytearray()
     for i in range(0, min(len(member), 1 << 16), 16):
         try:
-            out += decoder.decompress(member[i:i + 16])
+            out += decoder.decompress(member[i : i + 16])
         except _INFLATE_ERRORS:
             break
         if _BLANK in out:
@@ -599,11 +632,11 @@ def _resync(src: _Source, data: bytes, skip: int) -> tuple[bool, bytes, int, boo
             zeros = zeros and not data[skip:at].strip(b"\x00")
             return True, data[at:], skipped + at, zeros
         keep = data[-2:] if len(data) >= 2 else data
-        zeros = zeros and not data[skip:len(data) - len(keep)].strip(b"\x00")
+        zeros = zeros and not data[skip : len(data) - len(keep)].strip(b"\x00")
         skipped += len(data) - len(keep)
         more = src.read()
         if not more:
-            zeros = zeros and not keep[max(0, skip - skipped):].strip(b"\x00")
+            zeros = zeros and not keep[max(0, skip - skipped) :].strip(b"\x00")
             return False, b"", skipped + len(keep), zeros
         data = keep + more
         pos = skip = 0
@@ -656,10 +689,10 @@ def check_record_at(path: Path, offset: int, length: int | None) -> str:
             if why:
                 return why
         elif length is None:
-            return ""                   # a plain record of unknown length: nothing to bound it by
+            return ""  # a plain record of unknown length: nothing to bound it by
         else:
-            end = offset + length + len(_BLANK)         # the index's length leaves out the trailer
-            first = first + os.pread(fd, end - pos, pos) if pos < end else first[:end - offset]
+            end = offset + length + len(_BLANK)  # the index's length leaves out the trailer
+            first = first + os.pread(fd, end - pos, pos) if pos < end else first[: end - offset]
             pos = offset + len(first)
             try:
                 data = first

@@ -84,9 +84,9 @@ class HashingFile:
 @dataclasses.dataclass(frozen=True)
 class ManifestEntry:
     line_no: int
-    name: str | None          # the file's name in archive/, None for a line that does not parse
+    name: str | None  # the file's name in archive/, None for a line that does not parse
     sha256: str | None
-    text: str                 # the line as written (for a malformed line's report)
+    text: str  # the line as written (for a malformed line's report)
 
 
 def _payload_path(name: str) -> str:
@@ -96,9 +96,9 @@ def _payload_path(name: str) -> str:
 def parse_manifest_line(line: str, line_no: int) -> ManifestEntry:
     text = line.rstrip("\n")
     digest, sep, path = text.partition("  ")
-    if sep and path.startswith("*"):       # sha256sum's binary-mode marker is allowed by BagIt readers
+    if sep and path.startswith("*"):  # sha256sum's binary-mode marker is allowed by BagIt readers
         path = path[1:]
-    name = path[len(PAYLOAD_DIR) + 1:] if path.startswith(PAYLOAD_DIR + "/") else ""
+    name = path[len(PAYLOAD_DIR) + 1 :] if path.startswith(PAYLOAD_DIR + "/") else ""
     if not sep or len(digest) != 64 or not _is_hex(digest) or not name or "/" in name:
         return ManifestEntry(line_no, None, None, text)
     return ManifestEntry(line_no, name, digest.lower(), text)
@@ -142,7 +142,7 @@ class Fixity:
             for line in fh:
                 size, sep, path = line.rstrip("\n").partition("\t")
                 if sep and size.isdigit() and path.startswith(PAYLOAD_DIR + "/"):
-                    out[path[len(PAYLOAD_DIR) + 1:]] = int(size)
+                    out[path[len(PAYLOAD_DIR) + 1 :]] = int(size)
         return out
 
     # -- writing -------------------------------------------------------------------------------
@@ -156,8 +156,19 @@ class Fixity:
                 return False
             _append(self.sizes_path, f"{size}\t{_payload_path(name)}\n")
             _append(self.manifest_path, f"{sha256}  {_payload_path(name)}\n")
-        self.log([{"type": "ingest", "file": _payload_path(name), "algorithm": ALGORITHM, "outcome": "recorded",
-                   "digest": sha256, "size": size, "agent": agent}])
+        self.log(
+            [
+                {
+                    "type": "ingest",
+                    "file": _payload_path(name),
+                    "algorithm": ALGORITHM,
+                    "outcome": "recorded",
+                    "digest": sha256,
+                    "size": size,
+                    "agent": agent,
+                }
+            ]
+        )
         return True
 
     def adopt(self, archive_dir: Path, name: str, agent: str) -> bool:
@@ -170,8 +181,7 @@ class Fixity:
         if not events:
             return
         stamp = now_iso()
-        data = "".join(json.dumps({"time": stamp, **e}, ensure_ascii=False, sort_keys=True) + "\n"
-                       for e in events)
+        data = "".join(json.dumps({"time": stamp, **e}, ensure_ascii=False, sort_keys=True) + "\n" for e in events)
         self.dir.mkdir(parents=True, exist_ok=True)
         _append(self.events_path, data)
 
@@ -228,7 +238,7 @@ def _append(path: Path, text: str) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         written = os.write(fd, data)
-        while written < len(data):   # a regular file takes it in one write; never leave half a line
+        while written < len(data):  # a regular file takes it in one write; never leave half a line
             written += os.write(fd, data[written:])
         os.fsync(fd)
     finally:

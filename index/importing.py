@@ -41,11 +41,11 @@ _SUFFIXES = (".warc.gz", ".arc.gz", ".warc", ".arc")
 @dataclasses.dataclass
 class Imported:
     source: str
-    name: str                   # its name in archive/
+    name: str  # its name in archive/
     records: int
     size: int
     sha256: str
-    format: str                 # "warc" or "arc"
+    format: str  # "warc" or "arc"
     versions: list[str]
     renamed_because: str | None = None
 
@@ -56,7 +56,7 @@ class Imported:
 @dataclasses.dataclass
 class Skipped:
     source: str
-    same_as: str                # the file in archive/ holding the same bytes
+    same_as: str  # the file in archive/ holding the same bytes
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -65,7 +65,7 @@ class Skipped:
 @dataclasses.dataclass
 class Refused:
     source: str
-    offset: int | None          # None: the file could not be read as a file at all
+    offset: int | None  # None: the file could not be read as a file at all
     reason: str
 
     def __str__(self) -> str:
@@ -82,7 +82,7 @@ class ImportReport:
     imported: list[Imported] = dataclasses.field(default_factory=list)
     skipped: list[Skipped] = dataclasses.field(default_factory=list)
     refused: list[Refused] = dataclasses.field(default_factory=list)
-    state: dict | None = None   # rebuild_state's figures (None when nothing was imported)
+    state: dict | None = None  # rebuild_state's figures (None when nothing was imported)
     fulltext: dict | None = None
 
     @property
@@ -91,16 +91,21 @@ class ImportReport:
         return (self.state or {}).get("damage", [])
 
     def as_dict(self) -> dict:
-        return {"collection": self.collection, "imported": [i.as_dict() for i in self.imported],
-                "skipped": [s.as_dict() for s in self.skipped], "refused": [r.as_dict() for r in self.refused],
-                "state": self.state, "fulltext": self.fulltext}
+        return {
+            "collection": self.collection,
+            "imported": [i.as_dict() for i in self.imported],
+            "skipped": [s.as_dict() for s in self.skipped],
+            "refused": [r.as_dict() for r in self.refused],
+            "state": self.state,
+            "fulltext": self.fulltext,
+        }
 
 
 @dataclasses.dataclass
 class _Checked:
     path: Path
     scan: Scan
-    sha256: str                 # of the bytes that were checked: the copy must have the same
+    sha256: str  # of the bytes that were checked: the copy must have the same
 
 
 def check_file(path: Path) -> Scan | Refused:
@@ -122,8 +127,9 @@ def check_file(path: Path) -> Scan | Refused:
     return scan
 
 
-def import_files(root: Path, name: str, paths: Iterable[Path], progress: ProgressFn | None = None,
-                 fulltext: bool = True) -> ImportReport:
+def import_files(
+    root: Path, name: str, paths: Iterable[Path], progress: ProgressFn | None = None, fulltext: bool = True
+) -> ImportReport:
     """Check ``paths``, copy those that pass into collection ``name`` (created when missing, but
     only if at least one file passes), then rebuild the collection's CDXJ index and harvest state.
     ``fulltext``: also bring the full-text index up to date."""
@@ -142,7 +148,7 @@ def import_files(root: Path, name: str, paths: Iterable[Path], progress: Progres
         return report
     collection = Collection.open(root, name, create=True)
     with collection.harvest_lock():
-        for leftover in collection.archive_dir.glob(".import-*.tmp"):   # a killed import's; the lock is ours
+        for leftover in collection.archive_dir.glob(".import-*.tmp"):  # a killed import's; the lock is ours
             leftover.unlink(missing_ok=True)
         taken: set[str] = set()
         for number, item in enumerate(checked, 1):
@@ -150,7 +156,7 @@ def import_files(root: Path, name: str, paths: Iterable[Path], progress: Progres
                 progress({"phase": "copy", "file": str(item.path), "done": number - 1, "files": len(checked)})
             try:
                 outcome = _place(collection, item, taken)
-            except ArchiveError as exc:     # this file is not imported; the others still are
+            except ArchiveError as exc:  # this file is not imported; the others still are
                 report.refused.append(Refused(str(item.path), None, exc.message))
                 continue
             if isinstance(outcome, Skipped):
@@ -177,8 +183,12 @@ def _place(collection: Collection, item: _Checked, taken: set[str]) -> Imported 
     size = item.scan.size
     digest = item.sha256
     for existing in os.scandir(archive):
-        if existing.is_file() and warcscan.is_archive_name(existing.name) and existing.stat().st_size == size \
-                and sha256_of(Path(existing.path)) == digest:
+        if (
+            existing.is_file()
+            and warcscan.is_archive_name(existing.name)
+            and existing.stat().st_size == size
+            and sha256_of(Path(existing.path)) == digest
+        ):
             return Skipped(str(item.path), existing.name)
     wanted = archive_name(item.path.name, item.scan)
     target, why = wanted, None
@@ -192,12 +202,14 @@ def _place(collection: Collection, item: _Checked, taken: set[str]) -> Imported 
     try:
         copied = _copy(item.path, tmp)
         if copied != digest:
-            raise ArchiveError(f"{item.path} changed while it was imported (its SHA-256 is not the one checked); "
-                               f"it was not imported")
+            raise ArchiveError(
+                f"{item.path} changed while it was imported (its SHA-256 is not the one checked); it was not imported"
+            )
         if sha256_of(tmp) != digest:
-            raise ArchiveError(f"the copy of {item.path} in {archive} does not have the source's bytes; "
-                               f"it was not imported")
-        os.link(tmp, archive / target)      # never replaces a file
+            raise ArchiveError(
+                f"the copy of {item.path} in {archive} does not have the source's bytes; it was not imported"
+            )
+        os.link(tmp, archive / target)  # never replaces a file
         _fsync_dir(archive)
         # into the fixity manifest with the digest checked before the copy (the copy's own, verified above)
         Fixity(collection.fixity_dir).add(target, size, digest, "import")
@@ -205,14 +217,15 @@ def _place(collection: Collection, item: _Checked, taken: set[str]) -> Imported 
         raise ArchiveError(f"could not copy {item.path} into {archive}: {exc.strerror or exc}") from None
     finally:
         tmp.unlink(missing_ok=True)
-    return Imported(str(item.path), target, item.scan.records, size, digest, item.scan.format,
-                    sorted(item.scan.versions), why)
+    return Imported(
+        str(item.path), target, item.scan.records, size, digest, item.scan.format, sorted(item.scan.versions), why
+    )
 
 
 def archive_name(name: str, scan: Scan) -> str:
     """The file's own name when it ends like an archive file; else with the suffix its content says."""
     name = name.lstrip(".") or "imported"
-    if name.endswith(".open"):      # a file another harvester had not closed yet: it parsed whole
+    if name.endswith(".open"):  # a file another harvester had not closed yet: it parsed whole
         name = name[: -len(".open")] or "imported"
     if warcscan.is_archive_name(name):
         return name
@@ -243,7 +256,7 @@ def sha256_of(path: Path) -> str:
 def _copy(source: Path, target: Path) -> str:
     """Copy, fsync; the SHA-256 of what was read from the source."""
     hasher = hashlib.sha256()
-    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)   # readable like the WARCs (umask)
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)  # readable like the WARCs (umask)
     with open(source, "rb") as src, os.fdopen(fd, "wb") as out:
         while chunk := src.read(_CHUNK):
             hasher.update(chunk)
@@ -261,5 +274,14 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-__all__ = ["ImportReport", "Imported", "Refused", "Skipped", "archive_name", "check_file", "clash_name",
-           "import_files", "sha256_of"]
+__all__ = [
+    "ImportReport",
+    "Imported",
+    "Refused",
+    "Skipped",
+    "archive_name",
+    "check_file",
+    "clash_name",
+    "import_files",
+    "sha256_of",
+]

@@ -66,7 +66,7 @@ def _brotli_capped(data: bytes, max_out: int) -> bytes:
             if decoder.can_accept_more_data():
                 if pos >= len(data):
                     break
-                chunk, pos = data[pos:pos + step], pos + step
+                chunk, pos = data[pos : pos + step], pos + step
             else:
                 chunk = b""
             out += decoder.process(chunk, output_buffer_limit=max_out - len(out))

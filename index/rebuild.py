@@ -71,11 +71,11 @@ class _Scan:
 
     keys: list[tuple[str, int, int, int, str | None]] = dataclasses.field(default_factory=list)
     file_runs: list[dict] = dataclasses.field(default_factory=list)
-    referers: dict[str, tuple[str, str]] = dataclasses.field(default_factory=dict)   # url -> (date, referer)
-    reports: dict[str, dict] = dataclasses.field(default_factory=dict)               # run id -> report
+    referers: dict[str, tuple[str, str]] = dataclasses.field(default_factory=dict)  # url -> (date, referer)
+    reports: dict[str, dict] = dataclasses.field(default_factory=dict)  # run id -> report
     lines: list[bytes] = dataclasses.field(default_factory=list)
     captures: int = 0
-    damage: list[warcscan.Damage] = dataclasses.field(default_factory=list)   # where files are damaged
+    damage: list[warcscan.Damage] = dataclasses.field(default_factory=list)  # where files are damaged
 
 
 def rebuild_state(collection: Collection, progress: Callable[[dict], None] | None = None) -> dict:
@@ -107,8 +107,13 @@ def rebuild_state(collection: Collection, progress: Callable[[dict], None] | Non
             for suffix in ("", "-wal", "-shm"):
                 Path(str(tmp) + suffix).unlink(missing_ok=True)
             raise
-        return {"files": len(files), "records": scan.captures, "runs": len(runs), "cdxj_lines": len(scan.lines),
-                "damage": [d.as_dict() for d in scan.damage]}
+        return {
+            "files": len(files),
+            "records": scan.captures,
+            "runs": len(runs),
+            "cdxj_lines": len(scan.lines),
+            "damage": [d.as_dict() for d in scan.damage],
+        }
 
 
 def _restore_run(state: HarvestState, collection: Collection, run_id: str, run: dict, report: dict | None) -> None:
@@ -121,20 +126,43 @@ def _restore_run(state: HarvestState, collection: Collection, run_id: str, run: 
         return
     if run["strata"]:
         started = run["started"] or (_iso(run["first"]) if run["first"] else None)
-        state.add_run({"run_id": run_id, "job": run["job"], "mode": run["mode"], "status": "interrupted",
-                       "started": started, "finished": None,
-                       **runhistory.interrupted_run(state, run_id, started, run["files"], collection.archive_dir)})
+        state.add_run(
+            {
+                "run_id": run_id,
+                "job": run["job"],
+                "mode": run["mode"],
+                "status": "interrupted",
+                "started": started,
+                "finished": None,
+                **runhistory.interrupted_run(state, run_id, started, run["files"], collection.archive_dir),
+            }
+        )
         return
     counts = {}
     for cls, count in state.capture_counts(run_id).items():
         counts["errors" if cls == "error" else cls] = count
     revisits, saved = state.revisit_totals(run_id)
-    figures = {"urls_fetched": sum(counts.values()), **counts, "warc_files": run["files"],
-               "bytes_stored": size, "revisits": revisits, "bytes_saved": saved, "rebuilt": True}
-    state.add_run({"run_id": run_id, "job": run["job"], "mode": run["mode"], "status": "finished",
-                   "started": _iso(run["first"]) if run["first"] else None,
-                   "finished": _iso(run["last"]) if run["last"] else None,
-                   "snapshot": _ts14(run["last"]) if run["last"] else None, "figures": figures})
+    figures = {
+        "urls_fetched": sum(counts.values()),
+        **counts,
+        "warc_files": run["files"],
+        "bytes_stored": size,
+        "revisits": revisits,
+        "bytes_saved": saved,
+        "rebuilt": True,
+    }
+    state.add_run(
+        {
+            "run_id": run_id,
+            "job": run["job"],
+            "mode": run["mode"],
+            "status": "finished",
+            "started": _iso(run["first"]) if run["first"] else None,
+            "finished": _iso(run["last"]) if run["last"] else None,
+            "snapshot": _ts14(run["last"]) if run["last"] else None,
+            "figures": figures,
+        }
+    )
 
 
 def _scan(collection: Collection, files: list[str], progress: Callable[[dict], None] | None) -> _Scan:
@@ -146,26 +174,41 @@ def _scan(collection: Collection, files: list[str], progress: Callable[[dict], N
         limit = None if checked.whole else checked.good_end
         if checked.damage:
             scan.damage.append(checked.damage)
-        info: dict = {"run_id": None, "job": None, "mode": None, "started": None, "strata": False, "name": name,
-                      "size": path.stat().st_size, "limit": limit, "arc": warcscan.file_format(path) == "arc",
-                      "readable": checked.records > 0}
+        info: dict = {
+            "run_id": None,
+            "job": None,
+            "mode": None,
+            "started": None,
+            "strata": False,
+            "name": name,
+            "size": path.stat().st_size,
+            "limit": limit,
+            "arc": warcscan.file_format(path) == "arc",
+            "readable": checked.records > 0,
+        }
         with warcscan.open_prefix(path, limit) as fh:
-            iterator = ArchiveIterator(fh, arc2warc=True)   # an ARC record reads as a WARC response
+            iterator = ArchiveIterator(fh, arc2warc=True)  # an ARC record reads as a WARC response
             for record in iterator:
                 kind = record.rec_type
                 headers = record.rec_headers
                 if kind == "warcinfo" and info["run_id"] is None:
                     fields = _warcinfo_fields(record.content_stream().read())
-                    info.update(run_id=fields.get("run-id") or name, job=fields.get("job") or None, mode=fields.get("mode"),
-                                started=fields.get("started"), strata=bool(fields.get("run-id")))
+                    info.update(
+                        run_id=fields.get("run-id") or name,
+                        job=fields.get("job") or None,
+                        mode=fields.get("mode"),
+                        started=fields.get("started"),
+                        strata=bool(fields.get("run-id")),
+                    )
                 elif kind == "request" and record.http_headers:
                     referer = record.http_headers.get_header("Referer")
                     url = headers.get_header("WARC-Target-URI")
                     date = _date_key(headers.get_header("WARC-Date") or "")
                     if referer and (url not in scan.referers or date < scan.referers[url][0]):
                         scan.referers[url] = (date, referer)
-                elif (kind in ("response", "revisit") and _is_web(headers.get_header("WARC-Target-URI"))) \
-                        or runhistory.is_run_record(record):
+                elif (
+                    kind in ("response", "revisit") and _is_web(headers.get_header("WARC-Target-URI"))
+                ) or runhistory.is_run_record(record):
                     report = runhistory.decode(record.content_stream().read()) if kind == "metadata" else None
                     iterator.read_to_end(record)
                     if kind == "metadata" and report is None:
@@ -175,8 +218,15 @@ def _scan(collection: Collection, files: list[str], progress: Callable[[dict], N
                         scan.reports[run_id] = report
                     else:
                         scan.captures += 1
-                    scan.keys.append((_date_key(headers.get_header("WARC-Date") or ""), index,
-                                      iterator.get_record_offset(), iterator.get_record_length(), run_id))
+                    scan.keys.append(
+                        (
+                            _date_key(headers.get_header("WARC-Date") or ""),
+                            index,
+                            iterator.get_record_offset(),
+                            iterator.get_record_length(),
+                            run_id,
+                        )
+                    )
         info["run_id"] = info["run_id"] or name
         scan.file_runs.append(info)
         scan.lines.extend(cdxj.index_warc(path, name, limit))
@@ -185,18 +235,29 @@ def _scan(collection: Collection, files: list[str], progress: Callable[[dict], N
     return scan
 
 
-def _derive_all(collection: Collection, state: HarvestState, files: list[str], scan: _Scan,
-                progress: Callable[[dict], None] | None) -> dict[str, dict]:
+def _derive_all(
+    collection: Collection, state: HarvestState, files: list[str], scan: _Scan, progress: Callable[[dict], None] | None
+) -> dict[str, dict]:
     """Every capture in WARC-Date order (ties: file, then offset), through ``index.decision``; each
     run's report where it comes in that order (at the run's end)."""
     runs: dict[str, dict] = {}
     for info in scan.file_runs:
         state.put_warc(info["name"], info["run_id"], "indexed", info["size"])
-        if not info["readable"]:   # nothing readable: known (so recovery leaves it alone), no run
+        if not info["readable"]:  # nothing readable: known (so recovery leaves it alone), no run
             continue
-        run = runs.setdefault(info["run_id"], {"job": info["job"], "mode": info["mode"], "files": [], "sizes": [],
-                                               "started": info["started"], "strata": info["strata"],
-                                               "first": "", "last": ""})
+        run = runs.setdefault(
+            info["run_id"],
+            {
+                "job": info["job"],
+                "mode": info["mode"],
+                "files": [],
+                "sizes": [],
+                "started": info["started"],
+                "strata": info["strata"],
+                "first": "",
+                "last": "",
+            },
+        )
         run["files"].append(info["name"])
         run["sizes"].append(info["size"])
     referers = {url: referer for url, (_, referer) in scan.referers.items()}
@@ -221,8 +282,18 @@ def _derive_all(collection: Collection, state: HarvestState, files: list[str], s
                 if scan.file_runs[index]["arc"]:
                     record.rec_headers.replace_header("WARC-Record-ID", arc_record_id(files[index], offset))
                 run_id = scan.file_runs[index]["run_id"]
-                _derive_capture(state, record, run_id, files[index], offset, length, payload_length, referers,
-                                soft.get(run_id, ()), scan.file_runs[index]["job"])
+                _derive_capture(
+                    state,
+                    record,
+                    run_id,
+                    files[index],
+                    offset,
+                    length,
+                    payload_length,
+                    referers,
+                    soft.get(run_id, ()),
+                    scan.file_runs[index]["job"],
+                )
                 date = record.rec_headers.get_header("WARC-Date")
                 run = runs[run_id]
                 if not run["first"] or _date_key(date) < _date_key(run["first"]):
@@ -248,9 +319,18 @@ def arc_record_id(filename: str, offset: int) -> str:
     return f"<urn:uuid:{uuid.uuid5(uuid.NAMESPACE_URL, f'strata-arc:{filename}#{offset}')}>"
 
 
-def _derive_capture(state: HarvestState, record, run_id: str, warc: str, offset: int, length: int,
-                    payload_length: int | None, referers: dict[str, str], soft: set[str] | tuple[str, ...] = (),
-                    job: str | None = None) -> None:
+def _derive_capture(
+    state: HarvestState,
+    record,
+    run_id: str,
+    warc: str,
+    offset: int,
+    length: int,
+    payload_length: int | None,
+    referers: dict[str, str],
+    soft: set[str] | tuple[str, ...] = (),
+    job: str | None = None,
+) -> None:
     """One response or revisit record through ``index.decision``, as the harvest did when it wrote it."""
     headers = record.rec_headers
     url = headers.get_header("WARC-Target-URI")
@@ -262,8 +342,16 @@ def _derive_capture(state: HarvestState, record, run_id: str, warc: str, offset:
     not_modified = NOT_MODIFIED_PROFILE in (profile or "")
     status = 304 if not_modified else (int(http.get_statuscode()) if http and http.get_statuscode() else None)
     previous = state.url(url)
-    state.see_url(url, url.split("/")[2].split(":")[0] if "//" in url else "", run_id, _iso(date),
-                  referers.get(url), 0, "navigation", job=job)     # known already: only the job is added
+    state.see_url(
+        url,
+        url.split("/")[2].split(":")[0] if "//" in url else "",
+        run_id,
+        _iso(date),
+        referers.get(url),
+        0,
+        "navigation",
+        job=job,
+    )  # known already: only the job is added
     if previous is None:
         previous = state.url(url)
     mime = (http.get_header("Content-Type") or "").split(";")[0].strip().lower() if http else ""
@@ -273,24 +361,54 @@ def _derive_capture(state: HarvestState, record, run_id: str, warc: str, offset:
     original = state.capture_by_record_id(refers_id) if refers_id else None
     if not mime and original:
         mime = original["mime"]
-    if payload_length is None:   # a revisit: the payload is its original's
+    if payload_length is None:  # a revisit: the payload is its original's
         payload_length = original["payload_length"] if original and not not_modified else 0
     truncated = headers.get_header("WARC-Truncated") if record.rec_type == "response" else None
-    refers = Original(refers_uri, refers_date, refers_id, original["warc"] if original else None) \
-        if record.rec_type == "revisit" and refers_id else None
+    refers = (
+        Original(refers_uri, refers_date, refers_id, original["warc"] if original else None)
+        if record.rec_type == "revisit" and refers_id
+        else None
+    )
     capture = Observation(
-        url=url, at=_iso(date), run_id=run_id, status=status, digest=digest, record_type=record.rec_type,
-        profile=profile, record_id=record_id, warc_date=date, warc=warc,
+        url=url,
+        at=_iso(date),
+        run_id=run_id,
+        status=status,
+        digest=digest,
+        record_type=record.rec_type,
+        profile=profile,
+        record_id=record_id,
+        warc_date=date,
+        warc=warc,
         holds_payload=record.rec_type == "response" and bool(digest) and not truncated and bool(payload_length),
-        refers_to=refers, etag=http.get_header("ETag") if http else None,
+        refers_to=refers,
+        etag=http.get_header("ETag") if http else None,
         last_modified=http.get_header("Last-Modified") if http else None,
-        location=http.get_header("Location") if http else None, main_text_same=url in soft)
+        location=http.get_header("Location") if http else None,
+        main_text_same=url in soft,
+    )
     decided = decide(previous, capture)
-    state.add_capture(Capture(
-        run_id=run_id, url=url, timestamp=_ts14(date), warc_date=date, record_type=record.rec_type,
-        cls=decided.cls, status=status, digest=digest, mime=mime or "unknown", payload_length=payload_length,
-        warc=warc, offset=offset, length=length, record_id=record_id, refers_to_uri=refers_uri,
-        refers_to_date=refers_date, location=capture.location))
+    state.add_capture(
+        Capture(
+            run_id=run_id,
+            url=url,
+            timestamp=_ts14(date),
+            warc_date=date,
+            record_type=record.rec_type,
+            cls=decided.cls,
+            status=status,
+            digest=digest,
+            mime=mime or "unknown",
+            payload_length=payload_length,
+            warc=warc,
+            offset=offset,
+            length=length,
+            record_id=record_id,
+            refers_to_uri=refers_uri,
+            refers_to_date=refers_date,
+            location=capture.location,
+        )
+    )
     state.update_url(url, **decided.state)
     if decided.original:
         state.add_digest(digest, decided.original)

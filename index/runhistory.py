@@ -37,10 +37,20 @@ from index.state import HarvestState
 RUN_URI_PREFIX = "urn:strata:run:"
 CONTENT_TYPE = "application/json"
 FORMAT = 1
-URL_FIELDS = ("url", "host", "first_seen", "first_run", "found_on", "depth", "link_kind", "page_kind",
-              "fingerprint", "next_due")
+URL_FIELDS = (
+    "url",
+    "host",
+    "first_seen",
+    "first_run",
+    "found_on",
+    "depth",
+    "link_kind",
+    "page_kind",
+    "fingerprint",
+    "next_due",
+)
 CHECK_FIELDS = ("url", "outcome", "reason", "at")
-FROM_FILES = ("bytes_stored", "warc_files")      # figures the rebuild takes from the files
+FROM_FILES = ("bytes_stored", "warc_files")  # figures the rebuild takes from the files
 CAPTURE_CLASSES = ("new", "changed", "soft", "unchanged", "not_modified", "deleted")
 
 
@@ -55,12 +65,16 @@ def run_report(state: HarvestState, run: dict, figures: dict) -> dict:
     checks = state.checks_in_order(run_id)
     return {
         "format": FORMAT,
-        "run": {**{k: run.get(k) for k in ("run_id", "job", "mode", "status", "started", "finished", "snapshot")},
-                "figures": figures},
+        "run": {
+            **{k: run.get(k) for k in ("run_id", "job", "mode", "status", "started", "finished", "snapshot")},
+            "figures": figures,
+        },
         "checks": {"fields": list(CHECK_FIELDS), "rows": [[c[f] for f in CHECK_FIELDS] for c in checks]},
         "soft": state.urls_with_class(run_id, "soft"),
-        "urls": {"fields": list(URL_FIELDS),
-                 "rows": [[row[f] for f in URL_FIELDS] for row in state.urls_of_run(run_id)]},
+        "urls": {
+            "fields": list(URL_FIELDS),
+            "rows": [[row[f] for f in URL_FIELDS] for row in state.urls_of_run(run_id)],
+        },
     }
 
 
@@ -70,7 +84,8 @@ def encode(report: dict) -> bytes:
 
 def is_run_record(record) -> bool:
     return record.rec_type == "metadata" and (record.rec_headers.get_header("WARC-Target-URI") or "").startswith(
-        RUN_URI_PREFIX)
+        RUN_URI_PREFIX
+    )
 
 
 def decode(block: bytes) -> dict | None:
@@ -131,9 +146,17 @@ def interrupted_run(state: HarvestState, run_id: str, started: str | None, files
     counts = state.capture_counts(run_id)
     revisits, saved = state.revisit_savings(run_id)
     size = sum((archive / name).stat().st_size for name in files if (archive / name).exists())
-    figures = {"urls_fetched": sum(counts.values()), "requests": sum(counts.values()),
-               **{cls: counts.get(cls, 0) for cls in CAPTURE_CLASSES}, "errors": 0, "revisits": revisits,
-               "skipped": 0, "bytes_downloaded": 0, "bytes_stored": size, "bytes_saved": saved,
-               "warc_files": list(files)}
+    figures = {
+        "urls_fetched": sum(counts.values()),
+        "requests": sum(counts.values()),
+        **{cls: counts.get(cls, 0) for cls in CAPTURE_CLASSES},
+        "errors": 0,
+        "revisits": revisits,
+        "skipped": 0,
+        "bytes_downloaded": 0,
+        "bytes_stored": size,
+        "bytes_saved": saved,
+        "warc_files": list(files),
+    }
     last = state.last_capture_timestamp(run_id)
     return {"figures": figures, "snapshot": last or "".join(ch for ch in started or "" if ch.isdigit())[:14] or None}

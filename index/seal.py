@@ -9,8 +9,9 @@ from index.collection import Collection
 from index.state import HarvestState
 
 
-def index_sealed_file(collection: Collection, state: HarvestState, filename: str,
-                      lines: list[bytes] | None = None) -> None:
+def index_sealed_file(
+    collection: Collection, state: HarvestState, filename: str, lines: list[bytes] | None = None
+) -> None:
     """Merge a sealed file's CDXJ lines (made as it was written, else read from it) into the
     collection index; then its digests become usable."""
     if lines is None:

@@ -23,7 +23,7 @@ from pathlib import Path
 from index.db import connect, immediate_transaction
 from strata.times import ts14_of
 
-SCHEMA_VERSION = 2   # 2: url_jobs (which job found or reached each URL); runs.job NULL for --seed runs
+SCHEMA_VERSION = 2  # 2: url_jobs (which job found or reached each URL); runs.job NULL for --seed runs
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
@@ -169,13 +169,25 @@ class HarvestState:
         self.conn.execute(
             "INSERT OR REPLACE INTO runs (run_id, job, mode, status, started, finished, snapshot, pid, figures) "
             "VALUES (?,?,?,?,?,?,?,?,?)",
-            (run["run_id"], run.get("job"), run.get("mode"), run.get("status"), run.get("started"),
-             run.get("finished"), run.get("snapshot"), run.get("pid"),
-             json.dumps(run.get("figures") or {}, ensure_ascii=False)))
+            (
+                run["run_id"],
+                run.get("job"),
+                run.get("mode"),
+                run.get("status"),
+                run.get("started"),
+                run.get("finished"),
+                run.get("snapshot"),
+                run.get("pid"),
+                json.dumps(run.get("figures") or {}, ensure_ascii=False),
+            ),
+        )
 
     def capture_counts(self, run_id: str) -> dict[str, int]:
-        return dict(self.conn.execute("SELECT class, COUNT(*) FROM captures WHERE run_id=? GROUP BY class",
-                                      (run_id,)).fetchall())
+        return dict(
+            self.conn.execute(
+                "SELECT class, COUNT(*) FROM captures WHERE run_id=? GROUP BY class", (run_id,)
+            ).fetchall()
+        )
 
     def revisit_savings(self, run_id: str) -> tuple[int, int]:
         """(revisit records of a run, payload bytes they did not store again: each one's original's)."""
@@ -183,7 +195,8 @@ class HarvestState:
             "SELECT COUNT(*), COALESCE(SUM(COALESCE((SELECT o.payload_length FROM captures o WHERE "
             "o.url=c.refers_to_uri AND o.warc_date=c.refers_to_date AND o.record_type='response' LIMIT 1), "
             "c.payload_length, 0)), 0) FROM captures c WHERE c.run_id=? AND c.record_type='revisit'",
-            (run_id,)).fetchone()
+            (run_id,),
+        ).fetchone()
         return row[0], row[1]
 
     def last_capture_timestamp(self, run_id: str) -> str | None:
@@ -198,8 +211,8 @@ class HarvestState:
         one imported)? Until it has, its runs are full: an interrupted or cancelled first full run is
         no baseline, and neither are other jobs' runs."""
         row = self.conn.execute(
-            "SELECT 1 FROM runs WHERE job IS ? AND status='finished' AND mode IS NOT 'incremental' LIMIT 1",
-            (job,)).fetchone()
+            "SELECT 1 FROM runs WHERE job IS ? AND status='finished' AND mode IS NOT 'incremental' LIMIT 1", (job,)
+        ).fetchone()
         return row is not None
 
     # -- WARC files ----------------------------------------------------------------------------
@@ -232,12 +245,24 @@ class HarvestState:
         """The known URLs a job (None: runs of no job) queued in its runs: what its incremental run
         rechecks. Another job's URLs are that job's to recheck."""
         for row in self.conn.execute(
-                "SELECT u.* FROM urls u JOIN url_jobs j ON j.url = u.url WHERE j.job=? "
-                "ORDER BY u.depth, u.first_seen, u.url", (job or "",)):
+            "SELECT u.* FROM urls u JOIN url_jobs j ON j.url = u.url WHERE j.job=? "
+            "ORDER BY u.depth, u.first_seen, u.url",
+            (job or "",),
+        ):
             yield dict(row)
 
-    def see_url(self, url: str, host: str, run_id: str, at: str, found_on: str | None, depth: int,
-                link_kind: str, page_kind: str | None = None, job: str | None = None) -> bool:
+    def see_url(
+        self,
+        url: str,
+        host: str,
+        run_id: str,
+        at: str,
+        found_on: str | None,
+        depth: int,
+        link_kind: str,
+        page_kind: str | None = None,
+        job: str | None = None,
+    ) -> bool:
         """Record where and when a URL was first seen, and that ``job`` (None: no job) queued it; True
         when it was never seen before."""
         with contextlib.nullcontext() if self.conn.in_transaction else self.transaction():
@@ -253,15 +278,20 @@ class HarvestState:
         """Rows of the URLs a run first saw, looked at, or found vanished, by URL."""
         rows = self.conn.execute(
             "SELECT * FROM urls WHERE first_run=? OR last_run=? OR url IN "
-            "(SELECT url FROM checks WHERE run_id=? AND outcome='deleted') ORDER BY url", (run_id, run_id, run_id))
+            "(SELECT url FROM checks WHERE run_id=? AND outcome='deleted') ORDER BY url",
+            (run_id, run_id, run_id),
+        )
         return [dict(r) for r in rows]
 
     def put_url_fields(self, fields: dict) -> None:
         """Set some fields of a URL's row (``url`` among them), creating the row if need be."""
         cols = list(fields)
         updates = ", ".join(f"{c}=excluded.{c}" for c in cols if c != "url")
-        self.conn.execute(f"INSERT INTO urls ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))}) "
-                          f"ON CONFLICT(url) DO UPDATE SET {updates}", tuple(fields.values()))
+        self.conn.execute(
+            f"INSERT INTO urls ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))}) "
+            f"ON CONFLICT(url) DO UPDATE SET {updates}",
+            tuple(fields.values()),
+        )
 
     def update_url(self, url: str, **fields) -> None:
         cols = ", ".join(f"{k}=?" for k in fields)
@@ -273,9 +303,25 @@ class HarvestState:
             "INSERT INTO captures (run_id, url, timestamp, warc_date, record_type, class, status, digest, mime, "
             "payload_length, warc, offset, length, record_id, refers_to_uri, refers_to_date, location) "
             "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (cap.run_id, cap.url, cap.timestamp, cap.warc_date, cap.record_type, cap.cls, cap.status, cap.digest,
-             cap.mime, cap.payload_length, cap.warc, cap.offset, cap.length, cap.record_id, cap.refers_to_uri,
-             cap.refers_to_date, cap.location),
+            (
+                cap.run_id,
+                cap.url,
+                cap.timestamp,
+                cap.warc_date,
+                cap.record_type,
+                cap.cls,
+                cap.status,
+                cap.digest,
+                cap.mime,
+                cap.payload_length,
+                cap.warc,
+                cap.offset,
+                cap.length,
+                cap.record_id,
+                cap.refers_to_uri,
+                cap.refers_to_date,
+                cap.location,
+            ),
         )
 
     def captures(self, url: str | None = None, run_id: str | None = None) -> list[dict]:
@@ -333,8 +379,10 @@ class HarvestState:
 
     def revisit_totals(self, run_id: str) -> tuple[int, int]:
         """(revisit records of a run, the payload bytes their own rows give): for other tools' runs."""
-        row = self.conn.execute("SELECT COUNT(*), COALESCE(SUM(payload_length), 0) FROM captures WHERE run_id=? "
-                                "AND record_type='revisit'", (run_id,)).fetchone()
+        row = self.conn.execute(
+            "SELECT COUNT(*), COALESCE(SUM(payload_length), 0) FROM captures WHERE run_id=? AND record_type='revisit'",
+            (run_id,),
+        ).fetchone()
         return row[0], row[1]
 
     def forget_warc(self, filename: str) -> None:
@@ -343,22 +391,35 @@ class HarvestState:
     def forget_records(self, filename: str, good_end: int) -> None:
         """Delete capture and digest rows for records at or past ``good_end`` of ``filename``, and the
         URL state that pointed at them (a torn file's tail, or a file that is gone)."""
-        lost = [row["record_id"] for row in self.conn.execute(
-            "SELECT record_id FROM captures WHERE warc=? AND offset>=?", (filename, good_end))]
+        lost = [
+            row["record_id"]
+            for row in self.conn.execute(
+                "SELECT record_id FROM captures WHERE warc=? AND offset>=?", (filename, good_end)
+            )
+        ]
         with self.transaction():
             self.conn.execute("DELETE FROM captures WHERE warc=? AND offset>=?", (filename, good_end))
-            self.conn.execute("DELETE FROM digests WHERE warc=? AND record_id NOT IN "
-                              "(SELECT record_id FROM captures WHERE warc=?)", (filename, filename))
+            self.conn.execute(
+                "DELETE FROM digests WHERE warc=? AND record_id NOT IN (SELECT record_id FROM captures WHERE warc=?)",
+                (filename, filename),
+            )
             for record_id in lost:
                 self.conn.execute(
                     "UPDATE urls SET digest=NULL, orig_uri=NULL, orig_date=NULL, orig_record_id=NULL, "
-                    "orig_warc=NULL, etag=NULL, last_modified=NULL WHERE orig_record_id=?", (record_id,))
+                    "orig_warc=NULL, etag=NULL, last_modified=NULL WHERE orig_record_id=?",
+                    (record_id,),
+                )
 
     def response_locations(self, digest: str) -> list[dict]:
         """Where responses holding ``digest`` are stored (warc, offset, url), oldest first."""
-        return [dict(r) for r in self.conn.execute(
-            "SELECT warc, offset, url FROM captures WHERE digest=? AND record_type='response' "
-            "ORDER BY timestamp, id", (digest,))]
+        return [
+            dict(r)
+            for r in self.conn.execute(
+                "SELECT warc, offset, url FROM captures WHERE digest=? AND record_type='response' "
+                "ORDER BY timestamp, id",
+                (digest,),
+            )
+        ]
 
     def add_check(self, run_id: str, url: str, outcome: str, reason: str, at: str) -> None:
         self.conn.execute("INSERT INTO checks VALUES (?,?,?,?,?)", (run_id, url, outcome, reason, at))
@@ -368,8 +429,12 @@ class HarvestState:
         return [dict(r) for r in self.conn.execute("SELECT * FROM checks WHERE run_id=? ORDER BY rowid", (run_id,))]
 
     def urls_with_class(self, run_id: str, cls: str) -> list[str]:
-        return [r[0] for r in self.conn.execute(
-            "SELECT DISTINCT url FROM captures WHERE run_id=? AND class=? ORDER BY url", (run_id, cls))]
+        return [
+            r[0]
+            for r in self.conn.execute(
+                "SELECT DISTINCT url FROM captures WHERE run_id=? AND class=? ORDER BY url", (run_id, cls)
+            )
+        ]
 
     def checks(self, run_id: str) -> list[dict]:
         return [dict(r) for r in self.conn.execute("SELECT * FROM checks WHERE run_id=? ORDER BY at", (run_id,))]
@@ -400,8 +465,7 @@ def open_readonly(db_path: Path) -> sqlite3.Connection | None:
     if not path.is_file():
         return None
     try:
-        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=5.0,
-                               check_same_thread=False)
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=5.0, check_same_thread=False)
         conn.row_factory = sqlite3.Row
         conn.execute("SELECT 1 FROM captures LIMIT 1")
     except sqlite3.Error:
@@ -414,9 +478,9 @@ class Deletion:
     """A URL that answered 404/410 after answering 2xx."""
 
     url: str
-    removed_seen: str       # 14-digit timestamp of the capture that found it gone
-    status: int             # 404 or 410
-    last_archived: str      # 14-digit timestamp of the last 2xx (or 304) capture before that
+    removed_seen: str  # 14-digit timestamp of the capture that found it gone
+    status: int  # 404 or 410
+    last_archived: str  # 14-digit timestamp of the last 2xx (or 304) capture before that
 
 
 def deletion(conn: sqlite3.Connection, url: str, timestamp: str) -> Deletion | None:
@@ -424,7 +488,8 @@ def deletion(conn: sqlite3.Connection, url: str, timestamp: str) -> Deletion | N
     and a capture classed ``deleted`` follows the last 2xx capture. None otherwise."""
     rows = conn.execute(
         "SELECT timestamp, status, class FROM captures WHERE url=? AND timestamp<=? AND status IS NOT NULL "
-        "ORDER BY timestamp DESC, id DESC LIMIT 200", (url, timestamp),
+        "ORDER BY timestamp DESC, id DESC LIMIT 200",
+        (url, timestamp),
     ).fetchall()
     if not rows or rows[0]["status"] not in GONE_STATUSES:
         return None
@@ -498,7 +563,9 @@ def indexed_original(conn: sqlite3.Connection, record_id: str) -> sqlite3.Row | 
     """The response record ``record_id`` if its file is sealed and indexed: (warc, offset, length, digest)."""
     return conn.execute(
         "SELECT c.warc, c.offset, c.length, c.digest FROM captures c JOIN warcs w ON w.filename = c.warc "
-        "WHERE c.record_id=? AND c.record_type='response' AND w.state='indexed' LIMIT 1", (record_id,)).fetchone()
+        "WHERE c.record_id=? AND c.record_type='response' AND w.state='indexed' LIMIT 1",
+        (record_id,),
+    ).fetchone()
 
 
 # -- every capture of a URL (strata captures, the calendar) -----------------------------------------
@@ -512,15 +579,32 @@ def indexed_original(conn: sqlite3.Connection, record_id: str) -> sqlite3.Row | 
 # same payload at or before it, this URL first; and where that original is, when the collection
 # holds it (``warc``/``offset`` None when it does not: a revisit of nothing).
 
-CAPTURE_FIELDS = ("timestamp", "date", "url", "kind", "status", "record_type", "digest", "mime", "run_id", "warc",
-          "offset", "length", "original")
-_CAPTURE_COLUMNS = ("id, url, timestamp, warc_date, record_type, class, status, digest, mime, run_id, warc, offset, "
-            "length, refers_to_uri, refers_to_date")
+CAPTURE_FIELDS = (
+    "timestamp",
+    "date",
+    "url",
+    "kind",
+    "status",
+    "record_type",
+    "digest",
+    "mime",
+    "run_id",
+    "warc",
+    "offset",
+    "length",
+    "original",
+)
+_CAPTURE_COLUMNS = (
+    "id, url, timestamp, warc_date, record_type, class, status, digest, mime, run_id, warc, offset, "
+    "length, refers_to_uri, refers_to_date"
+)
 
 
 def capture_entries(conn: sqlite3.Connection, url: str) -> list[dict]:
     """Every capture of exactly ``url``, oldest first (same second: in the order written)."""
-    rows = conn.execute(f"SELECT {_CAPTURE_COLUMNS} FROM captures WHERE url=? ORDER BY timestamp, id", (url,)).fetchall()
+    rows = conn.execute(
+        f"SELECT {_CAPTURE_COLUMNS} FROM captures WHERE url=? ORDER BY timestamp, id", (url,)
+    ).fetchall()
     return [_capture_entry(conn, row) for row in rows]
 
 
@@ -548,9 +632,18 @@ def find_captured_url(conn: sqlite3.Connection, url: str) -> str | None:
 
 def _capture_entry(conn: sqlite3.Connection, row) -> dict:
     entry = {
-        "timestamp": row["timestamp"], "date": row["warc_date"], "url": row["url"], "kind": row["class"],
-        "status": row["status"], "record_type": row["record_type"], "digest": row["digest"], "mime": row["mime"],
-        "run_id": row["run_id"], "warc": row["warc"], "offset": row["offset"], "length": row["length"],
+        "timestamp": row["timestamp"],
+        "date": row["warc_date"],
+        "url": row["url"],
+        "kind": row["class"],
+        "status": row["status"],
+        "record_type": row["record_type"],
+        "digest": row["digest"],
+        "mime": row["mime"],
+        "run_id": row["run_id"],
+        "warc": row["warc"],
+        "offset": row["offset"],
+        "length": row["length"],
         "original": None,
     }
     if row["record_type"] == "revisit":
@@ -564,17 +657,23 @@ def _capture_original(conn: sqlite3.Connection, row) -> dict:
     if uri and date:
         held = conn.execute(
             "SELECT url, warc_date, timestamp, warc, offset FROM captures WHERE url=? AND warc_date=? "
-            "AND record_type='response' ORDER BY id LIMIT 1", (uri, date)).fetchone()
+            "AND record_type='response' ORDER BY id LIMIT 1",
+            (uri, date),
+        ).fetchone()
     elif row["digest"]:
         held = conn.execute(
             "SELECT url, warc_date, timestamp, warc, offset FROM captures WHERE digest=? AND record_type='response' "
             "AND timestamp<=? ORDER BY url=? DESC, timestamp DESC, id DESC LIMIT 1",
-            (row["digest"], row["timestamp"], row["url"])).fetchone()
+            (row["digest"], row["timestamp"], row["url"]),
+        ).fetchone()
         if held is not None:
             uri, date = held["url"], held["warc_date"]
     return {
-        "url": uri, "date": date, "timestamp": ts14_of(date) if date else None,
-        "warc": held["warc"] if held is not None else None, "offset": held["offset"] if held is not None else None,
+        "url": uri,
+        "date": date,
+        "timestamp": ts14_of(date) if date else None,
+        "warc": held["warc"] if held is not None else None,
+        "offset": held["offset"] if held is not None else None,
     }
 
 
@@ -596,12 +695,14 @@ def full_harvest_estimate(conn: sqlite3.Connection, run: dict) -> int:
     revisits, originals = conn.execute(
         "SELECT COALESCE(SUM(r.length), 0), COALESCE(SUM((SELECT o.length FROM captures o WHERE o.url = "
         "r.refers_to_uri AND o.warc_date = r.refers_to_date AND o.record_type='response' LIMIT 1)), 0) "
-        "FROM captures r WHERE r.run_id=? AND r.record_type='revisit'", (run_id,)).fetchone()
+        "FROM captures r WHERE r.run_id=? AND r.record_type='revisit'",
+        (run_id,),
+    ).fetchone()
     if not run.get("started"):
         return stored - revisits + originals
     before = "".join(ch for ch in run["started"] if ch.isdigit())[:14]
     if conn.execute("SELECT 1 FROM sqlite_master WHERE name='url_jobs'").fetchone() is None:
-        return stored - revisits + originals    # a database of schema 1, opened read-only: not rebuilt yet
+        return stored - revisits + originals  # a database of schema 1, opened read-only: not rebuilt yet
     count, unfetched = conn.execute(
         "SELECT COUNT(*), COALESCE(SUM(length), 0) FROM ("
         " SELECT (SELECT c.status FROM captures c WHERE c.url = j.url AND c.timestamp < ? "
@@ -610,12 +711,14 @@ def full_harvest_estimate(conn: sqlite3.Connection, run: dict) -> int:
         "         AND c.record_type='response' ORDER BY c.timestamp DESC, c.id DESC LIMIT 1) AS length"
         " FROM url_jobs j WHERE j.job=? AND j.url NOT IN (SELECT url FROM captures WHERE run_id=?)"
         ") WHERE length IS NOT NULL AND status BETWEEN 200 AND 399",
-        (before, before, run.get("job") or "", run_id)).fetchone()
+        (before, before, run.get("job") or "", run_id),
+    ).fetchone()
     request = 0
     if count:
         # The run's request records: what it stored beyond its captures' records (and a warcinfo per file).
         captured, captured_bytes = conn.execute(
-            "SELECT COUNT(*), COALESCE(SUM(length), 0) FROM captures WHERE run_id=?", (run_id,)).fetchone()
+            "SELECT COUNT(*), COALESCE(SUM(length), 0) FROM captures WHERE run_id=?", (run_id,)
+        ).fetchone()
         request = max(0, stored - captured_bytes) // captured if captured else 0
     return int(stored - revisits + originals + unfetched + count * request)
 
@@ -633,14 +736,20 @@ def page_checks(conn: sqlite3.Connection, run_id: str) -> list[tuple[str, str, b
         "SELECT u.host, u.page_kind, c.class, c.timestamp, (SELECT MAX(p.timestamp) FROM captures p "
         " WHERE p.url = c.url AND p.run_id != c.run_id AND p.timestamp <= c.timestamp) AS previous "
         f"FROM captures c JOIN urls u ON u.url = c.url WHERE c.run_id=? AND u.page_kind IS NOT NULL "
-        f"AND c.class IN ({marks})", (run_id, *CHECKED_CLASSES)).fetchall()
+        f"AND c.class IN ({marks})",
+        (run_id, *CHECKED_CLASSES),
+    ).fetchall()
     soft = conn.execute(
         "SELECT u.host, u.page_kind, k.at, (SELECT MAX(p.timestamp) FROM captures p WHERE p.url = k.url "
         " AND p.run_id != k.run_id) AS previous FROM checks k JOIN urls u ON u.url = k.url "
-        "WHERE k.run_id=? AND k.outcome='soft' AND u.page_kind IS NOT NULL", (run_id,)).fetchall()
+        "WHERE k.run_id=? AND k.outcome='soft' AND u.page_kind IS NOT NULL",
+        (run_id,),
+    ).fetchall()
     out = [(r["host"], r["page_kind"], r["class"] in CHANGED_CLASSES, r["timestamp"], r["previous"]) for r in rows]
-    out += [(r["host"], r["page_kind"], False, "".join(ch for ch in r["at"] if ch.isdigit())[:14], r["previous"])
-            for r in soft]
+    out += [
+        (r["host"], r["page_kind"], False, "".join(ch for ch in r["at"] if ch.isdigit())[:14], r["previous"])
+        for r in soft
+    ]
     return out
 
 

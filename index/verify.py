@@ -41,7 +41,7 @@ from index.state import open_readonly, record_locations
 MODES = ("quick", "fixity", "full")
 OPEN_SUFFIX = ".open"
 _BATCH = 2000
-_QUEUE_BATCHES = 16          # batches of records waiting for this thread: bounds memory
+_QUEUE_BATCHES = 16  # batches of records waiting for this thread: bounds memory
 _MAX_WORKERS = 4
 # CDXJ lines and records are matched by kind of record pywb indexes that has an HTTP status.
 _INDEXED_TYPES = ("response", "revisit")
@@ -57,7 +57,7 @@ ARCHIVE_SUFFIXES = WARC_SUFFIXES + (".arc.gz", ".arc")
 @dataclasses.dataclass
 class Problem:
     kind: str
-    file: str | None                  # "archive/<name>", or a fixity/ or indexes/ file
+    file: str | None  # "archive/<name>", or a fixity/ or indexes/ file
     offset: int | None = None
     url: str | None = None
     detail: str = ""
@@ -120,8 +120,13 @@ CREATE INDEX cdx_url ON cdx (url, ts);
 
 
 class Verifier:
-    def __init__(self, collection: Collection, mode: str = "full", adopt: bool = False,
-                 progress: Callable[[dict], None] | None = None):
+    def __init__(
+        self,
+        collection: Collection,
+        mode: str = "full",
+        adopt: bool = False,
+        progress: Callable[[dict], None] | None = None,
+    ):
         if mode not in MODES:
             raise ValueError(mode)
         self.coll = collection
@@ -131,8 +136,8 @@ class Verifier:
         self.fixity = Fixity(collection.fixity_dir)
         self.report = VerifyReport(collection.name, mode)
         self._events: list[dict] = []
-        self._damage: dict[str, list[tuple[int, int, Problem]]] = {}    # file -> (start, end, problem)
-        self._missing: dict[str, Problem] = {}                          # file name -> problem
+        self._damage: dict[str, list[tuple[int, int, Problem]]] = {}  # file -> (start, end, problem)
+        self._missing: dict[str, Problem] = {}  # file name -> problem
 
     # -- the run -------------------------------------------------------------------------------
     def run(self) -> VerifyReport:
@@ -153,8 +158,13 @@ class Verifier:
         for name, size in sorted(present.items()):
             if name in sizes and sizes[name] != size:
                 what = "shorter" if size < sizes[name] else "longer"
-                self._problem(Problem("size-mismatch", _payload(name),
-                                      detail=f"{size} bytes, {what} than the {sizes[name]} recorded when it was sealed"))
+                self._problem(
+                    Problem(
+                        "size-mismatch",
+                        _payload(name),
+                        detail=f"{size} bytes, {what} than the {sizes[name]} recorded when it was sealed",
+                    )
+                )
         report.files = len(present)
         report.bytes = sum(present.values())
         if self.mode == "quick":
@@ -165,8 +175,9 @@ class Verifier:
         else:
             with tempfile.TemporaryDirectory(prefix="strata-verify-") as tmp:
                 self.db = sqlite3.connect(os.path.join(tmp, "verify.sqlite"))
-                self.db.executescript("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-32000;"
-                                      + _SCHEMA)
+                self.db.executescript(
+                    "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-32000;" + _SCHEMA
+                )
                 try:
                     full = self.mode == "full"
                     # the CDXJ is read while the workers read the files
@@ -182,10 +193,20 @@ class Verifier:
         report.problems.sort(key=lambda p: (p.file or "", p.offset or 0, p.kind))
         report.finished = now_iso()
         report.seconds = round(time.monotonic() - clock, 3)
-        self._events.append({"type": "verification", "file": None, "algorithm": ALGORITHM if self.mode != "quick"
-                             else "size", "outcome": "intact" if report.intact else "problems", "mode": self.mode,
-                             "files": report.files, "records": report.records, "problems": len(report.problems),
-                             "kinds": sorted({p.kind for p in report.problems}), "started": report.started})
+        self._events.append(
+            {
+                "type": "verification",
+                "file": None,
+                "algorithm": ALGORITHM if self.mode != "quick" else "size",
+                "outcome": "intact" if report.intact else "problems",
+                "mode": self.mode,
+                "files": report.files,
+                "records": report.records,
+                "problems": len(report.problems),
+                "kinds": sorted({p.kind for p in report.problems}),
+                "started": report.started,
+            }
+        )
         self.fixity.log(self._events)
         return report
 
@@ -194,8 +215,9 @@ class Verifier:
         return problem
 
     def _event(self, name: str, outcome: str, algorithm: str = ALGORITHM) -> None:
-        self._events.append({"type": "fixity-check", "file": _payload(name), "algorithm": algorithm,
-                             "outcome": outcome})
+        self._events.append(
+            {"type": "fixity-check", "file": _payload(name), "algorithm": algorithm, "outcome": outcome}
+        )
 
     def _tick(self, **figures) -> None:
         if self.progress:
@@ -215,8 +237,13 @@ class Verifier:
             if entry.name.endswith(OPEN_SUFFIX):
                 busy = self.coll.is_locked() if busy is None else busy
                 if not busy:
-                    self._problem(Problem("unsealed-file", _payload(entry.name),
-                                          detail=f"left by a harvest that died; run: strata recover {self.coll.name}"))
+                    self._problem(
+                        Problem(
+                            "unsealed-file",
+                            _payload(entry.name),
+                            detail=f"left by a harvest that died; run: strata recover {self.coll.name}",
+                        )
+                    )
                 continue
             out[entry.name] = entry.stat().st_size
         return out
@@ -226,28 +253,42 @@ class Verifier:
         manifest = "fixity/" + self.fixity.manifest_path.name
         for entry in self.fixity.entries():
             if entry.name is None:
-                self._problem(Problem("manifest-malformed", manifest,
-                                      detail=f"line {entry.line_no} is not '<sha256>  archive/<file>': {entry.text[:120]!r}"))
+                self._problem(
+                    Problem(
+                        "manifest-malformed",
+                        manifest,
+                        detail=f"line {entry.line_no} is not '<sha256>  archive/<file>': {entry.text[:120]!r}",
+                    )
+                )
             elif entry.name in recorded and recorded[entry.name] != entry.sha256:
-                self._problem(Problem("manifest-conflict", _payload(entry.name),
-                                      detail=f"line {entry.line_no} gives the file a second, different digest"))
+                self._problem(
+                    Problem(
+                        "manifest-conflict",
+                        _payload(entry.name),
+                        detail=f"line {entry.line_no} gives the file a second, different digest",
+                    )
+                )
             else:
                 recorded[entry.name] = entry.sha256 or ""
         return recorded
 
     def _not_in_manifest(self, present: dict[str, int]) -> None:
-        recorded = self.fixity.digests()         # read again: a harvest may have sealed a file meanwhile
+        recorded = self.fixity.digests()  # read again: a harvest may have sealed a file meanwhile
         for name in sorted(set(present) - set(recorded)):
             if name in self.report.adopted:
                 continue
-            hint = (f"written before the manifest existed? adopt it with: strata verify {self.coll.name} --adopt"
-                    if name.endswith(ARCHIVE_SUFFIXES) else "not a WARC file")
+            hint = (
+                f"written before the manifest existed? adopt it with: strata verify {self.coll.name} --adopt"
+                if name.endswith(ARCHIVE_SUFFIXES)
+                else "not a WARC file"
+            )
             self._problem(Problem("not-in-manifest", _payload(name), detail=hint))
             self._event(name, "not-in-manifest")
 
     # -- reading every file --------------------------------------------------------------------
-    def _read_files(self, present: dict[str, int], recorded: dict[str, str], full: bool,
-                    meanwhile: Callable[[], None] | None = None) -> dict[str, str]:
+    def _read_files(
+        self, present: dict[str, int], recorded: dict[str, str], full: bool, meanwhile: Callable[[], None] | None = None
+    ) -> dict[str, str]:
         """Read every file once, several at a time (inflating and hashing let go of the GIL): the
         workers stream records in batches through a bounded queue; this thread runs ``meanwhile``,
         then does the rest."""
@@ -298,7 +339,7 @@ class Verifier:
         hasher = hashlib.sha256()
         path = self.coll.archive_dir / name
         try:
-            if full and name.endswith(WARC_SUFFIXES):   # other files are hashed only
+            if full and name.endswith(WARC_SUFFIXES):  # other files are hashed only
                 batch: list = []
                 for item in scan(path, hasher):
                     batch.append(item)
@@ -313,11 +354,12 @@ class Verifier:
             put(("done", name, hasher.hexdigest(), None))
         except OSError as exc:
             put(("done", name, None, str(exc)))
-        except BaseException as exc:       # reported to the reading thread, raised there
+        except BaseException as exc:  # reported to the reading thread, raised there
             put(("failed", name, exc, None))
 
-    def _file_done(self, name: str, digest: str | None, error: str | None, recorded: dict[str, str],
-                   digests: dict[str, str]) -> None:
+    def _file_done(
+        self, name: str, digest: str | None, error: str | None, recorded: dict[str, str], digests: dict[str, str]
+    ) -> None:
         """A file read to its end: its hash held against the manifest (an event either way)."""
         if digest is None:
             self._problem(Problem("unreadable-file", _payload(name), detail=error or ""))
@@ -327,8 +369,13 @@ class Verifier:
             ok = recorded[name] == digest
             self._event(name, "pass" if ok else "fail")
             if not ok:
-                self._problem(Problem("checksum-mismatch", _payload(name),
-                                      detail=f"SHA-256 {digest}, the manifest says {recorded[name]}"))
+                self._problem(
+                    Problem(
+                        "checksum-mismatch",
+                        _payload(name),
+                        detail=f"SHA-256 {digest}, the manifest says {recorded[name]}",
+                    )
+                )
 
     def _take(self, name: str, items: list) -> None:
         recs, revs = [], []
@@ -337,15 +384,34 @@ class Verifier:
                 self._record_damage(name, item)
                 continue
             if item.rec_type in _UNLISTED_TYPES and not item.problem:
-                continue                    # neither an original nor indexed: nothing asks for it
+                continue  # neither an original nor indexed: nothing asks for it
             recs.append(_rec_row(name, item))
             if item.problem:
-                self._add_damage(name, item.offset, item.offset + item.length,
-                                 Problem("damaged-record", _payload(name), item.offset, item.uri or None,
-                                         f"{item.rec_type} record: {item.problem}"))
+                self._add_damage(
+                    name,
+                    item.offset,
+                    item.offset + item.length,
+                    Problem(
+                        "damaged-record",
+                        _payload(name),
+                        item.offset,
+                        item.uri or None,
+                        f"{item.rec_type} record: {item.problem}",
+                    ),
+                )
             if item.rec_type == "revisit":
-                revs.append((name, item.offset, item.uri, item.record_id, item.refers_to, item.refers_to_uri,
-                             item.refers_to_date, bare_digest(item.payload_digest)))
+                revs.append(
+                    (
+                        name,
+                        item.offset,
+                        item.uri,
+                        item.record_id,
+                        item.refers_to,
+                        item.refers_to_uri,
+                        item.refers_to_date,
+                        bare_digest(item.payload_digest),
+                    )
+                )
         self.report.records += len(items)
         self._flush(recs, revs)
 
@@ -361,13 +427,26 @@ class Verifier:
         detail = damage.reason + (f"; nothing readable up to byte {damage.end}" if kind != "truncated" else "")
         # what was past the end of a truncated file is gone with the rest of it
         end = _BEYOND if kind == "truncated" else max(damage.end, damage.offset + 1)
-        self._add_damage(name, damage.offset, end,
-                         Problem(kind, _payload(name), damage.offset, damage.uri or None, detail))
+        self._add_damage(
+            name, damage.offset, end, Problem(kind, _payload(name), damage.offset, damage.uri or None, detail)
+        )
         if damage.record_id:
             # a stand-in row: a revisit finding its original here learns it is damaged
-            self.db.execute("INSERT INTO rec VALUES (?,?,?,?,?,?,?,?,?,?)",
-                            (name, damage.offset, damage.end - damage.offset, damage.rec_type, damage.uri, "",
-                             damage.record_id, "", "", 1))
+            self.db.execute(
+                "INSERT INTO rec VALUES (?,?,?,?,?,?,?,?,?,?)",
+                (
+                    name,
+                    damage.offset,
+                    damage.end - damage.offset,
+                    damage.rec_type,
+                    damage.uri,
+                    "",
+                    damage.record_id,
+                    "",
+                    "",
+                    1,
+                ),
+            )
 
     def _add_damage(self, name: str, start: int, end: int, problem: Problem) -> None:
         self._problem(problem)
@@ -398,8 +477,9 @@ class Verifier:
         missing_lines: dict[str, int] = {}
         damaged_lines: dict[int, tuple[Problem, int]] = {}
         for file, offset, length, url, _ts, src, line_no, rlen, rdamaged in self.db.execute(
-                "SELECT c.file, c.offset, c.length, c.url, c.ts, c.src, c.line, r.length, r.damaged FROM cdx c "
-                "LEFT JOIN rec r ON r.file = c.file AND r.offset = c.offset ORDER BY c.file, c.offset"):
+            "SELECT c.file, c.offset, c.length, c.url, c.ts, c.src, c.line, r.length, r.damaged FROM cdx c "
+            "LEFT JOIN rec r ON r.file = c.file AND r.offset = c.offset ORDER BY c.file, c.offset"
+        ):
             where = f"indexes/{src} line {line_no}"
             if rlen is None:
                 if file in self._missing:
@@ -408,35 +488,72 @@ class Verifier:
                     damage.url = damage.url or url
                     damaged_lines[id(damage)] = (damage, damaged_lines.get(id(damage), (None, 0))[1] + 1)
                 elif file not in present:
-                    self._problem(Problem("cdxj-dangling", _payload(file), offset, url,
-                                          f"{where} points into a file that is not in archive/"))
+                    self._problem(
+                        Problem(
+                            "cdxj-dangling",
+                            _payload(file),
+                            offset,
+                            url,
+                            f"{where} points into a file that is not in archive/",
+                        )
+                    )
                 else:
-                    self._problem(Problem("cdxj-dangling", _payload(file), offset, url,
-                                          f"{where}: no capture starts at this offset"))
+                    self._problem(
+                        Problem(
+                            "cdxj-dangling", _payload(file), offset, url, f"{where}: no capture starts at this offset"
+                        )
+                    )
             elif length is not None and length != rlen and not rdamaged:
-                self._problem(Problem("cdxj-mismatch", _payload(file), offset, url,
-                                      f"{where} gives length {length}, the record is {rlen} bytes"))
+                self._problem(
+                    Problem(
+                        "cdxj-mismatch",
+                        _payload(file),
+                        offset,
+                        url,
+                        f"{where} gives length {length}, the record is {rlen} bytes",
+                    )
+                )
         for file, count in missing_lines.items():
             self._missing[file].detail += f"; {count} CDXJ line(s) point into it"
         for damage, count in damaged_lines.values():
             damage.detail += f"; {count} CDXJ line(s) point into it"
         # A file none of whose captures is indexed is one problem, not one per capture.
-        where_missing = ("FROM rec r LEFT JOIN cdx c ON c.file = r.file AND c.offset = r.offset WHERE c.file IS NULL "
-                         "AND r.type IN ('response','revisit') AND r.status != '' AND r.damaged = 0")
-        totals = dict(self.db.execute(
-            "SELECT file, COUNT(*) FROM rec WHERE type IN ('response','revisit') AND status != '' AND damaged = 0 "
-            "GROUP BY file"))
+        where_missing = (
+            "FROM rec r LEFT JOIN cdx c ON c.file = r.file AND c.offset = r.offset WHERE c.file IS NULL "
+            "AND r.type IN ('response','revisit') AND r.status != '' AND r.damaged = 0"
+        )
+        totals = dict(
+            self.db.execute(
+                "SELECT file, COUNT(*) FROM rec WHERE type IN ('response','revisit') AND status != '' AND damaged = 0 "
+                "GROUP BY file"
+            )
+        )
         unindexed = self.db.execute(f"SELECT r.file, COUNT(*) {where_missing} GROUP BY r.file").fetchall()
         for file, count in unindexed:
             if count == totals.get(file) and count > 1:
-                self._problem(Problem("file-not-indexed", _payload(file), detail=(
-                    f"none of its {count} captures is in the CDXJ index; run: strata index rebuild "
-                    f"{self.coll.name}")))
+                self._problem(
+                    Problem(
+                        "file-not-indexed",
+                        _payload(file),
+                        detail=(
+                            f"none of its {count} captures is in the CDXJ index; run: strata index rebuild "
+                            f"{self.coll.name}"
+                        ),
+                    )
+                )
                 continue
             for offset, url in self.db.execute(
-                    f"SELECT r.offset, r.uri {where_missing} AND r.file = ? ORDER BY r.offset", (file,)):
-                self._problem(Problem("not-in-cdxj", _payload(file), offset, url,
-                                      "a capture no CDXJ line points at (replay cannot find it)"))
+                f"SELECT r.offset, r.uri {where_missing} AND r.file = ? ORDER BY r.offset", (file,)
+            ):
+                self._problem(
+                    Problem(
+                        "not-in-cdxj",
+                        _payload(file),
+                        offset,
+                        url,
+                        "a capture no CDXJ line points at (replay cannot find it)",
+                    )
+                )
 
     # -- revisits ------------------------------------------------------------------------------
     def _check_revisits(self) -> None:
@@ -444,7 +561,8 @@ class Verifier:
         try:
             # streamed: the lookups run on cursors of their own
             for file, offset, uri, rid, refers_to, rt_uri, rt_date, digest in self.db.execute(
-                    "SELECT * FROM rev ORDER BY file, offset"):
+                "SELECT * FROM rev ORDER BY file, offset"
+            ):
                 self._check_revisit(harvest_db, file, offset, uri, rid, refers_to, rt_uri, rt_date, digest)
         finally:
             if harvest_db is not None:
@@ -462,7 +580,7 @@ class Verifier:
         return row
 
     def _check_revisit(self, harvest_db, file, offset, uri, rid, refers_to, rt_uri, rt_date, digest) -> None:
-        rt_uri = rt_uri or uri             # without a target URI pywb looks at the revisit's own URI
+        rt_uri = rt_uri or uri  # without a target URI pywb looks at the revisit's own URI
         dependent = {"file": _payload(file), "offset": offset, "url": uri}
         row = self._find_original(refers_to, rt_uri, rt_date, digest)
         if row is not None:
@@ -475,24 +593,43 @@ class Verifier:
             elif not digest or odigest == digest:
                 return
             else:
-                self._problem(Problem("revisit-digest-mismatch", _payload(file), offset, uri, (
-                    f"its original ({_payload(ofile)} at {ooffset}) has payload digest {odigest}, "
-                    f"the revisit says {digest}")))
+                self._problem(
+                    Problem(
+                        "revisit-digest-mismatch",
+                        _payload(file),
+                        offset,
+                        uri,
+                        (
+                            f"its original ({_payload(ofile)} at {ooffset}) has payload digest {odigest}, "
+                            f"the revisit says {digest}"
+                        ),
+                    )
+                )
                 return
         for ofile, ooffset in self._where_original_was(harvest_db, refers_to, rt_uri, rt_date):
             cause = self._missing.get(ofile) or self._damage_at(ofile, ooffset)
             if cause is not None:
                 cause.dependents.append(dependent)
                 return
-        self._problem(Problem("revisit-original-missing", _payload(file), offset, uri, (
-            f"no intact capture of {rt_uri} of {rt_date or '?'} with payload digest {digest or '?'} "
-            f"({refers_to or 'no WARC-Refers-To'}) is in the collection")))
+        self._problem(
+            Problem(
+                "revisit-original-missing",
+                _payload(file),
+                offset,
+                uri,
+                (
+                    f"no intact capture of {rt_uri} of {rt_date or '?'} with payload digest {digest or '?'} "
+                    f"({refers_to or 'no WARC-Refers-To'}) is in the collection"
+                ),
+            )
+        )
 
     def _where_original_was(self, harvest_db, refers_to: str, rt_uri: str, rt_date: str) -> Iterator[tuple]:
         """Where the CDXJ index and the harvest state say the original was."""
         if rt_uri and rt_date:
-            yield from self.db.execute("SELECT file, offset FROM cdx WHERE url = ? AND ts = ?",
-                                       (rt_uri, _ts14(rt_date))).fetchall()
+            yield from self.db.execute(
+                "SELECT file, offset FROM cdx WHERE url = ? AND ts = ?", (rt_uri, _ts14(rt_date))
+            ).fetchall()
         if harvest_db is not None and refers_to:
             yield from record_locations(harvest_db, refers_to)
 
@@ -504,15 +641,25 @@ class Verifier:
             if name not in digests or not name.endswith(WARC_SUFFIXES):
                 continue
             if any(p.file == _payload(name) and p.kind in _DAMAGE_KINDS for p in self.report.problems):
-                continue                     # only a file whose every record checks out is taken in
+                continue  # only a file whose every record checks out is taken in
             if self.fixity.add(name, present[name], digests[name], agent="adopt"):
                 self.report.adopted.append(name)
 
 
 def _rec_row(name: str, r: Record) -> tuple:
     digest = bare_digest(r.payload_digest) if r.payload_digest else ""
-    return (name, r.offset, r.length, r.rec_type, r.uri, r.date, r.record_id, digest,
-            r.http_status if r.rec_type in _INDEXED_TYPES else "", 1 if r.problem else 0)
+    return (
+        name,
+        r.offset,
+        r.length,
+        r.rec_type,
+        r.uri,
+        r.date,
+        r.record_id,
+        digest,
+        r.http_status if r.rec_type in _INDEXED_TYPES else "",
+        1 if r.problem else 0,
+    )
 
 
 def _hash_into(path: Path, hasher) -> None:
@@ -548,6 +695,7 @@ def _parse_cdxj(line: bytes) -> tuple | None:
     return (filename, offset, length, fields.get("url", ""), ts, bare_digest(fields.get("digest", "")))
 
 
-def verify(collection: Collection, mode: str = "full", adopt: bool = False,
-           progress: Callable[[dict], None] | None = None) -> VerifyReport:
+def verify(
+    collection: Collection, mode: str = "full", adopt: bool = False, progress: Callable[[dict], None] | None = None
+) -> VerifyReport:
     return Verifier(collection, mode, adopt, progress).run()

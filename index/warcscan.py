@@ -51,11 +51,11 @@ class Scan:
 
     filename: str
     size: int
-    format: str = "warc"                 # "warc" or "arc" (of the first record)
+    format: str = "warc"  # "warc" or "arc" (of the first record)
     gzipped: bool = False
-    records: int = 0                     # whole records before any damage
-    good_end: int = 0                    # bytes of whole records from the start of the file
-    versions: set[str] = dataclasses.field(default_factory=set)   # "WARC/1.1", "ARC/1.0", ...
+    records: int = 0  # whole records before any damage
+    good_end: int = 0  # bytes of whole records from the start of the file
+    versions: set[str] = dataclasses.field(default_factory=set)  # "WARC/1.1", "ARC/1.0", ...
     damage: Damage | None = None
 
     @property
@@ -112,7 +112,7 @@ def _walk(fh, scan: Scan) -> None:
             _check_tail(fh, scan)
             return
         except ArchiveLoadFailed as exc:
-            if "non-chunked gzip" in str(exc):   # no record but the first can be reached by its offset
+            if "non-chunked gzip" in str(exc):  # no record but the first can be reached by its offset
                 scan.records, scan.good_end = 0, 0
                 scan.damage = Damage(scan.filename, 0, _reason(exc))
             else:
@@ -125,7 +125,7 @@ def _walk(fh, scan: Scan) -> None:
             _check(iterator, record, start, scan)
         except _Damaged as exc:
             reason = exc.reason
-            if scan.gzipped:     # a torn or garbled gzip member says more than what it held
+            if scan.gzipped:  # a torn or garbled gzip member says more than what it held
                 member = _member_reason(fh, exc.offset)
                 reason = member if ("cut short" in member or "inflate" in member) else reason
             scan.damage = Damage(scan.filename, exc.offset, reason)
@@ -185,8 +185,11 @@ def _check_tail(fh, scan: Scan) -> None:
         stripped = chunk.lstrip(b"\r\n")
         if stripped:
             offset += len(chunk) - len(stripped)
-            reason = (_member_reason(fh, offset) if scan.gzipped else
-                      f"{scan.size - offset} bytes after the last whole record are not a record (a cut file?)")
+            reason = (
+                _member_reason(fh, offset)
+                if scan.gzipped
+                else f"{scan.size - offset} bytes after the last whole record are not a record (a cut file?)"
+            )
             scan.damage = Damage(scan.filename, offset, reason)
             return
         offset += len(chunk)
@@ -224,13 +227,13 @@ def _member_reason(fh, start: int) -> str:
 
 
 def file_format(path: Path) -> str:
-    """"arc" or "warc" (see ``sniff_format``)."""
+    """ "arc" or "warc" (see ``sniff_format``)."""
     with open(path, "rb") as fh:
         return sniff_format(fh.read(4096))
 
 
 def sniff_format(head: bytes) -> str:
-    """"arc" or "warc", from a file's first bytes (gzipped or not)."""
+    """ "arc" or "warc", from a file's first bytes (gzipped or not)."""
     if head[:2] == b"\x1f\x8b":
         try:
             head = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, 64)
@@ -250,16 +253,21 @@ def _digest_matches(digest: str, hasher) -> bool:
     """Base32 (the usual), hex or base64: tools differ."""
     value = digest.split(":", 1)[1].strip()
     raw = hasher.digest()
-    return (value.upper().rstrip("=") == base64.b32encode(raw).decode().rstrip("=")
-            or value.lower() == raw.hex() or value.rstrip("=") == base64.b64encode(raw).decode().rstrip("="))
+    return (
+        value.upper().rstrip("=") == base64.b32encode(raw).decode().rstrip("=")
+        or value.lower() == raw.hex()
+        or value.rstrip("=") == base64.b64encode(raw).decode().rstrip("=")
+    )
 
 
 def _reason(exc: BaseException) -> str:
     if isinstance(exc, zlib.error):
         text = f"gzip data does not inflate ({exc})"
     elif isinstance(exc, ArchiveLoadFailed) and "non-chunked gzip" in str(exc):
-        text = ("one gzip stream holds several records (each record must be its own gzip member); "
-                "recompress it with: warcio recompress IN OUT")
+        text = (
+            "one gzip stream holds several records (each record must be its own gzip member); "
+            "recompress it with: warcio recompress IN OUT"
+        )
     elif isinstance(exc, ArchiveLoadFailed):
         text = next((line.strip() for line in str(exc).splitlines() if line.strip()), "not a WARC or ARC record")
     elif isinstance(exc, EOFError):
@@ -268,7 +276,7 @@ def _reason(exc: BaseException) -> str:
         first = next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
         text = f"{type(exc).__name__}: {first}" if first else type(exc).__name__
     text = text.encode("ascii", "backslashreplace").decode("ascii")
-    return text if len(text) <= _REASON_MAX else text[:_REASON_MAX - 3] + "..."
+    return text if len(text) <= _REASON_MAX else text[: _REASON_MAX - 3] + "..."
 
 
 class _Prefix(io.RawIOBase):
@@ -287,7 +295,7 @@ class _Prefix(io.RawIOBase):
         if want <= 0:
             return 0
         data = self._fh.read(want)
-        buffer[:len(data)] = data
+        buffer[: len(data)] = data
         self._left -= len(data)
         self._pos += len(data)
         return len(data)
@@ -333,4 +341,13 @@ def is_archive_name(name: str) -> bool:
     return name.endswith((".warc.gz", ".warc", ".arc.gz", ".arc"))
 
 
-__all__ = ["Damage", "Scan", "is_archive_name", "open_prefix", "file_format", "read_payload", "scan_file", "sniff_format"]
+__all__ = [
+    "Damage",
+    "Scan",
+    "is_archive_name",
+    "open_prefix",
+    "file_format",
+    "read_payload",
+    "scan_file",
+    "sniff_format",
+]

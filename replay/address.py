@@ -36,12 +36,12 @@ TS_HINT = "Use a timestamp of 4 to 14 digits, YYYYMMDDhhmmss, e.g. 2024011512000
 @dataclasses.dataclass(frozen=True)
 class Address:
     coll: str
-    kind: str               # replay | timegate | timemap | calendar
+    kind: str  # replay | timegate | timemap | calendar
     url: str
     timestamp: str = ""
     mod: str = ""
-    output: str = ""        # timemap format
-    prefix: bool = False    # calendar: list URLs starting with url
+    output: str = ""  # timemap format
+    prefix: bool = False  # calendar: list URLs starting with url
 
     def pywb_path(self) -> str:
         """The address in pywb's own form (what ``WbUrl`` parses)."""
@@ -54,8 +54,11 @@ def parse_address(coll: str, rest: str) -> Address:
     if m := _TIMEMAP.match(rest):
         output, url = m.groups()
         if output not in TIMEMAP_OUTPUTS:
-            raise BadAddress(coll, f"{output!r} is not a TimeMap format.",
-                             f"Use one of {', '.join(TIMEMAP_OUTPUTS)}: /{coll}/timemap/link/<url>.")
+            raise BadAddress(
+                coll,
+                f"{output!r} is not a TimeMap format.",
+                f"Use one of {', '.join(TIMEMAP_OUTPUTS)}: /{coll}/timemap/link/<url>.",
+            )
         return Address(coll, "timemap", check_url(coll, url), output=output)
     if m := _CALENDAR.match(rest):
         ts, url = m.groups()
@@ -105,7 +108,7 @@ def check_url(coll: str, url: str) -> str:
             decoded = host
         if decoded != host and not decoded.isascii():
             url, host = url.replace(host, decoded, 1), decoded
-    if not host or any(c.isspace() or c in "<>\"{}|\\^`%" for c in host):
+    if not host or any(c.isspace() or c in '<>"{}|\\^`%' for c in host):
         raise BadAddress(coll, f"{url!r} has no valid host name.", hint)
     if not host.isascii():
         try:

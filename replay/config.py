@@ -24,17 +24,32 @@ def _optional_str(value: Any) -> str | None:
 
 
 REPLAY_SETTINGS: tuple[Setting, ...] = (
-    Setting("strip_headers",
-            ("Refresh", "Clear-Site-Data", "NEL", "Report-To", "Reporting-Endpoints", "WWW-Authenticate",
-             "Proxy-Authenticate", "Set-Cookie", "Set-Cookie2"),
-            _names, "Archived response headers never sent to readers: they act beyond the page."),
-    Setting("raw_csp", "sandbox; default-src 'self' data: blob: 'unsafe-inline'", _optional_str,
-            "Content-Security-Policy added to id_ (raw) responses of active types (HTML, SVG, XML)."),
+    Setting(
+        "strip_headers",
+        (
+            "Refresh",
+            "Clear-Site-Data",
+            "NEL",
+            "Report-To",
+            "Reporting-Endpoints",
+            "WWW-Authenticate",
+            "Proxy-Authenticate",
+            "Set-Cookie",
+            "Set-Cookie2",
+        ),
+        _names,
+        "Archived response headers never sent to readers: they act beyond the page.",
+    ),
+    Setting(
+        "raw_csp",
+        "sandbox; default-src 'self' data: blob: 'unsafe-inline'",
+        _optional_str,
+        "Content-Security-Policy added to id_ (raw) responses of active types (HTML, SVG, XML).",
+    ),
     Setting("nearby_limit", 20, check_int(0, 1000), "How many nearby archived URLs a 'not archived' page lists."),
     Setting("calendar_limit", 1000, check_int(0, 1000), "How many captures the calendar page of a URL lists at most."),
     Setting("debug", False, check_bool, "Let Flask show tracebacks (development only; never on a public server)."),
 )
-
 
 
 def build_config(values: dict | None) -> dict:

@@ -33,11 +33,17 @@ class ReplayEngine:
         self.root = Path(root)
         self.config = config
         self.warcserver, self._index = make_warcserver(self.root)
-        jinja_env = JinjaEnv(paths=[str(TEMPLATES)], packages=["pywb"], globals={"static_path": "static"},
-                             extensions=["jinja2.ext.i18n"])
+        jinja_env = JinjaEnv(
+            paths=[str(TEMPLATES)], packages=["pywb"], globals={"static_path": "static"}, extensions=["jinja2.ext.i18n"]
+        )
         jinja_env.jinja_env.install_null_translations()
-        pywb_config = {"enable_memento": True, "static_prefix": STATIC_PREFIX, "redirect_to_exact": False,
-                       "framed_replay": False, "use_js_obj_proxy": True}
+        pywb_config = {
+            "enable_memento": True,
+            "static_prefix": STATIC_PREFIX,
+            "redirect_to_exact": False,
+            "framed_replay": False,
+            "use_js_obj_proxy": True,
+        }
         self.rewriter = StrataRewriterApp(LocalClient(self.warcserver), deletion_lookup, jinja_env, pywb_config)
 
     # -- replay --------------------------------------------------------------------------------
@@ -59,11 +65,12 @@ class ReplayEngine:
             location = quote(f"{env['SCRIPT_NAME']}/{match.timestamp}{addr.mod}/{match.url}", safe=_PRINTABLE)
             return "302 Found", [("Location", location), ("Content-Length", "0")], []
         except UpstreamException as exc:
-            if DAMAGE_MARKER in str(exc.msg):    # the warcserver's answer for a damaged record
+            if DAMAGE_MARKER in str(exc.msg):  # the warcserver's answer for a damaged record
                 raise CaptureDamaged(addr.coll, addr.url) from None
             raise
-        headers = replay_headers(response.status_headers.headers, self.config["strip_headers"], addr.mod,
-                                 self.config["raw_csp"])
+        headers = replay_headers(
+            response.status_headers.headers, self.config["strip_headers"], addr.mod, self.config["raw_csp"]
+        )
         return response.status_headers.statusline, headers, response.body
 
     def not_archived(self, addr: Address) -> NotArchived:

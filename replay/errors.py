@@ -55,8 +55,13 @@ class NotArchived(ReplayError):
         self.coll, self.url, self.timestamp, self.nearby, self.later = coll, url, timestamp, nearby, later or []
 
     def context(self) -> dict:
-        return {"coll": self.coll, "url": self.url, "timestamp": self.timestamp, "nearby": self.nearby,
-                "later": self.later}
+        return {
+            "coll": self.coll,
+            "url": self.url,
+            "timestamp": self.timestamp,
+            "nearby": self.nearby,
+            "later": self.later,
+        }
 
 
 class CaptureDeleted(ReplayError):

@@ -19,8 +19,9 @@ from collections.abc import Iterable
 ACTIVE_TYPES = ("text/html", "application/xhtml", "image/svg", "text/xml", "application/xml", "text/xsl")
 
 
-def replay_headers(headers: Iterable[tuple[str, str]], strip: Iterable[str], mod: str,
-                   raw_csp: str | None) -> list[tuple[str, str]]:
+def replay_headers(
+    headers: Iterable[tuple[str, str]], strip: Iterable[str], mod: str, raw_csp: str | None
+) -> list[tuple[str, str]]:
     drop = {name.lower() for name in strip}
     out = [(k, v) for k, v in headers if k.lower() not in drop]
     if mod == "id_" and raw_csp:

@@ -24,7 +24,7 @@ from strata.errors import ConfigError
 
 def _bare_host(value: str) -> str:
     host = value.strip().lower()
-    if host.startswith("["):                      # [::1]:8080
+    if host.startswith("["):  # [::1]:8080
         return host.split("]", 1)[0] + "]"
     return host.rsplit(":", 1)[0].rstrip(".") if host.count(":") == 1 else host.rstrip(".")
 
@@ -47,25 +47,41 @@ class HostDispatcher:
         return self.app_for(environ)(environ, start_response)
 
 
-def build_site(root: Path, staff_host: str, archive_url: str | None = None, replay_config: dict | None = None,
-               staff_config: dict | None = None):
+def build_site(
+    root: Path,
+    staff_host: str,
+    archive_url: str | None = None,
+    replay_config: dict | None = None,
+    staff_config: dict | None = None,
+):
     """The WSGI application ``strata serve --staff-host`` runs: replay everywhere, staff on its host."""
     from replay import create_app
     from replay.staff import create_staff_app
 
     if archive_url and _bare_host(archive_url.split("://", 1)[-1].split("/", 1)[0]) == _bare_host(staff_host):
-        raise ConfigError("the staff host and the archive host must differ: archived pages would run next to "
-                          "the staff session")
+        raise ConfigError(
+            "the staff host and the archive host must differ: archived pages would run next to the staff session"
+        )
     staff_settings = {"staff_hosts": [_bare_host(staff_host)], "archive_url": archive_url, **(staff_config or {})}
-    return HostDispatcher(create_app(Path(root), replay_config), create_staff_app(Path(root), staff_settings),
-                          [staff_host])
+    return HostDispatcher(
+        create_app(Path(root), replay_config), create_staff_app(Path(root), staff_settings), [staff_host]
+    )
 
 
 def start_services(root: Path, allow_networks: Iterable[str] = (), parallel: int = 2) -> subprocess.Popen:
     """``strata worker --with-scheduler`` as a child process (stop it with ``terminate()``: the worker
     stops its runs cleanly and queues them again)."""
-    args = [sys.executable, "-c", "from cli import main; main()", "worker", "--with-scheduler",
-            "--root", str(root), "--parallel", str(parallel)]
+    args = [
+        sys.executable,
+        "-c",
+        "from cli import main; main()",
+        "worker",
+        "--with-scheduler",
+        "--root",
+        str(root),
+        "--parallel",
+        str(parallel),
+    ]
     for network in allow_networks:
         args += ["--allow-network", network]
     return subprocess.Popen(args, env=dict(os.environ))

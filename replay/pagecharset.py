@@ -49,8 +49,8 @@ _UTF16_META = {"utf-16", "utf-16-le", "utf-16-be"}  # a <meta> read as ASCII can
 
 @dataclasses.dataclass(frozen=True)
 class PageCharset:
-    label: str    # what the replayed Content-Type says: charset=<label>
-    codec: str    # the Python codec for it
+    label: str  # what the replayed Content-Type says: charset=<label>
+    codec: str  # the Python codec for it
 
 
 def header_charset(content_type: str | None) -> str | None:

@@ -42,10 +42,16 @@ class PageUrlRewriter(UrlRewriter):
 
     @classmethod
     def like(cls, rewriter: UrlRewriter) -> PageUrlRewriter:
-        return cls(PageWbUrl.adopt(rewriter.wburl), prefix=rewriter.prefix, full_prefix=rewriter.full_prefix,
-                   rel_prefix=rewriter.rel_prefix, root_path=rewriter.root_path,
-                   cookie_scope=rewriter.cookie_scope, rewrite_opts=rewriter.rewrite_opts,
-                   pywb_static_prefix=rewriter._pywb_static_prefix)
+        return cls(
+            PageWbUrl.adopt(rewriter.wburl),
+            prefix=rewriter.prefix,
+            full_prefix=rewriter.full_prefix,
+            rel_prefix=rewriter.rel_prefix,
+            root_path=rewriter.root_path,
+            cookie_scope=rewriter.cookie_scope,
+            rewrite_opts=rewriter.rewrite_opts,
+            pywb_static_prefix=rewriter._pywb_static_prefix,
+        )
 
     def _create_rebased_rewriter(self, new_wburl, prefix):
         return PageUrlRewriter(PageWbUrl.adopt(new_wburl), prefix)

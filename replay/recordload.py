@@ -98,8 +98,11 @@ def parse_buffered_headers(parser: StatusAndHeadersParser, stream) -> StatusAndH
     if b"\n " in block or b"\n\t" in block:
         headers = _folded_headers(lines)
     else:  # no continuation line: each line is a header on its own
-        headers = [(parts[0].rstrip(" \t"), parts[1].lstrip())
-                   for parts in (line.rstrip().split(":", 1) for line in lines[1:-2]) if len(parts) == 2]
+        headers = [
+            (parts[0].rstrip(" \t"), parts[1].lstrip())
+            for parts in (line.rstrip().split(":", 1) for line in lines[1:-2])
+            if len(parts) == 2
+        ]
     statusline = protocol_status[1].strip() if len(protocol_status) > 1 else ""
     _consume(stream, buff, end - start)
     return StatusAndHeaders(statusline=statusline, headers=headers, protocol=protocol_status[0], total_len=len(text))

@@ -68,12 +68,15 @@ class StrataRewriterApp(RewriterApp):
             params["to"] = pad_as_of(wb_url.timestamp)
         if wb_url.mod == "vi_":
             params["content_type"] = self.VIDEO_INFO_CONTENT_TYPE
-        return self.client.post(self.get_upstream_url(wb_url, kwargs, params), data=BytesIO(req_data),
-                                headers=headers)
+        return self.client.post(self.get_upstream_url(wb_url, kwargs, params), data=BytesIO(req_data), headers=headers)
 
     def do_query(self, wb_url, kwargs):
-        params = {"url": wb_url.url, "output": kwargs.get("output", "json"), "from": wb_url.timestamp,
-                  "to": wb_url.end_timestamp}
+        params = {
+            "url": wb_url.url,
+            "output": kwargs.get("output", "json"),
+            "from": wb_url.timestamp,
+            "to": wb_url.end_timestamp,
+        }
         for key in ("memento_format", "limit"):
             if key in kwargs:
                 params[key] = kwargs[key]

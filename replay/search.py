@@ -41,10 +41,15 @@ def _root() -> Path:
 def _params(per_page_default: int) -> SearchParams:
     args = request.args
     return SearchParams(
-        q=args.get("q", ""), date_from=args.get("from") or None, date_to=args.get("to") or None,
-        site=args.get("site") or None, type=args.get("type") or None,
-        collections=[c for c in args.getlist("c") if c] or None, sort=args.get("sort") or "relevance",
-        page=args.get("page", "1"), per_page=args.get("per_page", str(per_page_default)),
+        q=args.get("q", ""),
+        date_from=args.get("from") or None,
+        date_to=args.get("to") or None,
+        site=args.get("site") or None,
+        type=args.get("type") or None,
+        collections=[c for c in args.getlist("c") if c] or None,
+        sort=args.get("sort") or "relevance",
+        page=args.get("page", "1"),
+        per_page=args.get("per_page", str(per_page_default)),
     )
 
 
@@ -91,9 +96,16 @@ def page():
         except StrataError as exc:
             error, status = exc.message, exc.http_status
     return render_template(
-        "search/results.html", result=result, error=error, args=request.args, href=_href,
-        collections=list_collections(root), chosen=request.args.getlist("c"), mime_groups=MIME_GROUPS,
-        max_per_page=MAX_PER_PAGE, bars=_bars(result) if result else [],
+        "search/results.html",
+        result=result,
+        error=error,
+        args=request.args,
+        href=_href,
+        collections=list_collections(root),
+        chosen=request.args.getlist("c"),
+        mime_groups=MIME_GROUPS,
+        max_per_page=MAX_PER_PAGE,
+        bars=_bars(result) if result else [],
     ), status
 
 
@@ -101,8 +113,7 @@ def _bars(result: dict) -> list[dict]:
     """Histogram buckets with heights (0..60 px) and the date range each one stands for."""
     buckets = result["histogram"]["buckets"]
     top = max((b["count"] for b in buckets), default=0) or 1
-    return [{**b, "height": max(2, round(60 * b["count"] / top)), "label": _bucket_label(b["value"])}
-            for b in buckets]
+    return [{**b, "height": max(2, round(60 * b["count"] / top)), "label": _bucket_label(b["value"])} for b in buckets]
 
 
 def _bucket_label(value: str) -> str:

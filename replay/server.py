@@ -44,7 +44,7 @@ def serve(app, host: str = "127.0.0.1", port: int = 8080, ready=None) -> None:
     server = make_server(app, host, port)
     try:
         server.init_socket()
-    except OSError as exc:   # a busy port: one line from the CLI, not gevent's traceback
+    except OSError as exc:  # a busy port: one line from the CLI, not gevent's traceback
         raise listen_error(host, port, exc) from None
     # Ctrl-C and SIGTERM stop the server quietly (gevent's hub would print the KeyboardInterrupt).
     handlers = [gevent.signal_handler(sig, server.stop) for sig in (signal.SIGINT, signal.SIGTERM)]

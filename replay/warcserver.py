@@ -83,7 +83,7 @@ class _DamageCheck:
             try:
                 reason = check_record_at(Path(url), int(offset), length_value)
             except OSError:
-                reason = ""          # a file that is not there: pywb's own handling
+                reason = ""  # a file that is not there: pywb's own handling
             if reason:
                 self.damage = DamagedCapture(url, int(offset), reason)
                 raise self.damage
@@ -160,11 +160,15 @@ class _RevisitLoader(_CheckedResolvingLoader):
 
     def __init__(self, path_resolvers, root: Path):
         fast = self.fast_records
-        super().__init__(path_resolvers, record_loader=_CheckedRecordLoader() if fast else _CheckedBlockLoader(),
-                         no_record_parse=False)
+        super().__init__(
+            path_resolvers,
+            record_loader=_CheckedRecordLoader() if fast else _CheckedBlockLoader(),
+            no_record_parse=False,
+        )
         self.harvest_dbs = _HarvestDatabases(root)
-        self.payload_loader = (_CheckedResolvingLoader(path_resolvers, record_loader=_CheckedPayloadRecordLoader())
-                               if fast else None)
+        self.payload_loader = (
+            _CheckedResolvingLoader(path_resolvers, record_loader=_CheckedPayloadRecordLoader()) if fast else None
+        )
 
     def _original_loader(self, headers_record) -> ResolvingLoader:
         """What loads the original of this revisit: ``payload_loader`` if nothing will read the

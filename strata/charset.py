@@ -28,8 +28,7 @@ import codecs
 import re
 from dataclasses import dataclass
 
-__all__ = ["DocumentCharset", "codec_for_label", "css_charset", "decode", "detect_codec", "html_charset",
-           "sniff_html"]
+__all__ = ["DocumentCharset", "codec_for_label", "css_charset", "decode", "detect_codec", "html_charset", "sniff_html"]
 
 #: A ``<meta>`` charset declaration counts in the first 1,024 bytes (the standard's prescan) ...
 PRESCAN_BYTES = 1024
@@ -168,16 +167,16 @@ def _detected(body: bytes) -> DocumentCharset:
         return DocumentCharset("utf-8", "utf-8", "detected")
     sample = body[:DETECT_BYTES]
     best = None
-    if len(sample.translate(None, _ASCII)) >= DETECT_MIN_BYTES:   # the non-ASCII bytes
+    if len(sample.translate(None, _ASCII)) >= DETECT_MIN_BYTES:  # the non-ASCII bytes
         from charset_normalizer import from_bytes  # ~30 ms to import: only undeclared legacy pages pay it
 
         best = from_bytes(sample).best()
     name = _lookup(best.encoding) if best is not None else None
     if name in _CHINESE:
-        return DocumentCharset("gb18030", "gbk", "detected")   # Chromium's detector says GBK
+        return DocumentCharset("gb18030", "gbk", "detected")  # Chromium's detector says GBK
     if name is not None:
         codec = _BROWSER_CODECS.get(name, name)
-        if codec not in _META_IMPOSSIBLE:   # browsers never detect UTF-16 without a BOM
+        if codec not in _META_IMPOSSIBLE:  # browsers never detect UTF-16 without a BOM
             return DocumentCharset(codec, codec, "detected")
     return DocumentCharset("cp1252", "cp1252", "default")
 

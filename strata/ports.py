@@ -18,8 +18,10 @@ __all__ = ["check_port_free", "listen_error"]
 def listen_error(host: str, port: int, exc: OSError, option: str = "--port") -> ConfigError:
     """The ConfigError for a server that could not listen on ``host:port``."""
     if exc.errno == errno.EADDRINUSE:
-        return ConfigError(f"port {port} on {host} is already in use (by another server, or an earlier "
-                           f"strata serve or demo still running); stop it or choose another with {option} PORT")
+        return ConfigError(
+            f"port {port} on {host} is already in use (by another server, or an earlier "
+            f"strata serve or demo still running); stop it or choose another with {option} PORT"
+        )
     reason = exc.strerror or str(exc) or type(exc).__name__
     return ConfigError(f"cannot listen on {host}:{port} ({reason}); choose another address or port with {option}")
 

@@ -30,18 +30,19 @@ def registrable_domain(host: str) -> str:
     parts = _extractor()(host)
     if parts.suffix and parts.domain:
         return f"{parts.domain}.{parts.suffix}"
-    if parts.suffix:          # the host is a public suffix itself
+    if parts.suffix:  # the host is a public suffix itself
         return host
     labels = host.split(".")
-    return ".".join(labels[-2:])   # the default rule "*"
+    return ".".join(labels[-2:])  # the default rule "*"
 
 
 @functools.cache
 def _extractor():
     import tldextract  # half a second (requests): only jobs with same-domain scope pay it
 
-    return tldextract.TLDExtract(cache_dir=None, suffix_list_urls=(), fallback_to_snapshot=True,
-                                 include_psl_private_domains=True)
+    return tldextract.TLDExtract(
+        cache_dir=None, suffix_list_urls=(), fallback_to_snapshot=True, include_psl_private_domains=True
+    )
 
 
 def _is_ip(host: str) -> bool:

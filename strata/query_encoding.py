@@ -45,7 +45,7 @@ def encode_query(href: str, codec: str) -> str:
         return href
     hash_at = href.find("#")
     if 0 <= hash_at < start:
-        return href   # the "?" is in the fragment
+        return href  # the "?" is in the fragment
     end = hash_at if hash_at >= 0 else len(href)
     query = href[start + 1 : end]
     if query.isascii():
@@ -65,7 +65,7 @@ def _encode_run(text: str, codec: str) -> str:
     extra = _EXTRA.get(codec, {})
     for char in text:
         if "\ud800" <= char <= "\udfff":
-            char = "\ufffd"   # a lone surrogate: the DOM hands the URL parser U+FFFD
+            char = "\ufffd"  # a lone surrogate: the DOM hands the URL parser U+FFFD
         data = extra.get(char)
         if data is None:
             try:

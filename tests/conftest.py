@@ -77,7 +77,10 @@ class Wayback:
         self.log = open(root.parent / "wayback.log", "w+b")  # noqa: SIM115 (closed in stop)
         self.proc = subprocess.Popen(
             [str(VENV_BIN / "wayback"), "-p", str(self.port), "-b", "127.0.0.1", "-d", str(root.parent)],
-            stdout=subprocess.DEVNULL, stderr=self.log, env=env, cwd=str(root.parent),
+            stdout=subprocess.DEVNULL,
+            stderr=self.log,
+            env=env,
+            cwd=str(root.parent),
         )
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:

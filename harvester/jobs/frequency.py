@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 from strata.errors import ConfigError
 
 FREQUENCIES = ("hourly", "daily", "weekly", "monthly", "quarterly")
-ADAPTIVE = "adaptive"    # as often as the job's change rate warrants: harvester.change_rates
+ADAPTIVE = "adaptive"  # as often as the job's change rate warrants: harvester.change_rates
 INTERVALS = {"hourly": timedelta(hours=1), "daily": timedelta(days=1), "weekly": timedelta(weeks=1)}
 MONTHS = {"monthly": 1, "quarterly": 3}
 

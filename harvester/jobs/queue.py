@@ -87,9 +87,17 @@ class RunQueue(abc.ABC):
     """What the console, the worker and the scheduler need from a queue backend."""
 
     @abc.abstractmethod
-    def enqueue(self, collection: str, job: str, mode: str = "auto", reason: str = "manual",
-                requested_by: str | None = None, now: datetime | None = None,
-                retry_of: int | None = None, attempt: int = 1) -> tuple[QueuedRun, bool]:
+    def enqueue(
+        self,
+        collection: str,
+        job: str,
+        mode: str = "auto",
+        reason: str = "manual",
+        requested_by: str | None = None,
+        now: datetime | None = None,
+        retry_of: int | None = None,
+        attempt: int = 1,
+    ) -> tuple[QueuedRun, bool]:
         """Queue a run; when the job already has a queued or running entry, return it and False."""
 
     @abc.abstractmethod
@@ -97,13 +105,25 @@ class RunQueue(abc.ABC):
         """Take the oldest queued run whose job and collection have nothing running."""
 
     @abc.abstractmethod
-    def heartbeat(self, entry_id: int, worker: str, progress: dict | None = None, run_id: str | None = None,
-                  now: datetime | None = None) -> bool:
+    def heartbeat(
+        self,
+        entry_id: int,
+        worker: str,
+        progress: dict | None = None,
+        run_id: str | None = None,
+        now: datetime | None = None,
+    ) -> bool:
         """Record that ``worker`` still runs the entry; True when staff asked to cancel it."""
 
     @abc.abstractmethod
-    def finish(self, entry_id: int, status: str, summary: dict | None = None, error: str | None = None,
-               now: datetime | None = None) -> None: ...
+    def finish(
+        self,
+        entry_id: int,
+        status: str,
+        summary: dict | None = None,
+        error: str | None = None,
+        now: datetime | None = None,
+    ) -> None: ...
 
     @abc.abstractmethod
     def cancel(self, entry_id: int, now: datetime | None = None) -> QueuedRun:
@@ -121,8 +141,13 @@ class RunQueue(abc.ABC):
     def get(self, entry_id: int) -> QueuedRun | None: ...
 
     @abc.abstractmethod
-    def entries(self, collection: str | None = None, job: str | None = None,
-                statuses: tuple[str, ...] | None = None, limit: int = 100) -> list[QueuedRun]: ...
+    def entries(
+        self,
+        collection: str | None = None,
+        job: str | None = None,
+        statuses: tuple[str, ...] | None = None,
+        limit: int = 100,
+    ) -> list[QueuedRun]: ...
 
     @abc.abstractmethod
     def schedule(self, collection: str, job: str) -> ScheduleEntry | None: ...
@@ -141,8 +166,9 @@ class RunQueue(abc.ABC):
         """Mark every stale running entry interrupted (each gets a retry); the entries marked."""
         out = []
         for entry in self.stale(now, stale_after):
-            marked = self.interrupt(entry.id, f"worker {entry.worker} stopped while running it (restart or crash)",
-                                    now=now)
+            marked = self.interrupt(
+                entry.id, f"worker {entry.worker} stopped while running it (restart or crash)", now=now
+            )
             if marked:
                 out.append(marked)
         return out
@@ -223,11 +249,13 @@ class SQLiteQueue(RunQueue):
     def _active(self, collection: str, job: str) -> QueuedRun | None:
         row = self.conn.execute(
             "SELECT * FROM queue WHERE collection=? AND job=? AND status IN ('queued','running') ORDER BY id LIMIT 1",
-            (collection, job)).fetchone()
+            (collection, job),
+        ).fetchone()
         return self._row(row)
 
-    def enqueue(self, collection, job, mode="auto", reason="manual", requested_by=None, now=None,
-                retry_of=None, attempt=1):
+    def enqueue(
+        self, collection, job, mode="auto", reason="manual", requested_by=None, now=None, retry_of=None, attempt=1
+    ):
         if mode not in MODES:
             raise ConfigError(f"run mode must be one of {', '.join(MODES)}, not {mode!r}")
         now = now or utc_now()
@@ -238,7 +266,8 @@ class SQLiteQueue(RunQueue):
             cur = self.conn.execute(
                 "INSERT INTO queue (collection, job, mode, status, reason, requested_by, queued_at, attempt, retry_of) "
                 "VALUES (?,?,?,?,?,?,?,?,?)",
-                (collection, job, mode, "queued", reason, requested_by, iso(now), attempt, retry_of))
+                (collection, job, mode, "queued", reason, requested_by, iso(now), attempt, retry_of),
+            )
             entry_id = cur.lastrowid
         return self.get(entry_id), True
 
@@ -248,11 +277,14 @@ class SQLiteQueue(RunQueue):
             row = self.conn.execute(
                 "SELECT q.id FROM queue q WHERE q.status='queued' AND NOT EXISTS ("
                 " SELECT 1 FROM queue r WHERE r.status='running' AND r.collection=q.collection) "
-                "ORDER BY q.id LIMIT 1").fetchone()
+                "ORDER BY q.id LIMIT 1"
+            ).fetchone()
             if row is None:
                 return None
-            self.conn.execute("UPDATE queue SET status='running', worker=?, started_at=?, heartbeat=? WHERE id=?",
-                              (worker, iso(now), iso(now), row["id"]))
+            self.conn.execute(
+                "UPDATE queue SET status='running', worker=?, started_at=?, heartbeat=? WHERE id=?",
+                (worker, iso(now), iso(now), row["id"]),
+            )
         return self.get(row["id"])
 
     def heartbeat(self, entry_id, worker, progress=None, run_id=None, now=None):
@@ -264,8 +296,10 @@ class SQLiteQueue(RunQueue):
         if run_id is not None:
             sets.append("run_id=?")
             args.append(run_id)
-        self.conn.execute(f"UPDATE queue SET {', '.join(sets)} WHERE id=? AND worker=? AND status='running'",
-                          (*args, entry_id, worker))
+        self.conn.execute(
+            f"UPDATE queue SET {', '.join(sets)} WHERE id=? AND worker=? AND status='running'",
+            (*args, entry_id, worker),
+        )
         row = self.conn.execute("SELECT cancel_requested FROM queue WHERE id=?", (entry_id,)).fetchone()
         return bool(row and row[0])
 
@@ -278,8 +312,15 @@ class SQLiteQueue(RunQueue):
             self.conn.execute(
                 "UPDATE queue SET status=?, finished_at=?, summary=?, error=?, run_id=COALESCE(?, run_id) "
                 "WHERE id=? AND status='running'",
-                (status, iso(now), json.dumps(summary, ensure_ascii=False, default=str), error,
-                 summary.get("run_id"), entry_id))
+                (
+                    status,
+                    iso(now),
+                    json.dumps(summary, ensure_ascii=False, default=str),
+                    error,
+                    summary.get("run_id"),
+                    entry_id,
+                ),
+            )
 
     def cancel(self, entry_id, now=None):
         now = now or utc_now()
@@ -288,8 +329,10 @@ class SQLiteQueue(RunQueue):
             if entry is None:
                 raise HarvestError(f"no queued run {entry_id}")
             if entry.status == "queued":
-                self.conn.execute("UPDATE queue SET status='cancelled', finished_at=?, error=? WHERE id=?",
-                                  (iso(now), "cancelled before it started", entry_id))
+                self.conn.execute(
+                    "UPDATE queue SET status='cancelled', finished_at=?, error=? WHERE id=?",
+                    (iso(now), "cancelled before it started", entry_id),
+                )
             elif entry.status == "running":
                 self.conn.execute("UPDATE queue SET cancel_requested=1 WHERE id=?", (entry_id,))
         return self.get(entry_id)
@@ -302,14 +345,25 @@ class SQLiteQueue(RunQueue):
                 return None
             again = retry and not entry.cancel_requested and entry.attempt < MAX_ATTEMPTS
             note = why + ("; queued again" if again else "; not retried")
-            self.conn.execute("UPDATE queue SET status='interrupted', finished_at=?, error=? WHERE id=?",
-                              (iso(now), note, entry_id))
+            self.conn.execute(
+                "UPDATE queue SET status='interrupted', finished_at=?, error=? WHERE id=?", (iso(now), note, entry_id)
+            )
             if again:
                 self.conn.execute(
                     "INSERT INTO queue (collection, job, mode, status, reason, requested_by, queued_at, attempt, "
                     "retry_of) VALUES (?,?,?,?,?,?,?,?,?)",
-                    (entry.collection, entry.job, entry.mode, "queued", "retry", entry.requested_by, iso(now),
-                     entry.attempt + 1, entry.id))
+                    (
+                        entry.collection,
+                        entry.job,
+                        entry.mode,
+                        "queued",
+                        "retry",
+                        entry.requested_by,
+                        iso(now),
+                        entry.attempt + 1,
+                        entry.id,
+                    ),
+                )
         return self.get(entry_id)
 
     def stale(self, now=None, stale_after=60.0):
@@ -321,7 +375,7 @@ class SQLiteQueue(RunQueue):
         patient = now - timedelta(seconds=max(stale_after * 10, 600))
         for row in self.conn.execute("SELECT * FROM queue WHERE status='running' ORDER BY id"):
             entry = self._row(row)
-            assert entry is not None   # a row was there
+            assert entry is not None  # a row was there
             alive = worker_alive(entry.worker)
             beat = entry.heartbeat or entry.queued_at
             if alive is False or beat < (patient if alive else limit):
@@ -350,25 +404,43 @@ class SQLiteQueue(RunQueue):
         row = self.conn.execute("SELECT * FROM schedule WHERE collection=? AND job=?", (collection, job)).fetchone()
         if row is None:
             return None
-        return ScheduleEntry(row["collection"], row["job"], row["frequency"], parse_iso(row["next_due"]),
-                             parse_iso(row["last_queued"]), bool(row["paused"]))
+        return ScheduleEntry(
+            row["collection"],
+            row["job"],
+            row["frequency"],
+            parse_iso(row["next_due"]),
+            parse_iso(row["last_queued"]),
+            bool(row["paused"]),
+        )
 
     def save_schedule(self, entry):
         self.conn.execute(
             "INSERT INTO schedule VALUES (?,?,?,?,?,?) ON CONFLICT (collection, job) DO UPDATE SET "
             "frequency=excluded.frequency, next_due=excluded.next_due, last_queued=excluded.last_queued, "
             "paused=excluded.paused",
-            (entry.collection, entry.job, entry.frequency, iso(entry.next_due) if entry.next_due else None,
-             iso(entry.last_queued) if entry.last_queued else None, int(entry.paused)))
+            (
+                entry.collection,
+                entry.job,
+                entry.frequency,
+                iso(entry.next_due) if entry.next_due else None,
+                iso(entry.last_queued) if entry.last_queued else None,
+                int(entry.paused),
+            ),
+        )
 
     def forget_job(self, collection, job, now=None):
         now = now or utc_now()
         with self._tx():
             self.conn.execute("DELETE FROM schedule WHERE collection=? AND job=?", (collection, job))
-            self.conn.execute("UPDATE queue SET status='cancelled', finished_at=?, error='job deleted' "
-                              "WHERE collection=? AND job=? AND status='queued'", (iso(now), collection, job))
-            self.conn.execute("UPDATE queue SET cancel_requested=1 WHERE collection=? AND job=? AND status='running'",
-                              (collection, job))
+            self.conn.execute(
+                "UPDATE queue SET status='cancelled', finished_at=?, error='job deleted' "
+                "WHERE collection=? AND job=? AND status='queued'",
+                (iso(now), collection, job),
+            )
+            self.conn.execute(
+                "UPDATE queue SET cancel_requested=1 WHERE collection=? AND job=? AND status='running'",
+                (collection, job),
+            )
 
 
 BACKENDS = {"sqlite": SQLiteQueue.for_root}

@@ -9,7 +9,8 @@ running is not queued again (the slot is spent). Paused and ``manual`` jobs are 
 Frequencies: ``hourly``, ``daily``, ``weekly`` (fixed intervals); ``monthly`` and ``quarterly``
 (calendar months, same day of month, clamped to the month's length); or a five-field cron
 expression in UTC (evaluated by ``cronsim``); or ``adaptive``: one interval after its last run, the
-interval set by the change rates its runs observed (``harvester.change_rates``). A job never run by the scheduler starts from its last
+interval set by the change rates its runs observed (``harvester.change_rates``). A job never run by the scheduler
+starts from its last
 harvest run (``runs`` in the collection database): an interval job that never ran is due at once,
 a cron job at its next slot.
 
@@ -41,7 +42,7 @@ Clock = Callable[[], datetime]
 @dataclasses.dataclass
 class TickResult:
     queued: list[QueuedRun] = dataclasses.field(default_factory=list)
-    skipped: list[tuple[str, str, str]] = dataclasses.field(default_factory=list)   # (coll, job, why)
+    skipped: list[tuple[str, str, str]] = dataclasses.field(default_factory=list)  # (coll, job, why)
     errors: list[tuple[str, str, str]] = dataclasses.field(default_factory=list)
 
 
@@ -112,13 +113,19 @@ class Scheduler:
         entry = self.queue.schedule(collection, job.name)
         if entry is None or entry.frequency != frequency or entry.next_due is None:
             last = last_run_started(self.root, collection, job.name)
-            entry = ScheduleEntry(collection, job.name, frequency, first_due(frequency, last, now),
-                                  entry.last_queued if entry else None, entry.paused if entry else False)
+            entry = ScheduleEntry(
+                collection,
+                job.name,
+                frequency,
+                first_due(frequency, last, now),
+                entry.last_queued if entry else None,
+                entry.paused if entry else False,
+            )
             self.queue.save_schedule(entry)
         if entry.paused:
             result.skipped.append((collection, job.name, "paused"))
             return
-        assert entry.next_due is not None   # set just above when the queue held none
+        assert entry.next_due is not None  # set just above when the queue held none
         if entry.next_due > now:
             return
         queued, created = self.queue.enqueue(collection, job.name, "auto", reason="schedule", now=now)
@@ -136,15 +143,24 @@ class Scheduler:
         run that just ended moves the next time by what it saw."""
         entry = self.queue.schedule(collection, job.name)
         if entry is None or entry.frequency != ADAPTIVE:
-            entry = ScheduleEntry(collection, job.name, ADAPTIVE, None, entry.last_queued if entry else None,
-                                  entry.paused if entry else False)
+            entry = ScheduleEntry(
+                collection,
+                job.name,
+                ADAPTIVE,
+                None,
+                entry.last_queued if entry else None,
+                entry.paused if entry else False,
+            )
         if entry.paused:
             self.queue.save_schedule(entry)
             result.skipped.append((collection, job.name, "paused"))
             return
         history = job_history(self.root, collection, job.name)
-        interval = timedelta(seconds=adaptive_interval(pooled_rate(history[-HISTORY:]), job.adaptive_target,
-                                                       job.adaptive_min, job.adaptive_max))
+        interval = timedelta(
+            seconds=adaptive_interval(
+                pooled_rate(history[-HISTORY:]), job.adaptive_target, job.adaptive_min, job.adaptive_max
+            )
+        )
         starts = [_parse_started(run["started"]) for run in history if run.get("started")]
         base = max([t for t in (max(starts, default=None), entry.last_queued) if t is not None], default=None)
         entry.next_due = now if base is None else base + interval
@@ -159,13 +175,17 @@ class Scheduler:
         entry.last_queued, entry.next_due = now, now + interval
         self.queue.save_schedule(entry)
 
-    def run_forever(self, interval: float = 30.0, stop: threading.Event | None = None,
-                    report: Callable[[TickResult], None] | None = None) -> None:
+    def run_forever(
+        self,
+        interval: float = 30.0,
+        stop: threading.Event | None = None,
+        report: Callable[[TickResult], None] | None = None,
+    ) -> None:
         stop = stop or threading.Event()
         while not stop.is_set():
             try:
                 outcome = self.tick()
-            except Exception:   # a bad tick must not end the scheduler; the next one tries again
+            except Exception:  # a bad tick must not end the scheduler; the next one tries again
                 log.exception("scheduler tick failed")
             else:
                 if report:
@@ -180,7 +200,7 @@ def set_paused(queue: RunQueue, collection: str, job: JobSettings, paused: bool,
         entry = ScheduleEntry(collection, job.name, job.frequency, None, None, paused)
     entry.paused = paused
     if not paused:
-        entry.next_due = None     # recomputed at the next tick from the last run, not from old slots
+        entry.next_due = None  # recomputed at the next tick from the last run, not from old slots
     queue.save_schedule(entry)
 
 

@@ -46,9 +46,19 @@ class _Active:
 
 
 class Worker:
-    def __init__(self, root: Path, policy: NetworkPolicy | None = None, *, queue: RunQueue | None = None,
-                 max_parallel: int = 2, poll: float = 1.0, heartbeat: float = 1.0, stale_after: float = 60.0,
-                 harvest_factory: Callable | None = None, report: Callable[[str], None] | None = None):
+    def __init__(
+        self,
+        root: Path,
+        policy: NetworkPolicy | None = None,
+        *,
+        queue: RunQueue | None = None,
+        max_parallel: int = 2,
+        poll: float = 1.0,
+        heartbeat: float = 1.0,
+        stale_after: float = 60.0,
+        harvest_factory: Callable | None = None,
+        report: Callable[[str], None] | None = None,
+    ):
         self.root = Path(root)
         self.policy = policy if policy is not None else NetworkPolicy()
         self.queue = queue or open_queue(self.root)
@@ -109,7 +119,7 @@ class Worker:
         except StrataError as exc:
             self.queue.finish(entry.id, "failed", error=exc.message)
             self.report(f"run {entry.id} failed: {exc.message}")
-        except Exception as exc:   # noqa: BLE001  (recorded on the run; the worker goes on)
+        except Exception as exc:  # noqa: BLE001  (recorded on the run; the worker goes on)
             log.exception("run %s failed", entry.id)
             self.queue.finish(entry.id, "failed", error=f"{type(exc).__name__}: {exc}")
         else:
@@ -118,10 +128,12 @@ class Worker:
                 self.queue.interrupt(entry.id, f"worker {self.id} was stopped during the run")
                 self.report(f"run {entry.id} stopped with the worker; queued again")
             else:
-                failure = summary.get("failure")   # a run that went to its end and still failed says why
+                failure = summary.get("failure")  # a run that went to its end and still failed says why
                 self.queue.finish(entry.id, summary["status"], summary=summary, error=failure)
-                self.report(f"run {entry.id} {summary['status']}: {summary['urls_fetched']} URLs, "
-                            f"{summary['bytes_stored']} bytes stored" + (f"; {failure}" if failure else ""))
+                self.report(
+                    f"run {entry.id} {summary['status']}: {summary['urls_fetched']} URLs, "
+                    f"{summary['bytes_stored']} bytes stored" + (f"; {failure}" if failure else "")
+                )
         finally:
             beat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -138,8 +150,9 @@ class Worker:
         def progress(p: dict) -> None:
             active.progress = p
 
-        harvest = factory(coll, job, mode=entry.harvest_mode, progress=progress,
-                          transport=harvest_transport(job, self.policy))
+        harvest = factory(
+            coll, job, mode=entry.harvest_mode, progress=progress, transport=harvest_transport(job, self.policy)
+        )
         active.harvest = harvest
         if self._stopping or active.cancelled:
             harvest.request_stop()
@@ -148,8 +161,9 @@ class Worker:
     async def _heartbeat(self, active: _Active) -> None:
         while True:
             progress = active.progress or None
-            cancel = self.queue.heartbeat(active.entry.id, self.id, progress=progress,
-                                          run_id=(progress or {}).get("run_id"))
+            cancel = self.queue.heartbeat(
+                active.entry.id, self.id, progress=progress, run_id=(progress or {}).get("run_id")
+            )
             if cancel and not active.cancelled:
                 active.cancelled = True
                 if active.harvest is not None:
@@ -158,8 +172,14 @@ class Worker:
             await asyncio.sleep(self.heartbeat_every)
 
 
-def run_worker(root: Path, policy: NetworkPolicy, max_parallel: int = 2, once: bool = False,
-               report: Callable[[str], None] | None = None, poll: float = 1.0) -> None:
+def run_worker(
+    root: Path,
+    policy: NetworkPolicy,
+    max_parallel: int = 2,
+    once: bool = False,
+    report: Callable[[str], None] | None = None,
+    poll: float = 1.0,
+) -> None:
     """Run a worker until SIGINT/SIGTERM (or, with ``once``, until the queue is empty)."""
     import signal
 

@@ -77,7 +77,7 @@ class CaptureStore:
         keys = list(keys)
         out: dict[str, int] = {}
         for i in range(0, len(keys), _CHUNK):
-            chunk = keys[i:i + _CHUNK]
+            chunk = keys[i : i + _CHUNK]
             marks = ",".join("?" * len(chunk))
             out.update(self.conn.execute(f"SELECT key, docnum FROM docs WHERE key IN ({marks})", chunk).fetchall())
         return out
@@ -90,7 +90,8 @@ class CaptureStore:
         """key -> sorted capture timestamps, for every document (tests, rebuild comparisons)."""
         out: dict[str, list[str]] = {}
         for key, ts in self.conn.execute(
-                "SELECT docs.key, captures.ts FROM docs JOIN captures USING (docnum) ORDER BY docs.key, captures.ts"):
+            "SELECT docs.key, captures.ts FROM docs JOIN captures USING (docnum) ORDER BY docs.key, captures.ts"
+        ):
             out.setdefault(key, []).append(f"{ts:014d}")
         return out
 
@@ -109,8 +110,9 @@ class CaptureStore:
         try:
             conn.executemany("INSERT OR IGNORE INTO docs(docnum, key) VALUES (?, ?)", docs)
             before = conn.total_changes
-            conn.executemany("INSERT OR IGNORE INTO captures(docnum, ts) VALUES (?, ?)",
-                             ((d, int(ts)) for d, ts in captures))
+            conn.executemany(
+                "INSERT OR IGNORE INTO captures(docnum, ts) VALUES (?, ?)", ((d, int(ts)) for d, ts in captures)
+            )
             added = conn.total_changes - before
             conn.executemany("INSERT OR IGNORE INTO runs(run_id) VALUES (?)", ((r,) for r in runs))
             conn.execute("COMMIT")
@@ -127,7 +129,7 @@ class CaptureTable:
 
     def __init__(self, store: CaptureStore, lock: threading.Lock | None = None):
         self._store = store
-        self._lock = lock or threading.Lock()     # one reader of the store at a time
+        self._lock = lock or threading.Lock()  # one reader of the store at a time
         self._by_doc: tuple[array, array] | None = None
         self._by_ts: tuple[array, array] | None = None
 
@@ -156,7 +158,7 @@ class CaptureTable:
         offsets, stamps_by_doc = self._docs()
         if docnum + 1 >= len(offsets):
             return []
-        stamps: Iterable[int] = stamps_by_doc[offsets[docnum]:offsets[docnum + 1]]
+        stamps: Iterable[int] = stamps_by_doc[offsets[docnum] : offsets[docnum + 1]]
         if lo is not None or hi is not None:
             low = int(lo) if lo else 0
             high = int(hi) if hi else 99999999999999

@@ -76,9 +76,10 @@ class CJKBigramAnalyzer(Tokenizer):
         self.maxsize = maxsize
 
     def __eq__(self, other):
-        return (
-            other.__class__ is self.__class__
-            and (self.stoplist, self.minsize, self.maxsize) == (other.stoplist, other.minsize, other.maxsize)
+        return other.__class__ is self.__class__ and (self.stoplist, self.minsize, self.maxsize) == (
+            other.stoplist,
+            other.minsize,
+            other.maxsize,
         )
 
     def __hash__(self):
@@ -87,9 +88,18 @@ class CJKBigramAnalyzer(Tokenizer):
     # One loop on purpose (complexity 23, over the limit of 15): the bigrams of a CJK run in a sub-generator
     # cost 15% more CPU per token on Chinese text (0.145 s -> 0.170 s for 790k tokens, best of 5).
     def __call__(  # noqa: C901
-        self, value: str, positions: bool = False, chars: bool = False, keeporiginal: bool = False,
-                 removestops: bool = True, start_pos: int = 0, start_char: int = 0, tokenize: bool = True,
-                 mode: str = "", **kwargs) -> Iterator[Token]:
+        self,
+        value: str,
+        positions: bool = False,
+        chars: bool = False,
+        keeporiginal: bool = False,
+        removestops: bool = True,
+        start_pos: int = 0,
+        start_char: int = 0,
+        tokenize: bool = True,
+        mode: str = "",
+        **kwargs,
+    ) -> Iterator[Token]:
         t = _Token(positions, chars, removestops=removestops, mode=mode, **kwargs)
         t.boost = 1.0
         t.stopped = False
@@ -139,7 +149,7 @@ class CJKBigramAnalyzer(Tokenizer):
                 yield t
                 continue
             for i in range(n - 1):
-                t.text = run[i:i + 2]
+                t.text = run[i : i + 2]
                 if keeporiginal:
                     t.original = t.text
                 if positions:
@@ -159,8 +169,9 @@ class CJKBigramAnalyzer(Tokenizer):
                 yield t
 
 
-def content_weights(parts, stoplist: frozenset[str] = frozenset(STOP_WORDS), minsize: int = 2,
-                    maxsize: int = 64) -> tuple[dict[str, int], int]:
+def content_weights(
+    parts, stoplist: frozenset[str] = frozenset(STOP_WORDS), minsize: int = 2, maxsize: int = 64
+) -> tuple[dict[str, int], int]:
     """The terms of ``CJKBigramAnalyzer``'s index analysis, counted without a ``Token`` per token,
     for a document given as ``(text, boost)`` parts (title, meta description, keywords, body):
     term -> weight in half units (occurrences times the part's boost, times two), and the number
@@ -221,8 +232,12 @@ def phrase_in(tokens: list[str], text: str) -> bool:
 def chained_word(tokens: list[str]) -> str | None:
     """The word whose bigrams ``tokens`` are (``图书 书馆`` -> ``图书馆``), or None."""
     for i, token in enumerate(tokens):
-        if not (len(token) == 2 and _CJK_RE.match(token[0]) and _CJK_RE.match(token[1])
-                and (i == 0 or tokens[i - 1][1] == token[0])):
+        if not (
+            len(token) == 2
+            and _CJK_RE.match(token[0])
+            and _CJK_RE.match(token[1])
+            and (i == 0 or tokens[i - 1][1] == token[0])
+        ):
             return None
     return tokens[0] + "".join(t[1] for t in tokens[1:]) if tokens else None
 
@@ -238,7 +253,7 @@ def _stream_from(text: str, start: int, first: str) -> Iterator[tuple[str, ...]]
         if len(first) == 2:
             return _run_from(text, start)
         if start + 1 < len(text) and is_cjk_char(text[start + 1]):
-            return None            # a one-character token is a run's last character, or a run of one
+            return None  # a one-character token is a run's last character, or a run of one
         return _after((first,), text, start + 1)
     # a word: it must start a token and be the whole token
     if start:
@@ -256,8 +271,8 @@ def _run_from(text: str, start: int) -> Iterator[tuple[str, ...]]:
     while end < len(text) and _CJK_RE.match(text[end]):
         end += 1
     for j in range(start, end - 2):
-        yield (text[j:j + 2],)
-    yield (text[end - 2:end], text[end - 1])
+        yield (text[j : j + 2],)
+    yield (text[end - 2 : end], text[end - 1])
     yield from _after((), text, end)
 
 
@@ -271,7 +286,7 @@ def _after(head: tuple, text: str, start: int, stoplist: frozenset[str] = frozen
                 yield (run,)
                 continue
             for j in range(len(run) - 2):
-                yield (run[j:j + 2],)
+                yield (run[j : j + 2],)
             yield (run[-2:], run[-1])
             continue
         word = match.group(2).lower()

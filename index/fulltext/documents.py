@@ -14,12 +14,12 @@ from index.fulltext.text import extract, mime_group
 from strata.errors import ArchiveError
 from strata.urls import url_host
 
-FORMAT = 3                      # bump when the schema or the analysis changes: older indexes are rebuilt
+FORMAT = 3  # bump when the schema or the analysis changes: older indexes are rebuilt
 FORMAT_FILE = "strata-fulltext.json"
 CAPTURES_FILE = "captures.sqlite"
 PART_BOOSTS = (("title", 3.0), ("description", 1.5), ("keywords", 1.5), ("text", 1.0))
-POOL_BYTES = 120 * 2**20        # postings held in memory before a segment is written (BulkWriter.pooled_bytes)
-LOCK_WAIT = 600.0               # seconds index_run waits for another writer (a rebuild) to finish
+POOL_BYTES = 120 * 2**20  # postings held in memory before a segment is written (BulkWriter.pooled_bytes)
+LOCK_WAIT = 600.0  # seconds index_run waits for another writer (a rebuild) to finish
 
 ProgressFn = Callable[[dict], None]
 
@@ -30,19 +30,19 @@ class IndexUnusable(ArchiveError):
 
 def schema() -> fields.Schema:
     return fields.Schema(
-        key=fields.ID(unique=True, stored=True),          # "<url> <digest>"
+        key=fields.ID(unique=True, stored=True),  # "<url> <digest>"
         url=fields.ID(stored=True, sortable=True),
         digest=fields.ID(stored=True),
         host=fields.ID(stored=True, sortable=True),
-        domains=fields.KEYWORD(lowercase=True),            # the host and each parent domain
+        domains=fields.KEYWORD(lowercase=True),  # the host and each parent domain
         mime=fields.ID(stored=True, sortable=True),
-        mtype=fields.ID(stored=True, sortable=True),       # index.fulltext.text.mime_group
+        mtype=fields.ID(stored=True, sortable=True),  # index.fulltext.text.mime_group
         lang=fields.STORED(),
         status=fields.STORED(),
         size=fields.STORED(),
-        parts=fields.COLUMN(columns.VarBytesColumn()),     # pack_texts(title, description, keywords, text)
+        parts=fields.COLUMN(columns.VarBytesColumn()),  # pack_texts(title, description, keywords, text)
         content=Content(chars="chars"),
-        chars=CharTerms(),                                 # every CJK character, from content
+        chars=CharTerms(),  # every CJK character, from content
     )
 
 
@@ -56,6 +56,7 @@ def domains(host: str) -> list[str]:
 
 
 # -- documents -------------------------------------------------------------------------------------
+
 
 @dataclass
 class Payload:
@@ -75,27 +76,57 @@ class Payload:
         content_type = http_headers.get_header("Content-Type") if http_headers else None
         mime = (content_type or "").split(";")[0].strip().lower() or "unknown"
         status = int(http_headers.get_statuscode() or 0) if http_headers else 0
-        out = extract(raw, content_type, http_headers.get_header("Content-Encoding") if http_headers else None,
-                      http_headers.get_header("Content-Language") if http_headers else None)
-        return cls(mime=mime, status=status, size=len(raw), title=out.title, description=out.description,
-                   keywords=out.keywords, text=out.text, lang=out.language)
+        out = extract(
+            raw,
+            content_type,
+            http_headers.get_header("Content-Encoding") if http_headers else None,
+            http_headers.get_header("Content-Language") if http_headers else None,
+        )
+        return cls(
+            mime=mime,
+            status=status,
+            size=len(raw),
+            title=out.title,
+            description=out.description,
+            keywords=out.keywords,
+            text=out.text,
+            lang=out.language,
+        )
 
     @classmethod
     def from_stored(cls, stored: dict, parts: bytes | None) -> Payload:
         title, description, keywords, text = unpack_texts(parts)
-        return cls(mime=stored.get("mime") or "", status=stored.get("status") or 0, size=stored.get("size") or 0,
-                   title=title, description=description, keywords=keywords, text=text,
-                   lang=stored.get("lang") or "")
+        return cls(
+            mime=stored.get("mime") or "",
+            status=stored.get("status") or 0,
+            size=stored.get("size") or 0,
+            title=title,
+            description=description,
+            keywords=keywords,
+            text=text,
+            lang=stored.get("lang") or "",
+        )
 
 
 def make_document(url: str, digest: str, payload: Payload) -> dict:
     host = url_host(url) or (urlsplit(url).hostname or "")
-    texts = {"title": payload.title, "description": payload.description, "keywords": payload.keywords,
-             "text": payload.text}
+    texts = {
+        "title": payload.title,
+        "description": payload.description,
+        "keywords": payload.keywords,
+        "text": payload.text,
+    }
     return {
-        "key": f"{url} {digest}", "url": url, "digest": digest, "host": host,
-        "domains": " ".join(domains(host)), "mime": payload.mime, "mtype": mime_group(payload.mime),
-        "lang": payload.lang, "status": payload.status, "size": payload.size,
+        "key": f"{url} {digest}",
+        "url": url,
+        "digest": digest,
+        "host": host,
+        "domains": " ".join(domains(host)),
+        "mime": payload.mime,
+        "mtype": mime_group(payload.mime),
+        "lang": payload.lang,
+        "status": payload.status,
+        "size": payload.size,
         "parts": pack_texts(texts[name] for name, _ in PART_BOOSTS),
         "content": tuple((texts[name] or "", boost) for name, boost in PART_BOOSTS),
     }

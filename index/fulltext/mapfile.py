@@ -49,12 +49,12 @@ class _MappedFile(StructFile):
         self._map = mmap.mmap(fileobj.fileno(), 0, flags=flags, prot=mmap.PROT_READ)
 
     def subset(self, position: int, length: int, name: str | None = None) -> BufferFile:
-        return _ViewFile(memoryview(self._map)[position:position + length], name or self._name)
+        return _ViewFile(memoryview(self._map)[position : position + length], name or self._name)
 
     def close(self) -> None:
         try:
             self._map.close()
-        except BufferError:      # a part is still open somewhere: the map goes with the last view
+        except BufferError:  # a part is still open somewhere: the map goes with the last view
             pass
         super().close()
 
@@ -65,7 +65,7 @@ class _ViewFile(BufferFile):
     def __init__(self, buf: memoryview, name: str | None = None):
         self._buf = buf
         self._name = name
-        self.file = cast(BinaryIO, _ViewIO(buf))   # the part of a binary file StructFile uses
+        self.file = cast(BinaryIO, _ViewIO(buf))  # the part of a binary file StructFile uses
         self.onclose = None
         self.is_real = False
         self.is_closed = False
@@ -80,7 +80,7 @@ class _ViewIO:
 
     def read(self, size: int = -1) -> bytes:
         end = len(self._buf) if size is None or size < 0 else min(len(self._buf), self._pos + size)
-        data = bytes(self._buf[self._pos:end])
+        data = bytes(self._buf[self._pos : end])
         self._pos = end
         return data
 
@@ -88,7 +88,7 @@ class _ViewIO:
         end = len(self._buf) if size is None or size < 0 else min(len(self._buf), self._pos + size)
         at = self._pos
         while at < end:
-            found = bytes(self._buf[at:min(end, at + 256)]).find(b"\n")
+            found = bytes(self._buf[at : min(end, at + 256)]).find(b"\n")
             if found >= 0:
                 return self.read(at + found + 1 - self._pos)
             at += 256
@@ -96,7 +96,7 @@ class _ViewIO:
 
     def readinto(self, target) -> int:
         data = self.read(len(target))
-        target[:len(data)] = data
+        target[: len(data)] = data
         return len(data)
 
     def seek(self, offset: int, whence: int = SEEK_SET) -> int:

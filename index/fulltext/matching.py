@@ -44,7 +44,7 @@ __all__ = ["IndexView", "Matches", "Ranked", "TimeUp", "evaluate", "matching_doc
 
 FIELD = "content"
 CHARS = "chars"
-CACHE_POSTINGS = 4_000_000     # postings kept decoded per view (8 bytes each)
+CACHE_POSTINGS = 4_000_000  # postings kept decoded per view (8 bytes each)
 
 
 class TimeUp(Exception):
@@ -79,9 +79,11 @@ class IndexView:
     def is_current(self) -> bool:
         try:
             # the captures are committed after the Whoosh segment: both must be unchanged
-            return (build_id(self.coll) == self.build
-                    and self.ix.latest_generation() == self.generation
-                    and _stamp(self.coll.fulltext_dir / FILENAME) == self.store_stamp)
+            return (
+                build_id(self.coll) == self.build
+                and self.ix.latest_generation() == self.generation
+                and _stamp(self.coll.fulltext_dir / FILENAME) == self.store_stamp
+            )
         except OSError:
             return False
 
@@ -103,8 +105,9 @@ class IndexView:
                 self._postings.move_to_end(key)
                 return self._postings[key]
         btext = term.encode("utf-8")
-        parts = [p.rebased(base) for reader, base in self.leaves
-                 if (p := read_postings(reader, field, btext)) is not None]
+        parts = [
+            p.rebased(base) for reader, base in self.leaves if (p := read_postings(reader, field, btext)) is not None
+        ]
         found = Postings.join(parts) if parts else None
         with self._lock:
             if key not in self._postings:
@@ -137,6 +140,7 @@ def _stamp(path) -> tuple[int, int]:
 
 # -- evaluation ------------------------------------------------------------------------------------
 
+
 class Matches:
     """Candidate documents and their scores. ``check`` (when set) decides, per candidate, whether
     it really matches; without it every candidate does.
@@ -147,8 +151,14 @@ class Matches:
 
     __slots__ = ("_scores", "ids", "impacts", "idf", "check")
 
-    def __init__(self, scores: dict[int, float] | None = None, check: Callable[[int], bool] | None = None,
-                 ids=None, impacts=None, idf: float = 1.0):
+    def __init__(
+        self,
+        scores: dict[int, float] | None = None,
+        check: Callable[[int], bool] | None = None,
+        ids=None,
+        impacts=None,
+        idf: float = 1.0,
+    ):
         self._scores, self.check = scores, check
         self.ids, self.impacts, self.idf = ids, impacts, idf
 
@@ -172,8 +182,9 @@ class Matches:
                 return {d: scores[d] for d in docs if d in scores}
             return {d: s for d, s in scores.items() if d in docs}
         mask = list(map(docs.__contains__, self.ids))
-        return dict(zip(compress(self.ids, mask), map(mul, compress(self.impacts, mask), repeat(self.idf)),
-                        strict=True))
+        return dict(
+            zip(compress(self.ids, mask), map(mul, compress(self.impacts, mask), repeat(self.idf)), strict=True)
+        )
 
     def score_of(self, docnum: int) -> float | None:
         """The candidate's score, or None when it is not a candidate."""
@@ -300,7 +311,7 @@ def _and(items: list[Matches]) -> Matches:
     items = sorted(items, key=len)
     scores = items[0].scores
     for other in items[1:]:
-        theirs = other.restricted(scores)        # only documents already in ``scores``
+        theirs = other.restricted(scores)  # only documents already in ``scores``
         scores = dict(zip(theirs, map(add, map(scores.__getitem__, theirs), theirs.values()), strict=True))
     return Matches(scores, _all_checks([m.check for m in items]))
 
@@ -372,10 +383,11 @@ def _all_checks(checks: list) -> Callable[[int], bool] | None:
 
 # -- ranking ---------------------------------------------------------------------------------------
 
+
 @dataclass
 class Ranked:
-    hits: list[tuple[float, int]]     # (score, docnum), best first
-    total: int                        # matching documents (estimated when not exact)
+    hits: list[tuple[float, int]]  # (score, docnum), best first
+    total: int  # matching documents (estimated when not exact)
     exact: bool
     timed_out: bool = False
 
@@ -442,7 +454,7 @@ def _rank_union(union: Union, allowed: set[int] | None, limit: int, deadline: fl
             seen.add(docnum)
             scored = [(score, m) for m in items if (score := m.score_of(docnum)) is not None]
             if len(top) >= limit and (sum(score for score, _ in scored), docnum) <= top[0]:
-                skipped += 1       # cannot enter the page even if it passes every check: not checked
+                skipped += 1  # cannot enter the page even if it passes every check: not checked
                 continue
             total, found = 0.0, False
             for score, m in scored:
@@ -500,4 +512,3 @@ def matching_docs(view: IndexView, tree) -> set[int]:
     if matches.check is None:
         return set(matches.keys())
     return {d for d in matches.keys() if matches.check(d)}
-

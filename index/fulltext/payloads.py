@@ -12,13 +12,13 @@ from index.payload import read_record
 @dataclass
 class Figures:
     runs: list[str] = field(default_factory=list)
-    parsed: int = 0          # payloads read from WARCs and parsed
-    copied: int = 0          # documents whose payload was already indexed under another URL
-    added: int = 0           # documents added
-    updated: int = 0         # documents that got new capture timestamps
+    parsed: int = 0  # payloads read from WARCs and parsed
+    copied: int = 0  # documents whose payload was already indexed under another URL
+    added: int = 0  # documents added
+    updated: int = 0  # documents that got new capture timestamps
     unchanged: int = 0
-    captures: int = 0        # capture rows added
-    orphans: int = 0         # revisits whose original payload could not be found
+    captures: int = 0  # capture rows added
+    orphans: int = 0  # revisits whose original payload could not be found
     rebuilt: bool = False
     reason: str = ""
     documents: int = 0

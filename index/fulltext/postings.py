@@ -68,18 +68,19 @@ _COUNT = struct.Struct("<I")
 _LITTLE = sys.byteorder == "little"
 
 K1, B = 1.2, 0.75
-REFERENCE_LENGTH = 1000        # tokens: the "average document length" impacts are normalised to
-MAX_COUNT = 65535              # occurrences of a term in a document that are counted
-MAX_MERGE_DOCS = 200_000       # a segment this large is never merged again by BulkWriter's tail policy
+REFERENCE_LENGTH = 1000  # tokens: the "average document length" impacts are normalised to
+MAX_COUNT = 65535  # occurrences of a term in a document that are counted
+MAX_MERGE_DOCS = 200_000  # a segment this large is never merged again by BulkWriter's tail policy
 
 # a term's statistics as Whoosh 3 stores them (W3TermInfo.to_bytes), then the list's offset and length
 _TERMINFO = struct.Struct(W3TermInfo._struct.format + "qi")
 assert W3TermInfo._struct.format in ("!BfIBBfII", b"!BfIBBfII"), "Whoosh 3's term info layout changed"
-_MINLEN, _MAXLEN = length_to_byte(1), length_to_byte(0x7FFFFFFF)    # field lengths are not tracked per term
+_MINLEN, _MAXLEN = length_to_byte(1), length_to_byte(0x7FFFFFFF)  # field lengths are not tracked per term
 _consume = deque[object](maxlen=0).extend
 
 
 # -- the field type --------------------------------------------------------------------------------
+
 
 class Content(fields.FieldType):
     """The searchable text of a document, given as ``((text, boost), ...)`` parts (title, meta
@@ -118,7 +119,7 @@ class CharTerms(fields.FieldType):
 
 _ID = analysis.IDAnalyzer()
 _KEYWORDS = analysis.KeywordAnalyzer(lowercase=True)
-_SPACE_SEPARATED = re.compile(r"[^ \t\r\n]+")          # whoosh.analysis.SpaceSeparatedTokenizer
+_SPACE_SEPARATED = re.compile(r"[^ \t\r\n]+")  # whoosh.analysis.SpaceSeparatedTokenizer
 
 
 def _simple_terms(field: fields.FieldType, value) -> dict[str, int] | None:
@@ -138,6 +139,7 @@ def _parts(value) -> list[tuple[str, float]]:
 
 
 # -- encoding --------------------------------------------------------------------------------------
+
 
 def _tobytes(a: array) -> bytes:
     if not _LITTLE:
@@ -162,7 +164,7 @@ def decode(data) -> Postings:
     if bytes(data[:4]) != MAGIC:
         raise ValueError("not a Strata posting list")
     (n,) = _COUNT.unpack_from(data, 4)
-    return Postings(_frombytes("Q", data[8:8 + 8 * n]))
+    return Postings(_frombytes("Q", data[8 : 8 + 8 * n]))
 
 
 def pack(ids: Iterable[int], impacts: Iterable[int], counts: Iterable[int]) -> array:
@@ -217,7 +219,7 @@ class Postings:
 
 def _extent(terminfo) -> tuple[int, int]:
     offset, length = terminfo.extent()
-    return offset, length[0] if isinstance(length, tuple) else length   # Whoosh reads it back as a tuple
+    return offset, length[0] if isinstance(length, tuple) else length  # Whoosh reads it back as a tuple
 
 
 def read_postings(leaf_reader, fieldname: str, btext: bytes, terminfo=None) -> Postings | None:
@@ -253,15 +255,16 @@ class StrataCodec(W3Codec):
                 p = decode(dbfile.get(offset, length))
                 counts = p.counts
                 values = [formats.pack_uint(c) for c in counts] if format_.supports("frequency") else None
-                return ListMatcher(p.ids, array("f", counts), values, format_, scorer=scorer, term=term,
-                                   terminfo=terminfo)
+                return ListMatcher(
+                    p.ids, array("f", counts), values, format_, scorer=scorer, term=term, terminfo=terminfo
+                )
         return super().postings_reader(dbfile, terminfo, format_, term=term, scorer=scorer)
 
 
 # -- impacts ---------------------------------------------------------------------------------------
 
-_LENGTH_STEPS = 8        # length classes per doubling (a 9% step in document length)
-_MAX_W2 = 511            # weights, in half units, above this count as this
+_LENGTH_STEPS = 8  # length classes per doubling (a 9% step in document length)
+_MAX_W2 = 511  # weights, in half units, above this count as this
 _ROW = _MAX_W2 + 1
 
 
@@ -288,8 +291,9 @@ class _Impacts:
         cls = length_class(length)
         row = self.rows.get(cls)
         if row is None:
-            row = self.rows[cls] = [impact << 16 | min(MAX_COUNT, (w2 + 1) // 2)
-                                    for w2, impact in enumerate(impact_row(cls))]
+            row = self.rows[cls] = [
+                impact << 16 | min(MAX_COUNT, (w2 + 1) // 2) for w2, impact in enumerate(impact_row(cls))
+            ]
         return row
 
     def of(self, length: int, w2s) -> Iterator[int]:
@@ -301,6 +305,7 @@ class _Impacts:
 
 
 # -- writing ---------------------------------------------------------------------------------------
+
 
 class _FieldPool:
     """A field's postings for the new documents: per term an array of packed postings."""
@@ -388,8 +393,9 @@ class BulkWriter(SegmentWriter):
                     terms = Counter()
                     for btext, freq, _, _ in field.index(value):
                         terms[btext.decode("utf-8")] += freq
-                pool.field(name).add(docnum, list(terms), map(or_, repeat(255 << 16), map(min, terms.values(),
-                                                                                             repeat(MAX_COUNT))))
+                pool.field(name).add(
+                    docnum, list(terms), map(or_, repeat(255 << 16), map(min, terms.values(), repeat(MAX_COUNT)))
+                )
                 if field.scorable:
                     length = sum(terms.values())
             pdw.add_field(name, field, value if field.stored else None, length)
@@ -417,11 +423,14 @@ class BulkWriter(SegmentWriter):
     def _merge(self, segments: list) -> None:
         if not segments:
             return
-        self._kept = self.segments[:len(self.segments) - len(segments)]
+        self._kept = self.segments[: len(self.segments) - len(segments)]
         names = set(self.schema.names())
         # read without mmap: a merge reads every page once, and mapped pages count in the process's RSS
-        storage = FileStorage(self.storage.folder, supports_mmap=False) if isinstance(self.storage, FileStorage) \
+        storage = (
+            FileStorage(self.storage.folder, supports_mmap=False)
+            if isinstance(self.storage, FileStorage)
             else self.storage
+        )
         for segment in segments:
             if segment.has_deletions():
                 raise ValueError("BulkWriter cannot merge a segment with deleted documents")
@@ -461,14 +470,24 @@ class BulkWriter(SegmentWriter):
             for btext, p in self._merged_terms(name):
                 packed = p.packed
                 data = encode(packed)
-                if len(packed) == 1:      # a third of all bigrams
+                if len(packed) == 1:  # a third of all bigrams
                     v = packed[0]
                     weight = maxweight = v & 0xFFFF
                 else:
                     counts = p.counts
                     weight, maxweight = sum(counts), max(counts)
-                info = _TERMINFO.pack(0, weight, len(packed), _MINLEN, _MAXLEN, maxweight, packed[0] >> 32,
-                                      packed[-1] >> 32, offset, len(data))
+                info = _TERMINFO.pack(
+                    0,
+                    weight,
+                    len(packed),
+                    _MINLEN,
+                    _MAXLEN,
+                    maxweight,
+                    packed[0] >> 32,
+                    packed[-1] >> 32,
+                    offset,
+                    len(data),
+                )
                 write(data)
                 add_term(prefix + btext, info)
                 offset += len(data)
@@ -496,7 +515,7 @@ class BulkWriter(SegmentWriter):
                 else:
                     reader, base, info = source
                     postings = read_postings(reader, name, btext, info)
-                    assert postings is not None   # None only when looking the term up finds none
+                    assert postings is not None  # None only when looking the term up finds none
                     parts.append(postings.rebased(base))
             yield btext, Postings.join(parts)
 
@@ -553,7 +572,7 @@ class _CharPool:
         i = 0
         while i < len(names):
             char = names[i][0]
-            end = bisect.bisect_left(names, chr(ord(char) + 1), i)   # the terms starting with ``char``
+            end = bisect.bisect_left(names, chr(ord(char) + 1), i)  # the terms starting with ``char``
             if is_cjk(char):
                 joined = array("Q")
                 for name in names[i:end]:
@@ -574,13 +593,13 @@ class _Pools:
     def __init__(self):
         self.fields: dict[str, _FieldPool | _CharPool] = {}
         self.impacts = _Impacts()
-        self.rows: dict[int, list[int]] = {}       # docnum -> impact row, for CharTerms
+        self.rows: dict[int, list[int]] = {}  # docnum -> impact row, for CharTerms
 
     def field(self, name: str) -> _FieldPool:
         pool = self.fields.get(name)
         if pool is None:
             pool = self.fields[name] = _FieldPool()
-        assert isinstance(pool, _FieldPool)   # CharTerms pools are made only when a segment is flushed
+        assert isinstance(pool, _FieldPool)  # CharTerms pools are made only when a segment is flushed
         return pool
 
     def cleanup(self) -> None:

@@ -45,8 +45,8 @@ MAX_QUERY_CHARS = 500
 MAX_TERMS = 32
 MAX_DEPTH = 12
 MAX_PHRASE_TOKENS = 48
-MAX_DOCS = 500             # best matching documents grouped and counted in facets and the histogram
-TIME_LIMIT = 2.0           # seconds per collection searched
+MAX_DOCS = 500  # best matching documents grouped and counted in facets and the histogram
+TIME_LIMIT = 2.0  # seconds per collection searched
 MAX_PER_PAGE = 100
 SORTS = ("relevance", "date", "oldest")
 
@@ -81,8 +81,8 @@ def parse_when(value: str | None, end: bool = False) -> str | None:
             dt = dt.astimezone(UTC)
         return dt.strftime("%Y%m%d%H%M%S")
     pad_low, pad_high = "00000101000000", "99991231235959"
-    stamp = digits + (pad_high if end else pad_low)[len(digits):]
-    if end and len(digits) == 6:   # the last day of that month
+    stamp = digits + (pad_high if end else pad_low)[len(digits) :]
+    if end and len(digits) == 6:  # the last day of that month
         year, month = int(digits[:4]), int(digits[4:6])
         nxt = datetime(year + (month == 12), month % 12 + 1, 1)
         stamp = digits + f"{(nxt - datetime(year, month, 1)).days:02d}235959"
@@ -112,10 +112,14 @@ def _lex(text: str) -> list[tuple[str, str]]:
             close = text.find('"', i + 1)
             if close < 0:
                 raise QueryError('a quoted phrase is not closed: add the closing "')
-            tokens.append(("phrase", text[i + 1:close]))
+            tokens.append(("phrase", text[i + 1 : close]))
             i = close + 1
-        elif ch == "-" and i + 1 < n and not text[i + 1].isspace() and (not tokens or text[i - 1:i].isspace()
-                                                                        or text[i - 1:i] == "("):
+        elif (
+            ch == "-"
+            and i + 1 < n
+            and not text[i + 1].isspace()
+            and (not tokens or text[i - 1 : i].isspace() or text[i - 1 : i] == "(")
+        ):
             tokens.append(("NOT", "-"))
             i += 1
         else:
@@ -204,9 +208,9 @@ class _Parser:
 
 @dataclasses.dataclass
 class ParsedQuery:
-    tree: object                       # the parse tree; None for an empty query (filters only)
-    terms: set[str]                    # positive analysed terms, for highlighting
-    prefixes: set[str]                 # single CJK characters searched as prefixes
+    tree: object  # the parse tree; None for an empty query (filters only)
+    terms: set[str]  # positive analysed terms, for highlighting
+    prefixes: set[str]  # single CJK characters searched as prefixes
 
 
 def parse_query(text: str) -> ParsedQuery:
@@ -222,8 +226,7 @@ def parse_query(text: str) -> ParsedQuery:
     tree = _analyse(tree, terms, prefixes, positive=True)
     if tree is None:
         raise QueryError(
-            "the query has no searchable words (common English words, single letters and punctuation "
-            "are not indexed)"
+            "the query has no searchable words (common English words, single letters and punctuation are not indexed)"
         )
     return ParsedQuery(tree, terms, prefixes)
 
@@ -251,6 +254,7 @@ def _analyse(node, terms: set[str], prefixes: set[str], positive: bool):
 
 # -- searching -----------------------------------------------------------------------------------
 
+
 @dataclasses.dataclass
 class SearchParams:
     q: str = ""
@@ -258,9 +262,9 @@ class SearchParams:
     date_to: str | None = None
     site: str | None = None
     type: str | None = None
-    collections: list[str] | None = None     # None: every collection under the root
+    collections: list[str] | None = None  # None: every collection under the root
     sort: str = "relevance"
-    page: int | str = 1                      # str: a form's text, until checked() makes it an int
+    page: int | str = 1  # str: a form's text, until checked() makes it an int
     per_page: int | str = 10
 
     def checked(self) -> SearchParams:
@@ -285,8 +289,9 @@ class SearchParams:
         lo, hi = parse_when(self.date_from), parse_when(self.date_to, end=True)
         if lo and hi and lo > hi:
             raise QueryError("the 'from' date is after the 'to' date")
-        return dataclasses.replace(self, sort=self.sort, page=page, per_page=per_page, type=kind, site=site,
-                                   date_from=lo, date_to=hi)
+        return dataclasses.replace(
+            self, sort=self.sort, page=page, per_page=per_page, type=kind, site=site, date_from=lo, date_to=hi
+        )
 
 
 def _allowed(view: IndexView, p: SearchParams) -> set[int] | None:
@@ -329,7 +334,7 @@ def _view(coll: Collection) -> IndexView | None:
 def search(root: Path, params: SearchParams, time_limit: float = TIME_LIMIT) -> dict:
     started = time.monotonic()
     p = params.checked()
-    page, per_page = int(p.page), int(p.per_page)   # ints once checked
+    page, per_page = int(p.page), int(p.per_page)  # ints once checked
     parsed = parse_query(p.q)
     names = p.collections if p.collections is not None else list_collections(root)
     groups: dict[tuple[str, str], dict] = {}
@@ -370,8 +375,15 @@ def search(root: Path, params: SearchParams, time_limit: float = TIME_LIMIT) -> 
             key = (name, url)
             group = groups.get(key)
             if group is None:
-                group = groups[key] = {"collection": name, "url": url, "host": host_col[docnum],
-                                       "type": type_col[docnum], "score": score, "stamps": set(), "rank": position}
+                group = groups[key] = {
+                    "collection": name,
+                    "url": url,
+                    "host": host_col[docnum],
+                    "type": type_col[docnum],
+                    "score": score,
+                    "stamps": set(),
+                    "rank": position,
+                }
                 best[key] = (view, docnum)
             group["stamps"].update(stamps)
             if score > group["score"]:
@@ -389,7 +401,7 @@ def search(root: Path, params: SearchParams, time_limit: float = TIME_LIMIT) -> 
         hits.sort(key=lambda g: (g["first"], -g["score"]))
     else:
         hits.sort(key=lambda g: (-g["score"], g["url"]))
-    page_hits = hits[(page - 1) * per_page:page * per_page]
+    page_hits = hits[(page - 1) * per_page : page * per_page]
     for group in page_hits:
         view, docnum = best[(group["collection"], group["url"])]
         stored = view.searcher.stored_fields(docnum)
@@ -401,12 +413,25 @@ def search(root: Path, params: SearchParams, time_limit: float = TIME_LIMIT) -> 
         group["score"] = round(float(group["score"]), 4)
         del group["rank"]
     return {
-        "query": p.q, "from": p.date_from, "to": p.date_to, "site": p.site, "type": p.type,
-        "collections": names, "unindexed": unindexed, "sort": p.sort, "page": p.page, "per_page": p.per_page,
-        "total_urls": len(hits), "total_documents": total_docs, "total_exact": total_exact,
+        "query": p.q,
+        "from": p.date_from,
+        "to": p.date_to,
+        "site": p.site,
+        "type": p.type,
+        "collections": names,
+        "unindexed": unindexed,
+        "sort": p.sort,
+        "page": p.page,
+        "per_page": p.per_page,
+        "total_urls": len(hits),
+        "total_documents": total_docs,
+        "total_exact": total_exact,
         "pages": max(1, -(-len(hits) // per_page)),
-        "exhaustive": exhaustive and not timed_out, "timed_out": timed_out,
-        "hits": page_hits, "facets": _facets(hits), "histogram": _histogram(hits),
+        "exhaustive": exhaustive and not timed_out,
+        "timed_out": timed_out,
+        "hits": page_hits,
+        "facets": _facets(hits),
+        "histogram": _histogram(hits),
         "elapsed_ms": round((time.monotonic() - started) * 1000, 1),
     }
 
@@ -432,11 +457,16 @@ def _histogram(hits: list[dict]) -> dict:
         return {"unit": "year", "buckets": []}
     lo, hi = min(stamps), max(stamps)
     span_days = (datetime.strptime(hi, "%Y%m%d%H%M%S") - datetime.strptime(lo, "%Y%m%d%H%M%S")).days
-    unit, width = (("year", 4) if span_days > 3 * 366 else ("month", 6) if span_days > 90
-                   else ("day", 8) if span_days > 2 else ("hour", 10))
+    unit, width = (
+        ("year", 4)
+        if span_days > 3 * 366
+        else ("month", 6)
+        if span_days > 90
+        else ("day", 8)
+        if span_days > 2
+        else ("hour", 10)
+    )
     counts: dict[str, int] = defaultdict(int)
     for s in stamps:
         counts[s[:width]] += 1
     return {"unit": unit, "buckets": [{"value": k, "count": counts[k]} for k in sorted(counts)]}
-
-

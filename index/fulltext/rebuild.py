@@ -45,7 +45,7 @@ def rebuild(collection: Collection, progress: ProgressFn | None = None, wait: fl
 def _scan(collection: Collection, progress: ProgressFn | None) -> tuple[dict, dict, list[str]]:
     """First pass, headers only: keys with timestamps, where payloads are, which runs wrote them."""
     groups: dict[tuple[str, str], dict] = {}
-    originals: dict[str, tuple[str, int]] = {}     # digest -> first response holding it
+    originals: dict[str, tuple[str, int]] = {}  # digest -> first response holding it
     runs: list[str] = []
     files = collection.warc_files()
     for number, name in enumerate(files, 1):
@@ -111,8 +111,9 @@ def rebuild_locked(collection: Collection, progress: ProgressFn | None) -> Figur
     return figures
 
 
-def _warc_documents(collection: Collection, groups: dict, originals: dict, figures: Figures,
-                    progress: ProgressFn | None) -> Iterator[tuple[str, str, Payload, set[str]]]:
+def _warc_documents(
+    collection: Collection, groups: dict, originals: dict, figures: Figures, progress: ProgressFn | None
+) -> Iterator[tuple[str, str, Payload, set[str]]]:
     """(url, digest, payload, capture timestamps) for every indexable key, payloads read in WARC order."""
     cache = PayloadCache()
     ordered = sorted(groups.items(), key=lambda kv: kv[1]["response"] or originals.get(kv[0][1]) or ("", 0))
@@ -136,8 +137,9 @@ def _warc_documents(collection: Collection, groups: dict, originals: dict, figur
             yield url, digest, payload, group["ts"]
 
 
-def create(collection: Collection, documents: Iterable[tuple[str, str, Payload, Iterable[str]]],
-           runs: Iterable[str] = ()) -> dict:
+def create(
+    collection: Collection, documents: Iterable[tuple[str, str, Payload, Iterable[str]]], runs: Iterable[str] = ()
+) -> dict:
     """Replace the collection's index by one holding ``documents`` ((url, digest, payload,
     capture timestamps); benchmarks and tests). Returns figures."""
     figures = Figures(rebuilt=True)
@@ -168,7 +170,7 @@ def _build(collection: Collection, documents, runs: list[str], figures: Figures,
             if progress:
                 progress({"phase": "commit", "documents": len(rows)})
             writer.commit()
-            writer = BulkWriter(ix, merge="all")      # one segment: each document copied once more
+            writer = BulkWriter(ix, merge="all")  # one segment: each document copied once more
             writer.commit()
         except BaseException:
             if not writer.is_closed:

@@ -17,19 +17,21 @@ from index.fulltext.cjk import CJK_CHARS, is_cjk
 __all__ = ["SNIPPET_CHARS", "snippet"]
 
 SNIPPET_CHARS = 240
-SCAN_CHARS = 50_000         # of a page's text searched for terms
+SCAN_CHARS = 50_000  # of a page's text searched for terms
 MAX_SPANS = 2000
 _WORD_CHAR = re.compile(rf"[^\W{CJK_CHARS}]")
 
 
 def _whole_token(text: str, start: int, end: int) -> bool:
     """Whether text[start:end] is a whole word token of the analyzer (``\\w+(\\.?\\w+)*``)."""
-    before, after = text[start - 2:start] if start >= 2 else text[:start], text[end:end + 2]
-    if before and (_WORD_CHAR.match(before[-1]) or (before[-1] == "." and len(before) == 2
-                                                     and _WORD_CHAR.match(before[0]))):
+    before, after = text[start - 2 : start] if start >= 2 else text[:start], text[end : end + 2]
+    if before and (
+        _WORD_CHAR.match(before[-1]) or (before[-1] == "." and len(before) == 2 and _WORD_CHAR.match(before[0]))
+    ):
         return False
-    return not (after and (_WORD_CHAR.match(after[0]) or (after[0] == "." and len(after) == 2
-                                                          and _WORD_CHAR.match(after[1]))))
+    return not (
+        after and (_WORD_CHAR.match(after[0]) or (after[0] == "." and len(after) == 2 and _WORD_CHAR.match(after[1])))
+    )
 
 
 def find_spans(text: str, terms: set[str], prefixes: set[str]) -> list[tuple[int, int, str]]:

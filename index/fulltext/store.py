@@ -61,8 +61,10 @@ def build_id(collection: Collection) -> str:
 
 
 def _unusable(collection: Collection, why: str) -> str:
-    return (f"the full-text index of {collection.name!r} cannot be used ({why}); "
-            f"rebuild it from the WARC files with: strata index rebuild {collection.name}")
+    return (
+        f"the full-text index of {collection.name!r} cannot be used ({why}); "
+        f"rebuild it from the WARC files with: strata index rebuild {collection.name}"
+    )
 
 
 def _check(ix) -> None:
@@ -149,7 +151,14 @@ def documents(collection: Collection) -> dict[str, dict]:
         parts = searcher.reader().column_reader("parts")
         for docnum, stored in searcher.iter_docs():
             title, description, keywords, text = unpack_texts(parts[docnum])
-            out[stored["key"]] = {"captures": captures.get(stored["key"], []), "title": title,
-                                  "description": description, "keywords": keywords, "text": text,
-                                  "mime": stored.get("mime"), "size": stored.get("size"), "lang": stored.get("lang")}
+            out[stored["key"]] = {
+                "captures": captures.get(stored["key"], []),
+                "title": title,
+                "description": description,
+                "keywords": keywords,
+                "text": text,
+                "mime": stored.get("mime"),
+                "size": stored.get("size"),
+                "lang": stored.get("lang"),
+            }
     return out

@@ -35,7 +35,7 @@ from strata.media import HTML_TYPES, PDF_TYPES, TEXT_TYPES
 
 __all__ = ["MAX_TEXT_CHARS", "Extracted", "extract", "mime_group"]
 
-MAX_TEXT_CHARS = 100_000          # per document, after normalisation
+MAX_TEXT_CHARS = 100_000  # per document, after normalisation
 MAX_INPUT_BYTES = 8 * 1024 * 1024  # decoded bytes read from one payload
 MAX_PDF_PAGES = 200
 
@@ -75,8 +75,13 @@ class Extracted:
     error: str = ""
 
 
-def extract(body: bytes, content_type: str | None, content_encoding: str | None = None,
-            content_language: str | None = None, max_chars: int = MAX_TEXT_CHARS) -> Extracted:
+def extract(
+    body: bytes,
+    content_type: str | None,
+    content_encoding: str | None = None,
+    content_language: str | None = None,
+    max_chars: int = MAX_TEXT_CHARS,
+) -> Extracted:
     mime, _, params = (content_type or "").partition(";")
     mime = mime.strip().lower()
     group = mime_group(mime)
@@ -154,16 +159,76 @@ def _language(declared: str, text: str) -> str:
 
 # -- HTML ------------------------------------------------------------------------------------------
 
-_SKIP = frozenset({"script", "style", "noscript", "template", "svg", "iframe", "object", "canvas", "select",
-                   "nav", "button", "datalist", "head"})
+_SKIP = frozenset(
+    {
+        "script",
+        "style",
+        "noscript",
+        "template",
+        "svg",
+        "iframe",
+        "object",
+        "canvas",
+        "select",
+        "nav",
+        "button",
+        "datalist",
+        "head",
+    }
+)
 _PAGE_LEVEL = frozenset({"header", "footer", "aside"})
 _CONTENT = frozenset({"article", "main"})
-_BLOCK = frozenset({
-    "address", "article", "aside", "blockquote", "body", "br", "caption", "dd", "details", "dialog", "div",
-    "dl", "dt", "fieldset", "figcaption", "figure", "footer", "form", "h1", "h2", "h3", "h4", "h5", "h6",
-    "header", "hr", "li", "main", "ol", "p", "pre", "section", "summary", "table", "tbody", "td", "tfoot",
-    "th", "thead", "tr", "ul", "frameset", "frame", "noframes", "option", "legend", "label",
-})
+_BLOCK = frozenset(
+    {
+        "address",
+        "article",
+        "aside",
+        "blockquote",
+        "body",
+        "br",
+        "caption",
+        "dd",
+        "details",
+        "dialog",
+        "div",
+        "dl",
+        "dt",
+        "fieldset",
+        "figcaption",
+        "figure",
+        "footer",
+        "form",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "header",
+        "hr",
+        "li",
+        "main",
+        "ol",
+        "p",
+        "pre",
+        "section",
+        "summary",
+        "table",
+        "tbody",
+        "td",
+        "tfoot",
+        "th",
+        "thead",
+        "tr",
+        "ul",
+        "frameset",
+        "frame",
+        "noframes",
+        "option",
+        "legend",
+        "label",
+    }
+)
 _XML_DECL = re.compile(r"^\s*<\?xml[^>]*>", re.I)
 
 
@@ -173,7 +238,7 @@ class _Target:
     def __init__(self) -> None:
         self.parts: list[str] = []
         self.size = 0
-        self.stack: list[tuple[str, bool]] = []   # (tag, opened a skipped region)
+        self.stack: list[tuple[str, bool]] = []  # (tag, opened a skipped region)
         self.skip = 0
         self.content = 0
         self.in_title = False
@@ -259,7 +324,7 @@ def _html(data: bytes, header_charset: str | None) -> Extracted:
         parser = etree.HTMLParser(target=target, remove_comments=True, remove_pis=True, no_network=True)
         # Fed in slices: one huge text node is then not held twice.
         for i in range(0, len(text), 1 << 16):
-            parser.feed(text[i:i + (1 << 16)])
+            parser.feed(text[i : i + (1 << 16)])
             if target.size >= MAX_TEXT_CHARS * 2:
                 break
         try:
@@ -279,10 +344,11 @@ def _html(data: bytes, header_charset: str | None) -> Extracted:
 
 # -- PDF -------------------------------------------------------------------------------------------
 
+
 def _pdf(data: bytes) -> Extracted:
     from pypdf import PdfReader
 
-    logging.getLogger("pypdf").setLevel(logging.ERROR)   # malformed PDFs are common; not our log's news
+    logging.getLogger("pypdf").setLevel(logging.ERROR)  # malformed PDFs are common; not our log's news
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         reader = PdfReader(io.BytesIO(data), strict=False)

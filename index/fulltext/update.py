@@ -143,14 +143,21 @@ def _write_new(collection: Collection, ix, state: HarvestState, new: list, figur
             writer.cancel()
         raise
     fsync_tree(collection.fulltext_dir)
-    if ix.doc_count_all() != base + len(rows):      # BulkWriter keeps numbers: this would be a bug
+    if ix.doc_count_all() != base + len(rows):  # BulkWriter keeps numbers: this would be a bug
         raise IndexUnusable(f"expected {base + len(rows)} documents after the update, found {ix.doc_count_all()}")
     figures.added = len(rows)
     return rows, captures
 
 
-def _payload_for(collection: Collection, state: HarvestState, searcher, digest: str, group: dict,
-                 cache: PayloadCache, figures: Figures) -> Payload | None:
+def _payload_for(
+    collection: Collection,
+    state: HarvestState,
+    searcher,
+    digest: str,
+    group: dict,
+    cache: PayloadCache,
+    figures: Figures,
+) -> Payload | None:
     payload = cache.get(digest)
     if payload is not MISSING:
         figures.copied += 1
@@ -160,7 +167,9 @@ def _payload_for(collection: Collection, state: HarvestState, searcher, digest: 
         docnum = searcher.document_number(digest=digest)
         if docnum is not None:
             figures.copied += 1
-            payload = Payload.from_stored(searcher.stored_fields(docnum), searcher.reader().column_reader("parts")[docnum])
+            payload = Payload.from_stored(
+                searcher.stored_fields(docnum), searcher.reader().column_reader("parts")[docnum]
+            )
             cache.put(digest, payload)
             return payload
         location = _original_location(state, digest, group["refers"])
@@ -178,5 +187,3 @@ def _original_location(state: HarvestState, digest: str, refers: tuple[str, str]
     if refers:
         rows = sorted(rows, key=lambda r: r["url"] != refers[0])
     return (rows[0]["warc"], rows[0]["offset"]) if rows else None
-
-

@@ -62,15 +62,33 @@ def _name(value: Any) -> str:
 
 
 STAFF_SETTINGS: tuple[Setting, ...] = (
-    Setting("staff_hosts", (), _hosts,
-            "Host names the console answers to (others get 400). Empty: any (tests, or behind a dispatcher)."),
-    Setting("archive_url", None, _optional_url,
-            "Base URL of the public replay site, for links to snapshots (e.g. http://archive.example.org)."),
-    Setting("https", "auto", _https,
-            "Mark cookies Secure: 'auto' when the request came over HTTPS, or always (true) / never (false)."),
-    Setting("allow_networks", (), _networks,
-            "Non-public address ranges that URLs entered in the console may reach (SSRF guard), e.g. 10.0.0.0/8."),
-    Setting("max_request_size", 64 * 1024, check_int(1024, 16 * 1024 * 1024), "Largest request body accepted, in bytes."),
+    Setting(
+        "staff_hosts",
+        (),
+        _hosts,
+        "Host names the console answers to (others get 400). Empty: any (tests, or behind a dispatcher).",
+    ),
+    Setting(
+        "archive_url",
+        None,
+        _optional_url,
+        "Base URL of the public replay site, for links to snapshots (e.g. http://archive.example.org).",
+    ),
+    Setting(
+        "https",
+        "auto",
+        _https,
+        "Mark cookies Secure: 'auto' when the request came over HTTPS, or always (true) / never (false).",
+    ),
+    Setting(
+        "allow_networks",
+        (),
+        _networks,
+        "Non-public address ranges that URLs entered in the console may reach (SSRF guard), e.g. 10.0.0.0/8.",
+    ),
+    Setting(
+        "max_request_size", 64 * 1024, check_int(1024, 16 * 1024 * 1024), "Largest request body accepted, in bytes."
+    ),
     Setting("session_hours", 12, check_int(1, 24 * 30), "A login lasts at most this long."),
     Setting("idle_minutes", 120, check_int(1, 24 * 60), "A login ends after this long without a request."),
     Setting("queue_backend", "sqlite", _name, "Run queue backend (harvester.jobs.queue.open_queue)."),
@@ -86,9 +104,12 @@ def create_staff_app(root: Path, config: dict | None = None) -> Flask:
     settings = build_config(config)
     app = Flask(__name__, static_folder="static", static_url_path="/static")
     app.config.update(
-        DEBUG=settings["debug"], PROPAGATE_EXCEPTIONS=False,
-        MAX_CONTENT_LENGTH=settings["max_request_size"], MAX_FORM_MEMORY_SIZE=settings["max_request_size"],
-        MAX_FORM_PARTS=200, TRUSTED_HOSTS=list(settings["staff_hosts"]) or None,
+        DEBUG=settings["debug"],
+        PROPAGATE_EXCEPTIONS=False,
+        MAX_CONTENT_LENGTH=settings["max_request_size"],
+        MAX_FORM_MEMORY_SIZE=settings["max_request_size"],
+        MAX_FORM_PARTS=200,
+        TRUSTED_HOSTS=list(settings["staff_hosts"]) or None,
         SEND_FILE_MAX_AGE_DEFAULT=300,
     )
     app.session_interface = _NoFlaskSession()

@@ -12,8 +12,7 @@ bp = Blueprint("auth", __name__)
 
 def safe_next(target: str | None) -> str:
     """Only a path on this site: never ``//other.host`` or ``https://...`` (open redirects)."""
-    if not target or not target.startswith("/") or target.startswith(("//", "/\\")) or "\n" in target \
-            or "\r" in target:
+    if not target or not target.startswith("/") or target.startswith(("//", "/\\")) or "\n" in target or "\r" in target:
         return url_for("jobs.index")
     return target
 
@@ -35,8 +34,9 @@ def login():
             return response
         error = "Unknown user name or wrong password (after 5 failures the account waits 15 minutes)."
     status = 401 if error else 200
-    return render_template("staff/login.html", error=error, name=name,
-                           next=safe_next(request.values.get("next"))), status
+    return render_template(
+        "staff/login.html", error=error, name=name, next=safe_next(request.values.get("next"))
+    ), status
 
 
 @bp.post("/logout")

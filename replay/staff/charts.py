@@ -19,9 +19,13 @@ from markupsafe import Markup, escape
 WIDTH, HEIGHT = 720, 260
 LEFT, RIGHT, TOP, BOTTOM = 70, 16, 30, 46
 CLASS_COLOURS = (
-    ("new", "#3a9a4a", "new"), ("changed", "#2f6db5", "changed"), ("soft", "#8fb3e0", "soft-changed"),
-    ("unchanged", "#b9b9b9", "unchanged"), ("not_modified", "#d9d9d9", "not modified"),
-    ("deleted", "#c0392b", "deleted"), ("errors", "#e08a2c", "errors"),
+    ("new", "#3a9a4a", "new"),
+    ("changed", "#2f6db5", "changed"),
+    ("soft", "#8fb3e0", "soft-changed"),
+    ("unchanged", "#b9b9b9", "unchanged"),
+    ("not_modified", "#d9d9d9", "not modified"),
+    ("deleted", "#c0392b", "deleted"),
+    ("errors", "#e08a2c", "errors"),
 )
 
 
@@ -45,9 +49,11 @@ def _nice_max(value: float) -> float:
 
 def _frame(title: str, ymax: float, label) -> list[str]:
     inner_h = HEIGHT - TOP - BOTTOM
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" class="chart" role="img" '
-           f'aria-label="{escape(title)}">',
-           f'<text x="{LEFT}" y="18" class="chart-title">{escape(title)}</text>']
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" class="chart" role="img" '
+        f'aria-label="{escape(title)}">',
+        f'<text x="{LEFT}" y="18" class="chart-title">{escape(title)}</text>',
+    ]
     for i in range(5):
         value = ymax * i / 4
         y = TOP + inner_h - inner_h * i / 4
@@ -79,23 +85,35 @@ def storage_chart(runs: list[dict]) -> Markup:
     bar = min(28.0, slot * 0.35)
     for i, run in enumerate(runs):
         x0 = LEFT + slot * i + slot / 2
-        for offset, key, css, what in ((-bar, "full_estimate", "bar-full", "a full harvest would have stored"),
-                                       (0, "bytes_stored", "bar-stored", "stored")):
+        for offset, key, css, what in (
+            (-bar, "full_estimate", "bar-full", "a full harvest would have stored"),
+            (0, "bytes_stored", "bar-stored", "stored"),
+        ):
             value = run.get(key) or 0
             h = inner_h * value / ymax
             tip = f"run {run.get('run_id')} ({run.get('mode')}): {what} {human_bytes(value)}"
-            rect = (f'<rect x="{x0 + offset:.1f}" y="{TOP + inner_h - h:.1f}" width="{bar:.1f}" height="{h:.1f}" '
-                    f'class="{css}"><title>{escape(tip)}</title></rect>')
+            rect = (
+                f'<rect x="{x0 + offset:.1f}" y="{TOP + inner_h - h:.1f}" width="{bar:.1f}" height="{h:.1f}" '
+                f'class="{css}"><title>{escape(tip)}</title></rect>'
+            )
             out.append(_link(run, rect))
-        out.append(f'<text x="{x0:.1f}" y="{HEIGHT - BOTTOM + 16}" text-anchor="middle" class="axis">'
-                   f'{escape(_run_label(run))}</text>')
-        out.append(f'<text x="{x0:.1f}" y="{HEIGHT - BOTTOM + 30}" text-anchor="middle" class="axis">'
-                   f'{escape(run.get("mode") or "")}</text>')
+        out.append(
+            f'<text x="{x0:.1f}" y="{HEIGHT - BOTTOM + 16}" text-anchor="middle" class="axis">'
+            f"{escape(_run_label(run))}</text>"
+        )
+        out.append(
+            f'<text x="{x0:.1f}" y="{HEIGHT - BOTTOM + 30}" text-anchor="middle" class="axis">'
+            f"{escape(run.get('mode') or '')}</text>"
+        )
     legend_y = HEIGHT - 6
-    out.append(f'<rect x="{LEFT}" y="{legend_y - 9}" width="10" height="10" class="bar-full"/>'
-               f'<text x="{LEFT + 14}" y="{legend_y}" class="axis">full harvest (estimate)</text>')
-    out.append(f'<rect x="{LEFT + 170}" y="{legend_y - 9}" width="10" height="10" class="bar-stored"/>'
-               f'<text x="{LEFT + 184}" y="{legend_y}" class="axis">stored by the run</text>')
+    out.append(
+        f'<rect x="{LEFT}" y="{legend_y - 9}" width="10" height="10" class="bar-full"/>'
+        f'<text x="{LEFT + 14}" y="{legend_y}" class="axis">full harvest (estimate)</text>'
+    )
+    out.append(
+        f'<rect x="{LEFT + 170}" y="{legend_y - 9}" width="10" height="10" class="bar-stored"/>'
+        f'<text x="{LEFT + 184}" y="{legend_y}" class="axis">stored by the run</text>'
+    )
     out.append("</svg>")
     return Markup("".join(out))
 
@@ -120,15 +138,21 @@ def classes_chart(runs: list[dict]) -> Markup:
                 continue
             h = inner_h * value / ymax
             y -= h
-            parts.append(f'<rect x="{x:.1f}" y="{y:.1f}" width="{bar:.1f}" height="{h:.1f}" fill="{colour}" '
-                         f'class="seg-{key}"><title>{escape(f"{label}: {value}")}</title></rect>')
+            parts.append(
+                f'<rect x="{x:.1f}" y="{y:.1f}" width="{bar:.1f}" height="{h:.1f}" fill="{colour}" '
+                f'class="seg-{key}"><title>{escape(f"{label}: {value}")}</title></rect>'
+            )
         out.append(_link(run, "".join(parts)) if parts else "")
-        out.append(f'<text x="{x + bar / 2:.1f}" y="{HEIGHT - BOTTOM + 16}" text-anchor="middle" class="axis">'
-                   f'{escape(_run_label(run))}</text>')
+        out.append(
+            f'<text x="{x + bar / 2:.1f}" y="{HEIGHT - BOTTOM + 16}" text-anchor="middle" class="axis">'
+            f"{escape(_run_label(run))}</text>"
+        )
     lx = LEFT
     for _key, colour, label in CLASS_COLOURS:
-        out.append(f'<rect x="{lx}" y="{HEIGHT - 15}" width="10" height="10" fill="{colour}"/>'
-                   f'<text x="{lx + 14}" y="{HEIGHT - 6}" class="axis">{escape(label)}</text>')
+        out.append(
+            f'<rect x="{lx}" y="{HEIGHT - 15}" width="10" height="10" fill="{colour}"/>'
+            f'<text x="{lx + 14}" y="{HEIGHT - 6}" class="axis">{escape(label)}</text>'
+        )
         lx += 14 + 8 * len(label) + 12
     out.append("</svg>")
     return Markup("".join(out))

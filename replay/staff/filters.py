@@ -12,7 +12,7 @@ NOTICES = {
     "paused": "Job paused: the scheduler will not start it until it is resumed.",
     "resumed": "Job resumed: the scheduler will start it when it is next due.",
     "deleted": "Job deleted. Its harvests stay in the archive; its file was kept beside the others with "
-               "a .deleted-<time> suffix.",
+    "a .deleted-<time> suffix.",
     "already_active": "This job already has a run queued or running; here it is.",
 }
 

@@ -41,9 +41,9 @@ _FIELD = re.compile(r"field '(\w+)'")
 @dataclasses.dataclass
 class Field:
     setting: Setting
-    widget: str             # lines | checkbox | select | text
-    value: Any              # what the form shows
-    secret_count: int = 0   # secrets: how many values are stored (never the values)
+    widget: str  # lines | checkbox | select | text
+    value: Any  # what the form shows
+    secret_count: int = 0  # secrets: how many values are stored (never the values)
 
     @property
     def name(self) -> str:

@@ -62,29 +62,58 @@ def index():
     active = {(e.collection, e.job): e for e in queue().entries(statuses=("queued", "running"), limit=1000)}
     runs = overview.all_runs(ext()["root"], queue(), limit=100_000)
     last_runs: dict[tuple[str, str], dict] = {}
-    for run in runs:                                    # newest first: the first seen is the last run
+    for run in runs:  # newest first: the first seen is the last run
         if run["job"] is not None and run["status"] != "running":
             last_runs.setdefault((run["collection"], run["job"]), run)
     jobs_by_collection: dict[str, int] = {}
     for collection, name, job in iter_jobs(ext()["root"]):
         jobs_by_collection[collection] = jobs_by_collection.get(collection, 0) + 1
         schedule = queue().schedule(collection, name)
-        rows.append({"collection": collection, "name": name, "job": job if isinstance(job, JobSettings) else None,
-                     "error": job.message if isinstance(job, ConfigError) else None, "schedule": schedule,
-                     "active": active.get((collection, name)), "last": last_runs.get((collection, name))})
-    return render_template("staff/jobs.html", rows=rows,
-                           collections=overview.collections_overview(ext()["root"], runs, jobs_by_collection),
-                           archive_url=ext()["settings"]["archive_url"],
-                           verifications=last_verifications(ext()["root"]))
+        rows.append(
+            {
+                "collection": collection,
+                "name": name,
+                "job": job if isinstance(job, JobSettings) else None,
+                "error": job.message if isinstance(job, ConfigError) else None,
+                "schedule": schedule,
+                "active": active.get((collection, name)),
+                "last": last_runs.get((collection, name)),
+            }
+        )
+    return render_template(
+        "staff/jobs.html",
+        rows=rows,
+        collections=overview.collections_overview(ext()["root"], runs, jobs_by_collection),
+        archive_url=ext()["settings"]["archive_url"],
+        verifications=last_verifications(ext()["root"]),
+    )
 
 
-def _form_page(template_job: JobSettings | None, collection: str, name: str, is_new: bool, error: str | None = None,
-               submitted: dict | None = None, digest: str = "", status: int = 200):
+def _form_page(
+    template_job: JobSettings | None,
+    collection: str,
+    name: str,
+    is_new: bool,
+    error: str | None = None,
+    submitted: dict | None = None,
+    digest: str = "",
+    status: int = 200,
+):
     fields = fields_for(template_job, submitted)
-    return render_template("staff/job_form.html", fields=fields, collection=collection, name=name, is_new=is_new,
-                           error=error, error_field=field_of(error or ""), choices=CHOICES,
-                           suggestions=FREQUENCY_SUGGESTIONS, secrets=SECRET_SETTINGS, digest=digest,
-                           collections=list_collections(ext()["root"])), status
+    return render_template(
+        "staff/job_form.html",
+        fields=fields,
+        collection=collection,
+        name=name,
+        is_new=is_new,
+        error=error,
+        error_field=field_of(error or ""),
+        choices=CHOICES,
+        suggestions=FREQUENCY_SUGGESTIONS,
+        secrets=SECRET_SETTINGS,
+        digest=digest,
+        collections=list_collections(ext()["root"]),
+    ), status
 
 
 @bp.route("/jobs/new", methods=["GET", "POST"])
@@ -114,8 +143,9 @@ def edit(collection: str, name: str):
         return _form_page(job, collection, name, False, digest=file_digest(path))
     try:
         if request.form.get("digest") != file_digest(path):
-            raise ConfigError("the job file changed on disk since this form was opened; reload it and redo "
-                              "your changes")
+            raise ConfigError(
+                "the job file changed on disk since this form was opened; reload it and redo your changes"
+            )
         updated = validate_form(name, request.form, job, ext()["policy"])
     except StrataError as exc:
         return _form_page(job, collection, name, False, exc.message, request.form, file_digest(path), status=400)
@@ -143,11 +173,12 @@ def delete(collection: str, name: str):
     if request.method == "GET":
         return render_template("staff/job_delete.html", collection=collection, name=name, job=job)
     if request.form.get("confirm_name") != name:
-        return render_template("staff/job_delete.html", collection=collection, name=name, job=job,
-                               error="Type the job's name to confirm."), 400
+        return render_template(
+            "staff/job_delete.html", collection=collection, name=name, job=job, error="Type the job's name to confirm."
+        ), 400
     path = coll.job_path(name)
     stamp = datetime.now(UTC).strftime("%Y%m%d%H%M%S")
-    path.rename(path.with_name(f"{name}.toml.deleted-{stamp}"))     # kept beside, out of the scheduler's sight
+    path.rename(path.with_name(f"{name}.toml.deleted-{stamp}"))  # kept beside, out of the scheduler's sight
     queue().forget_job(collection, name)
     return redirect(url_for("jobs.index", notice="deleted"))
 
@@ -175,13 +206,25 @@ def show(collection: str, name: str):
         entry = by_run.get(run["run_id"])
         run["entry_id"] = entry.id if entry else None
     secrets = {s: len(job.values[s]) for s in SECRET_SETTINGS}
-    shown = [(s.name, job.values[s.name]) for s in JOB_SETTINGS
-             if s.name not in SECRET_SETTINGS and job.values[s.name] != s.default or s.name == "seeds"]
+    shown = [
+        (s.name, job.values[s.name])
+        for s in JOB_SETTINGS
+        if s.name not in SECRET_SETTINGS and job.values[s.name] != s.default or s.name == "seeds"
+    ]
     return render_template(
-        "staff/job.html", collection=collection, name=name, job=job, runs=runs, entries=entries,
-        schedule=queue().schedule(collection, name), shown=shown, secrets=secrets,
+        "staff/job.html",
+        collection=collection,
+        name=name,
+        job=job,
+        runs=runs,
+        entries=entries,
+        schedule=queue().schedule(collection, name),
+        shown=shown,
+        secrets=secrets,
         active=next((e for e in entries if e.active), None),
-        storage_svg=charts.storage_chart(runs), classes_svg=charts.classes_chart(runs))
+        storage_svg=charts.storage_chart(runs),
+        classes_svg=charts.classes_chart(runs),
+    )
 
 
 def job_runs(coll: Collection, name: str) -> list[dict]:
@@ -191,7 +234,7 @@ def job_runs(coll: Collection, name: str) -> list[dict]:
         return []
     try:
         rows = job_runs_of(conn, name)
-        estimates = [full_harvest_estimate(conn, run) for run in rows]    # as `strata report` says
+        estimates = [full_harvest_estimate(conn, run) for run in rows]  # as `strata report` says
     finally:
         conn.close()
     runs = []

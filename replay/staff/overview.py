@@ -35,8 +35,14 @@ def all_runs(root: Path, queue: RunQueue, limit: int = 200) -> list[dict]:
     for collection in list_known_collections(root):
         for run in collection_runs(root, collection):
             entry = entries.get((collection, run["run_id"]))
-            out.append({**run, "collection": collection, "started_by": started_by(entry),
-                        "entry_id": entry.id if entry else None})
+            out.append(
+                {
+                    **run,
+                    "collection": collection,
+                    "started_by": started_by(entry),
+                    "entry_id": entry.id if entry else None,
+                }
+            )
     out.sort(key=lambda r: (r["started"] or "", r["run_id"]), reverse=True)
     return out[:limit]
 
@@ -47,6 +53,13 @@ def collections_overview(root: Path, runs: list[dict], jobs_by_collection: dict[
     out = []
     for collection in list_known_collections(root):
         mine = [r for r in runs if r["collection"] == collection]
-        out.append({"collection": collection, "jobs": jobs_by_collection.get(collection, 0), "runs": len(mine),
-                    "no_job_runs": sum(1 for r in mine if r["job"] is None), "latest": mine[0] if mine else None})
+        out.append(
+            {
+                "collection": collection,
+                "jobs": jobs_by_collection.get(collection, 0),
+                "runs": len(mine),
+                "no_job_runs": sum(1 for r in mine if r["job"] is None),
+                "latest": mine[0] if mine else None,
+            }
+        )
     return out

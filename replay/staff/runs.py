@@ -44,15 +44,27 @@ def progress_view(entry: QueuedRun) -> dict:
     fetched = figures.get("urls_fetched", 0)
     seed = _seed(entry) if entry.summary.get("snapshot") else None
     return {
-        "id": entry.id, "collection": entry.collection, "job": entry.job, "mode": entry.mode,
-        "status": entry.status, "reason": entry.reason, "attempt": entry.attempt,
-        "requested_by": entry.requested_by, "cancel_requested": entry.cancel_requested,
-        "queued_at": _iso(entry.queued_at), "started_at": _iso(entry.started_at),
-        "finished_at": _iso(entry.finished_at), "error": entry.error, "run_id": entry.run_id,
-        "done": figures.get("done", fetched), "queued": 0 if entry.summary else figures.get("queued", 0),
-        "in_flight": 0 if entry.summary else figures.get("in_flight", 0), "urls_fetched": fetched,
+        "id": entry.id,
+        "collection": entry.collection,
+        "job": entry.job,
+        "mode": entry.mode,
+        "status": entry.status,
+        "reason": entry.reason,
+        "attempt": entry.attempt,
+        "requested_by": entry.requested_by,
+        "cancel_requested": entry.cancel_requested,
+        "queued_at": _iso(entry.queued_at),
+        "started_at": _iso(entry.started_at),
+        "finished_at": _iso(entry.finished_at),
+        "error": entry.error,
+        "run_id": entry.run_id,
+        "done": figures.get("done", fetched),
+        "queued": 0 if entry.summary else figures.get("queued", 0),
+        "in_flight": 0 if entry.summary else figures.get("in_flight", 0),
+        "urls_fetched": fetched,
         "classes": {c: figures.get(c, 0) for c in CLASSES},
-        "bytes_downloaded": figures.get("bytes_downloaded", 0), "bytes_stored": figures.get("bytes_stored", 0),
+        "bytes_downloaded": figures.get("bytes_downloaded", 0),
+        "bytes_stored": figures.get("bytes_stored", 0),
         "elapsed": round(elapsed, 1),
         "rate": round(fetched / elapsed, 2) if elapsed > 0 else 0.0,
         "byte_rate": round(figures.get("bytes_downloaded", 0) / elapsed) if elapsed > 0 else 0,
@@ -79,8 +91,9 @@ def _iso(dt: datetime | None) -> str | None:
 
 @bp.get("/runs")
 def index():
-    return render_template("staff/runs.html", entries=queue().entries(limit=100),
-                           harvests=overview.all_runs(ext()["root"], queue()))
+    return render_template(
+        "staff/runs.html", entries=queue().entries(limit=100), harvests=overview.all_runs(ext()["root"], queue())
+    )
 
 
 @bp.get("/runs/<int:entry_id>")

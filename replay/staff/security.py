@@ -39,8 +39,10 @@ SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 SESSION_COOKIE = "strata_staff"
 LOGIN_COOKIE = "strata_login"
 
-CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
-       "form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+    "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+)
 HEADERS = {
     "Content-Security-Policy": CSP,
     "X-Frame-Options": "DENY",
@@ -55,8 +57,11 @@ HEADERS = {
 def users() -> Users:
     if "staff_users" not in g:
         settings = ext()["settings"]
-        g.staff_users = Users.for_root(ext()["root"], session_lifetime=timedelta(hours=settings["session_hours"]),
-                                       idle_timeout=timedelta(minutes=settings["idle_minutes"]))
+        g.staff_users = Users.for_root(
+            ext()["root"],
+            session_lifetime=timedelta(hours=settings["session_hours"]),
+            idle_timeout=timedelta(minutes=settings["idle_minutes"]),
+        )
     return g.staff_users
 
 
@@ -76,8 +81,9 @@ def cookie_name(base: str) -> str:
 
 
 def set_cookie(response, base: str, value: str, max_age: int | None, samesite: str = "Lax") -> None:
-    response.set_cookie(cookie_name(base), value, max_age=max_age, path="/", secure=secure(), httponly=True,
-                        samesite=samesite)
+    response.set_cookie(
+        cookie_name(base), value, max_age=max_age, path="/", secure=secure(), httponly=True, samesite=samesite
+    )
 
 
 def clear_cookie(response, base: str) -> None:

@@ -49,8 +49,9 @@ CREATE INDEX IF NOT EXISTS sessions_user ON sessions (user);
 """
 
 
-def hash_password(password: str, *, salt: bytes | None = None, n: int = SCRYPT["n"], r: int = SCRYPT["r"],
-                  p: int = SCRYPT["p"]) -> str:
+def hash_password(
+    password: str, *, salt: bytes | None = None, n: int = SCRYPT["n"], r: int = SCRYPT["r"], p: int = SCRYPT["p"]
+) -> str:
     salt = salt or os.urandom(16)
     digest = hashlib.scrypt(password.encode("utf-8"), salt=salt, n=n, r=r, p=p, maxmem=128 * 1024 * 1024, dklen=32)
     b64 = base64.b64encode
@@ -63,8 +64,15 @@ def verify_password(password: str, stored: str) -> bool:
         if scheme != "scrypt":
             return False
         expected = base64.b64decode(digest)
-        got = hashlib.scrypt(password.encode("utf-8"), salt=base64.b64decode(salt), n=int(n), r=int(r), p=int(p),
-                             maxmem=128 * 1024 * 1024, dklen=len(expected))
+        got = hashlib.scrypt(
+            password.encode("utf-8"),
+            salt=base64.b64decode(salt),
+            n=int(n),
+            r=int(r),
+            p=int(p),
+            maxmem=128 * 1024 * 1024,
+            dklen=len(expected),
+        )
     except (ValueError, TypeError):
         return False
     return hmac.compare_digest(got, expected)
@@ -97,8 +105,12 @@ class Session:
 
 
 class Users:
-    def __init__(self, path: Path, session_lifetime: timedelta = timedelta(hours=12),
-                 idle_timeout: timedelta = timedelta(hours=2)):
+    def __init__(
+        self,
+        path: Path,
+        session_lifetime: timedelta = timedelta(hours=12),
+        idle_timeout: timedelta = timedelta(hours=2),
+    ):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fresh = not self.path.exists()
@@ -122,14 +134,17 @@ class Users:
     # -- accounts ----------------------------------------------------------------------------------
     def add(self, name: str, password: str, replace: bool = False) -> None:
         if not NAME_RE.match(name or ""):
-            raise ConfigError(f"{name!r} is not a usable user name: letters, digits, '_', '.', '@', '-', "
-                              "at most 64 characters")
+            raise ConfigError(
+                f"{name!r} is not a usable user name: letters, digits, '_', '.', '@', '-', at most 64 characters"
+            )
         check_new_password(name, password)
         exists = self.conn.execute("SELECT 1 FROM users WHERE name=?", (name,)).fetchone()
         if exists and not replace:
             raise ConfigError(f"user {name!r} exists; to set a new password: strata user add {name} --replace")
-        self.conn.execute("INSERT OR REPLACE INTO users (name, password, created, failures) VALUES (?,?,?,0)",
-                          (name, hash_password(password), _iso(_now())))
+        self.conn.execute(
+            "INSERT OR REPLACE INTO users (name, password, created, failures) VALUES (?,?,?,0)",
+            (name, hash_password(password), _iso(_now())),
+        )
         if exists:
             self.conn.execute("DELETE FROM sessions WHERE user=?", (name,))
 
@@ -156,8 +171,9 @@ class Users:
             return True
         failures = row["failures"] + 1
         until = _iso(now + LOCKOUT) if failures >= MAX_FAILURES else None
-        self.conn.execute("UPDATE users SET failures=?, locked_until=? WHERE name=?",
-                          (0 if until else failures, until, name))
+        self.conn.execute(
+            "UPDATE users SET failures=?, locked_until=? WHERE name=?", (0 if until else failures, until, name)
+        )
         return False
 
     # -- sessions ----------------------------------------------------------------------------------
@@ -170,8 +186,10 @@ class Users:
         token = secrets.token_urlsafe(32)
         session = Session(name, secrets.token_urlsafe(32), now + self.session_lifetime)
         self.conn.execute("DELETE FROM sessions WHERE expires < ?", (_iso(now),))
-        self.conn.execute("INSERT INTO sessions VALUES (?,?,?,?,?,?)",
-                          (self._hash(token), name, session.csrf, _iso(now), _iso(now), _iso(session.expires)))
+        self.conn.execute(
+            "INSERT INTO sessions VALUES (?,?,?,?,?,?)",
+            (self._hash(token), name, session.csrf, _iso(now), _iso(now), _iso(session.expires)),
+        )
         return token, session
 
     def session(self, token: str | None, now: datetime | None = None) -> Session | None:
@@ -180,11 +198,12 @@ class Users:
         now = now or _now()
         row = self.conn.execute(
             "SELECT s.*, u.name AS account FROM sessions s JOIN users u ON u.name = s.user WHERE s.token_hash=?",
-            (self._hash(token),)).fetchone()
+            (self._hash(token),),
+        ).fetchone()
         if row is None:
             return None
         expires, last_seen = _parse(row["expires"]), _parse(row["last_seen"])
-        assert expires is not None and last_seen is not None   # NOT NULL columns
+        assert expires is not None and last_seen is not None  # NOT NULL columns
         if expires <= now or last_seen + self.idle_timeout <= now:
             self.conn.execute("DELETE FROM sessions WHERE token_hash=?", (row["token_hash"],))
             return None

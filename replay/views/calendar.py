@@ -38,8 +38,15 @@ def render(addr: Address):
         before = [c for c in captures if c["timestamp"] <= as_of]
         current = before[-1]["timestamp"] if before else None
     days = [(day, list(group)) for day, group in itertools.groupby(captures, key=lambda c: c["timestamp"][:8])]
-    return render_template("calendar/index.html", coll=addr.coll, url=cdx_lines[0]["url"], days=days,
-                           captures=captures, as_of=as_of, current=current)
+    return render_template(
+        "calendar/index.html",
+        coll=addr.coll,
+        url=cdx_lines[0]["url"],
+        days=days,
+        captures=captures,
+        as_of=as_of,
+        current=current,
+    )
 
 
 def render_json(addr: Address):
@@ -47,8 +54,13 @@ def render_json(addr: Address):
     the fields of ``index.state.CAPTURE_FIELDS`` (what ``strata captures --json`` prints)."""
     _, captures = _captures(addr)
     fields = state.CAPTURE_FIELDS
-    return jsonify({"collection": addr.coll, "url": captures[0]["url"],
-                    "captures": [{k: c["entry"].get(k) for k in fields} for c in captures]})
+    return jsonify(
+        {
+            "collection": addr.coll,
+            "url": captures[0]["url"],
+            "captures": [{k: c["entry"].get(k) for k in fields} for c in captures],
+        }
+    )
 
 
 def _captures(addr: Address) -> tuple[list, list[dict]]:
@@ -69,7 +81,7 @@ def _capture(cdx, details: dict) -> dict:
     revisit = cdx.get("mime") == "warc/revisit"
     status = str(row["status"]) if row and row["status"] is not None else cdx.get("status", "")
     kind = row["kind"] if row else ("revisit" if revisit else "capture")
-    entry = row or _entry_from_cdx(cdx, revisit)   # a collection indexed by wb-manager alone has no state
+    entry = row or _entry_from_cdx(cdx, revisit)  # a collection indexed by wb-manager alone has no state
     return {
         "timestamp": cdx["timestamp"],
         "url": cdx["url"],
@@ -87,9 +99,18 @@ def _capture(cdx, details: dict) -> dict:
 def _entry_from_cdx(cdx, revisit: bool) -> dict:
     status = cdx.get("status", "")
     digest = cdx.get("digest")
-    return {"timestamp": cdx["timestamp"], "date": None, "url": cdx["url"], "kind": None,
-            "status": int(status) if status.isdigit() else None, "record_type": "revisit" if revisit else "response",
-            "digest": f"sha1:{digest}" if digest and digest != "-" and ":" not in digest else digest,
-            "mime": cdx.get("mime"), "run_id": None, "warc": cdx.get("filename"),
-            "offset": int(cdx["offset"]) if str(cdx.get("offset", "")).isdigit() else None,
-            "length": int(cdx["length"]) if str(cdx.get("length", "")).isdigit() else None, "original": None}
+    return {
+        "timestamp": cdx["timestamp"],
+        "date": None,
+        "url": cdx["url"],
+        "kind": None,
+        "status": int(status) if status.isdigit() else None,
+        "record_type": "revisit" if revisit else "response",
+        "digest": f"sha1:{digest}" if digest and digest != "-" and ":" not in digest else digest,
+        "mime": cdx.get("mime"),
+        "run_id": None,
+        "warc": cdx.get("filename"),
+        "offset": int(cdx["offset"]) if str(cdx.get("offset", "")).isdigit() else None,
+        "length": int(cdx["length"]) if str(cdx.get("length", "")).isdigit() else None,
+        "original": None,
+    }

@@ -38,4 +38,4 @@ def _raw_url(coll: str) -> str:
         raw = quote(request.script_root + request.path, safe="/:@!$&'()*+,;=~%")
         if request.query_string:
             raw += "?" + request.query_string.decode("latin-1")
-    return raw[len(prefix):]
+    return raw[len(prefix) :]

@@ -28,5 +28,6 @@ def index(coll: str):
             sites, runs, seeds = [], [], []
         else:
             sites, runs, seeds = state.sites(conn), state.runs(conn), state.seeds(conn)
-    return render_template("collection/index.html", coll=coll, sites=sites, runs=runs, seeds=seeds,
-                           has_db=conn is not None)
+    return render_template(
+        "collection/index.html", coll=coll, sites=sites, runs=runs, seeds=seeds, has_db=conn is not None
+    )

@@ -39,8 +39,9 @@ def _handle(exc: Exception):
         status = exc.status_code or 500
         return _page("errors/generic.html", status, message=_wb_message(exc), title=exc.status())
     log.exception("replay failed")
-    return _page("errors/generic.html", 500, message="Something went wrong while serving this page.",
-                 title="Internal error")
+    return _page(
+        "errors/generic.html", 500, message="Something went wrong while serving this page.", title="Internal error"
+    )
 
 
 def _page(template: str, status: int, **context):
@@ -51,9 +52,11 @@ def _page(template: str, status: int, **context):
         return FALLBACK.format(status=status), status, {"Content-Type": "text/html; charset=utf-8"}
 
 
-FALLBACK = ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Error {status}</title></head>"
-            "<body><h1>Error {status}</h1><p>This page could not be shown. <a href=\"/\">All collections</a></p>"
-            "</body></html>")
+FALLBACK = (
+    '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>Error {status}</title></head>'
+    '<body><h1>Error {status}</h1><p>This page could not be shown. <a href="/">All collections</a></p>'
+    "</body></html>"
+)
 
 
 def _wb_message(exc) -> str:

@@ -26,7 +26,7 @@ def redirect_target() -> str | None:
     prefix = request.script_root + "/"
     if parts.netloc != request.host or not parts.path.startswith(prefix):
         return None
-    ref_path = parts.path[len(prefix):] + (f"?{parts.query}" if parts.query else "")
+    ref_path = parts.path[len(prefix) :] + (f"?{parts.query}" if parts.query else "")
     coll, _, rest = ref_path.partition("/")
     try:
         page = parse_address(coll, rest)
@@ -35,5 +35,5 @@ def redirect_target() -> str | None:
     if page.kind not in ("replay", "timegate"):
         return None
     escaped = request.full_path if request.query_string else request.path
-    escaped = escaped[len(request.script_root):]
+    escaped = escaped[len(request.script_root) :]
     return replay_url(coll, page.timestamp, urljoin(page.url, escaped))

@@ -40,7 +40,7 @@ def _raw_rest(coll: str) -> str:
         raw = quote(request.script_root + request.path, safe="/:@!$&'()*+,;=~%")
         if request.query_string:
             raw += "?" + request.query_string.decode("latin-1")
-    return raw[len(prefix):]
+    return raw[len(prefix) :]
 
 
 def _links(addr: Address) -> dict:

@@ -28,8 +28,15 @@ from tests.support.cjk_site import GROUPS, LIVE_CHARSET, start_cjk_site
 pytestmark = pytest.mark.browser
 
 CHROMIUM = "/usr/bin/chromium"
-FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync"]
+FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 MAX_PAGES = 300
 DEADLINE = 120.0
 
@@ -66,7 +73,7 @@ def chromium_crawl(browser, site) -> dict[str, tuple[str, list[str]]]:
             response = page.goto(site.url(target))
             charset = page.evaluate("document.characterSet")
             hrefs = page.evaluate("[...document.querySelectorAll('a[href]')].map(a => a.href)")
-            links = [href[len(site.base_url):] for href in hrefs if href.startswith(site.base_url + "/")]
+            links = [href[len(site.base_url) :] for href in hrefs if href.startswith(site.base_url + "/")]
             seen[target] = (charset if response.status == 200 else "", links)
             queue.extend(link for link in links if link not in seen)
     finally:
@@ -92,9 +99,25 @@ def test_strata_requests_exactly_what_chromium_requests(browser, site, root):
 
     site.clear_log()
     # As a user would: the CLI in its own process (Playwright's loop holds this thread).
-    done = subprocess.run([str(VENV_BIN / "strata"), "harvest", "cjk", "--seed", site.url("/"), "--depth", "6",
-                           "--delay", "0", "--json", "--root", str(root)],
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            str(VENV_BIN / "strata"),
+            "harvest",
+            "cjk",
+            "--seed",
+            site.url("/"),
+            "--depth",
+            "6",
+            "--delay",
+            "0",
+            "--json",
+            "--root",
+            str(root),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout)["status"] == "finished"
     strata = site.requested_targets()
@@ -116,7 +139,7 @@ def test_clicking_each_link_requests_its_a_href(browser, site):
                 with page.expect_navigation():
                     page.locator("a[href]").nth(number).click()
                 clicked = [path for method, path in site.requested() if path != "/favicon.ico"]
-                assert clicked == [href[len(site.base_url):]], (group.name, number)
+                assert clicked == [href[len(site.base_url) :]], (group.name, number)
     finally:
         page.close()
 
@@ -124,8 +147,14 @@ def test_clicking_each_link_requests_its_a_href(browser, site):
 def test_every_printable_ascii_character_is_encoded_as_chromium_encodes_it(browser):
     """Path and query, each printable ASCII character, as a.href in Chromium and normalize_url."""
     chars = [chr(c) for c in range(0x20, 0x7F) if chr(c) not in "#?/&=%"]
-    hrefs = [f"/p{c}x?q{c}y" for c in chars] + ["/a%zz?b%zz", "/a%41?b%41", "/a%7c?b%7C", "\\a\\b?c\\d",
-                                                 " /lead?x=1 ", "/t\tab?n\nl"]
+    hrefs = [f"/p{c}x?q{c}y" for c in chars] + [
+        "/a%zz?b%zz",
+        "/a%41?b%41",
+        "/a%7c?b%7C",
+        "\\a\\b?c\\d",
+        " /lead?x=1 ",
+        "/t\tab?n\nl",
+    ]
     body = '<meta charset="utf-8">' + "".join(f'<a href="{html.escape(h)}">x</a>' for h in hrefs)
 
     class Model:

@@ -21,8 +21,15 @@ pytestmark = pytest.mark.browser
 
 CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = REPO / "tests" / "artifacts"
-FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync"]
+FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 @pytest.fixture(scope="module")
@@ -72,8 +79,9 @@ def test_snapshot_page_in_chromium(browser, archives, strata_server, run):
     http_requests = [(kind, url) for kind, url in requests if url.startswith(("http:", "https:"))]
     assert http_requests and not failed
     assert all(url.startswith(origin + "/") for _, url in http_requests), http_requests
-    subresources = [(kind, urlsplit(url).path) for kind, url in http_requests
-                    if kind in ("image", "stylesheet", "script")]
+    subresources = [
+        (kind, urlsplit(url).path) for kind, url in http_requests if kind in ("image", "stylesheet", "script")
+    ]
     archived = {kind for kind, path in subresources if path.startswith(f"/three/{snapshot}")}
     assert {"image", "stylesheet", "script"} <= archived, subresources
     for kind, path in subresources:

@@ -29,8 +29,15 @@ pytestmark = pytest.mark.browser
 
 CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = REPO / "tests" / "artifacts"
-FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync"]
+FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 SERVER = """
 import sys
 from pathlib import Path
@@ -64,8 +71,10 @@ fetch("{self.staff}/jobs/sample/site/harvest", {{method: "POST", credentials: "i
   .then(function (r) {{ done("post", "sent: " + r.type + " " + r.status); }})
   .catch(function (e) {{ done("post", "blocked: " + e); }});
 """
-        html = f"<!DOCTYPE html><html><head><title>Evil</title></head><body><h1>Archived page</h1>" \
-               f"<pre id=out style=\"white-space: pre-wrap\"></pre><script>{script}</script></body></html>"
+        html = (
+            f"<!DOCTYPE html><html><head><title>Evil</title></head><body><h1>Archived page</h1>"
+            f'<pre id=out style="white-space: pre-wrap"></pre><script>{script}</script></body></html>'
+        )
         return Resource(200, (("Content-Type", "text/html; charset=utf-8"),), html.encode())
 
 
@@ -102,13 +111,18 @@ def console(root, port):
     """The dispatcher on a real socket and a worker, over a root holding one staff user."""
     add_user(root)
     server = subprocess.Popen([sys.executable, "-c", SERVER, str(root), str(port)], stderr=subprocess.PIPE)
-    worker = subprocess.Popen([str(VENV_BIN / "strata"), "worker", "--root", str(root), "--poll", "0.2",
-                               "--allow-network", "127.0.0.1/32"], stderr=subprocess.DEVNULL)
+    worker = subprocess.Popen(
+        [str(VENV_BIN / "strata"), "worker", "--root", str(root), "--poll", "0.2", "--allow-network", "127.0.0.1/32"],
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 30
         while True:
             try:
-                if httpx.get(f"http://127.0.0.1:{port}/login", headers={"Host": f"staff.localhost:{port}"}).status_code == 200:
+                if (
+                    httpx.get(f"http://127.0.0.1:{port}/login", headers={"Host": f"staff.localhost:{port}"}).status_code
+                    == 200
+                ):
                     break
             except httpx.HTTPError:
                 pass
@@ -189,10 +203,12 @@ def test_staff_flow_and_isolation_in_chromium(root, evil, console, chromium):
     assert staff_cookies and staff_cookies[0]["domain"] == "staff.localhost" and staff_cookies[0]["httpOnly"]
     evil_page = context.new_page()
     evil_page.goto(f"{archive}/evil/{time.strftime('%Y%m%d%H%M%S', time.gmtime())}/{evil.base_url}/")
-    evil_page.wait_for_function("document.getElementById('out') && "
-                                "JSON.parse(document.getElementById('out').textContent || '{}').api !== undefined "
-                                "&& JSON.parse(document.getElementById('out').textContent).post !== undefined",
-                                timeout=20_000)
+    evil_page.wait_for_function(
+        "document.getElementById('out') && "
+        "JSON.parse(document.getElementById('out').textContent || '{}').api !== undefined "
+        "&& JSON.parse(document.getElementById('out').textContent).post !== undefined",
+        timeout=20_000,
+    )
     out = json.loads(evil_page.inner_text("#out"))
     evil_page.screenshot(path=str(ARTIFACTS / "staff-5-archived-attack.png"), full_page=True)
     assert "strata_staff" not in out["cookie"]
@@ -201,7 +217,8 @@ def test_staff_flow_and_isolation_in_chromium(root, evil, console, chromium):
     # the same attempts from the archive's origin with the rewriter out of the way
     probe = context.new_page()
     probe.goto(f"{archive}/")
-    escaped = probe.evaluate("""async (staff) => {
+    escaped = probe.evaluate(
+        """async (staff) => {
         const out = {cookie: document.cookie};
         try { const r = await fetch(staff + "/api/runs/1", {credentials: "include"}); out.api = "read " + r.status; }
         catch (e) { out.api = "blocked " + e.name; }
@@ -209,18 +226,24 @@ def test_staff_flow_and_isolation_in_chromium(root, evil, console, chromium):
                 mode: "no-cors", body: new URLSearchParams({mode: "full"})}); out.post = "sent " + r.type; }
         catch (e) { out.post = "blocked " + e.name; }
         return out;
-    }""", staff)
+    }""",
+        staff,
+    )
     assert escaped["api"].startswith("blocked") and "strata_staff" not in escaped["cookie"], escaped
     # a top-level form POST from the archive's origin: the browser goes, the console refuses
-    probe.evaluate("""(staff) => {
+    probe.evaluate(
+        """(staff) => {
         const f = document.createElement("form"); f.method = "POST";
         f.action = staff + "/jobs/sample/site/harvest";
         const i = document.createElement("input"); i.name = "mode"; i.value = "full"; f.appendChild(i);
         document.body.appendChild(f); f.submit();
-    }""", staff)
+    }""",
+        staff,
+    )
     probe.wait_for_url(f"{staff}/jobs/sample/site/harvest")
-    assert "does not answer requests sent by other sites" in probe.inner_text("body") or \
-        "security token" in probe.inner_text("body")
+    assert "does not answer requests sent by other sites" in probe.inner_text(
+        "body"
+    ) or "security token" in probe.inner_text("body")
     probe.screenshot(path=str(ARTIFACTS / "staff-6-cross-origin-post.png"), full_page=True)
     assert _queue_count(root) == entries_before
     context.close()

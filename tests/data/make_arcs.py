@@ -16,8 +16,10 @@ HERE = Path(__file__).resolve().parent
 
 
 def http(body: bytes, mime: str, date: str) -> bytes:
-    head = (f"HTTP/1.0 200 OK\r\nDate: {date}\r\nServer: NCSA/1.5\r\nContent-Type: {mime}\r\n"
-            f"Content-Length: {len(body)}\r\n\r\n").encode("ascii")
+    head = (
+        f"HTTP/1.0 200 OK\r\nDate: {date}\r\nServer: NCSA/1.5\r\nContent-Type: {mime}\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    ).encode("ascii")
     return head + body
 
 
@@ -32,26 +34,45 @@ def filedesc(name: str, ts: str) -> bytes:
 
 PAGE_V1 = b"<html><head><title>Legacy home</title></head><body><p>Welcome, 1998.</p><img src=logo.gif></body></html>\n"
 PAGE_V2 = b"<html><head><title>Legacy home</title></head><body><p>Welcome, 2001 edition.</p></body></html>\n"
-GIF = b"GIF89a\x01\x00\x01\x00\x80\x00\x00\x00\x00\x00\xff\xff\xff!\xf9\x04\x01\x00\x00\x00\x00,\x00\x00\x00\x00\x01\x00\x01\x00\x00\x02\x02D\x01\x00;"
+GIF = (
+    b"GIF89a\x01\x00\x01\x00\x80\x00\x00\x00\x00\x00\xff\xff\xff!\xf9\x04\x01\x00\x00\x00\x00,\x00\x00\x00\x00\x01"
+    b"\x00\x01\x00\x00\x02\x02D\x01\x00;"
+)
 
 
 def legacy_1998() -> list[bytes]:
     return [
         filedesc("legacy-1998.arc", "19980301120000"),
-        record("http://legacy.example/", "19980301120005", "text/html",
-               http(PAGE_V1, "text/html", "Sun, 01 Mar 1998 12:00:05 GMT")),
-        record("http://legacy.example/logo.gif", "19980301120007", "image/gif",
-               http(GIF, "image/gif", "Sun, 01 Mar 1998 12:00:07 GMT")),
+        record(
+            "http://legacy.example/",
+            "19980301120005",
+            "text/html",
+            http(PAGE_V1, "text/html", "Sun, 01 Mar 1998 12:00:05 GMT"),
+        ),
+        record(
+            "http://legacy.example/logo.gif",
+            "19980301120007",
+            "image/gif",
+            http(GIF, "image/gif", "Sun, 01 Mar 1998 12:00:07 GMT"),
+        ),
     ]
 
 
 def legacy_2001() -> list[bytes]:
     return [
         filedesc("legacy-2001.arc.gz", "20010615080000"),
-        record("http://legacy.example/logo.gif", "20010615080002", "image/gif",
-               http(GIF, "image/gif", "Fri, 15 Jun 2001 08:00:02 GMT")),
-        record("http://legacy.example/", "20010615080004", "text/html",
-               http(PAGE_V2, "text/html", "Fri, 15 Jun 2001 08:00:04 GMT")),
+        record(
+            "http://legacy.example/logo.gif",
+            "20010615080002",
+            "image/gif",
+            http(GIF, "image/gif", "Fri, 15 Jun 2001 08:00:02 GMT"),
+        ),
+        record(
+            "http://legacy.example/",
+            "20010615080004",
+            "text/html",
+            http(PAGE_V2, "text/html", "Fri, 15 Jun 2001 08:00:04 GMT"),
+        ),
     ]
 
 

@@ -34,36 +34,67 @@ def sha1(data: bytes) -> str:
 
 
 def http(status: str, body: bytes, date: str) -> StatusAndHeaders:
-    return StatusAndHeaders(status, [("Content-Type", "text/html; charset=utf-8"), ("Date", date),
-                                     ("Content-Length", str(len(body)))], protocol="HTTP/1.1")
+    return StatusAndHeaders(
+        status,
+        [("Content-Type", "text/html; charset=utf-8"), ("Date", date), ("Content-Length", str(len(body)))],
+        protocol="HTTP/1.1",
+    )
 
 
 def records(writer: BufferWARCWriter) -> None:
-    v1 = writer.create_warc_record(URL, "response", payload=io.BytesIO(V1), length=len(V1),
-                                   http_headers=http("200 OK", V1, "Wed, 01 Jan 2020 00:00:00 GMT"),
-                                   warc_headers_dict={"WARC-Date": "2020-01-01T00:00:00Z",
-                                                      "WARC-Record-ID": "<urn:uuid:00000000-0000-4000-8000-000000000001>"})
+    v1 = writer.create_warc_record(
+        URL,
+        "response",
+        payload=io.BytesIO(V1),
+        length=len(V1),
+        http_headers=http("200 OK", V1, "Wed, 01 Jan 2020 00:00:00 GMT"),
+        warc_headers_dict={
+            "WARC-Date": "2020-01-01T00:00:00Z",
+            "WARC-Record-ID": "<urn:uuid:00000000-0000-4000-8000-000000000001>",
+        },
+    )
     writer.write_record(v1)
-    same = writer.create_revisit_record(URL, digest=sha1(V1), refers_to_uri=URL, refers_to_date="2020-01-01T00:00:00Z",
-                                        http_headers=http("200 OK", V1, "Sat, 01 Feb 2020 00:00:00 GMT"),
-                                        warc_headers_dict={"WARC-Date": "2020-02-01T00:00:00Z",
-                                                           "WARC-Refers-To": "<urn:uuid:00000000-0000-4000-8000-000000000001>",
-                                                           "WARC-Truncated": "length",
-                                                           "WARC-Record-ID": "<urn:uuid:00000000-0000-4000-8000-000000000002>"})
+    same = writer.create_revisit_record(
+        URL,
+        digest=sha1(V1),
+        refers_to_uri=URL,
+        refers_to_date="2020-01-01T00:00:00Z",
+        http_headers=http("200 OK", V1, "Sat, 01 Feb 2020 00:00:00 GMT"),
+        warc_headers_dict={
+            "WARC-Date": "2020-02-01T00:00:00Z",
+            "WARC-Refers-To": "<urn:uuid:00000000-0000-4000-8000-000000000001>",
+            "WARC-Truncated": "length",
+            "WARC-Record-ID": "<urn:uuid:00000000-0000-4000-8000-000000000002>",
+        },
+    )
     writer.write_record(same)
-    nm = writer.create_warc_record(URL, "revisit", payload=io.BytesIO(b""), length=0,
-                                   warc_headers_dict={"WARC-Date": "2020-03-01T00:00:00Z",
-                                                      "WARC-Profile": "http://netpreserve.org/warc/1.1/revisit/server-not-modified",
-                                                      "WARC-Payload-Digest": sha1(V1),
-                                                      "WARC-Refers-To": "<urn:uuid:00000000-0000-4000-8000-000000000001>",
-                                                      "WARC-Refers-To-Target-URI": URL,
-                                                      "WARC-Refers-To-Date": "2020-01-01T00:00:00Z",
-                                                      "WARC-Record-ID": "<urn:uuid:00000000-0000-4000-8000-000000000003>"})
+    nm = writer.create_warc_record(
+        URL,
+        "revisit",
+        payload=io.BytesIO(b""),
+        length=0,
+        warc_headers_dict={
+            "WARC-Date": "2020-03-01T00:00:00Z",
+            "WARC-Profile": "http://netpreserve.org/warc/1.1/revisit/server-not-modified",
+            "WARC-Payload-Digest": sha1(V1),
+            "WARC-Refers-To": "<urn:uuid:00000000-0000-4000-8000-000000000001>",
+            "WARC-Refers-To-Target-URI": URL,
+            "WARC-Refers-To-Date": "2020-01-01T00:00:00Z",
+            "WARC-Record-ID": "<urn:uuid:00000000-0000-4000-8000-000000000003>",
+        },
+    )
     writer.write_record(nm)
-    v2 = writer.create_warc_record(URL, "response", payload=io.BytesIO(V2), length=len(V2),
-                                   http_headers=http("200 OK", V2, "Wed, 01 Apr 2020 00:00:00 GMT"),
-                                   warc_headers_dict={"WARC-Date": "2020-04-01T00:00:00Z",
-                                                      "WARC-Record-ID": "<urn:uuid:00000000-0000-4000-8000-000000000004>"})
+    v2 = writer.create_warc_record(
+        URL,
+        "response",
+        payload=io.BytesIO(V2),
+        length=len(V2),
+        http_headers=http("200 OK", V2, "Wed, 01 Apr 2020 00:00:00 GMT"),
+        warc_headers_dict={
+            "WARC-Date": "2020-04-01T00:00:00Z",
+            "WARC-Record-ID": "<urn:uuid:00000000-0000-4000-8000-000000000004>",
+        },
+    )
     writer.write_record(v2)
 
 
@@ -81,10 +112,15 @@ def main() -> None:
         offsets.append((it.get_record_offset(), it.get_record_length()))
     for start, length in offsets:
         comp = zlib.compressobj(9, zlib.DEFLATED, -15)
-        raw = data[start:start + length]
+        raw = data[start : start + length]
         body = comp.compress(raw) + comp.flush()
         crc = zlib.crc32(raw)
-        out += b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\xff" + body + crc.to_bytes(4, "little") + (len(raw) & 0xFFFFFFFF).to_bytes(4, "little")
+        out += (
+            b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\xff"
+            + body
+            + crc.to_bytes(4, "little")
+            + (len(raw) & 0xFFFFFFFF).to_bytes(4, "little")
+        )
     (HERE / "tiny-revisits.warc.gz").write_bytes(bytes(out))
 
 

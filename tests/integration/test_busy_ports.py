@@ -39,15 +39,18 @@ def one_error_line(done: subprocess.CompletedProcess) -> str:
 
 def test_serve_on_a_busy_port_says_so_in_one_line(root, busy_port):
     line = one_error_line(strata("serve", "--port", str(busy_port), root=root, timeout=60))
-    assert line == (f"Error: port {busy_port} on 127.0.0.1 is already in use (by another server, or an earlier "
-                    "strata serve or demo still running); stop it or choose another with --port PORT")
+    assert line == (
+        f"Error: port {busy_port} on 127.0.0.1 is already in use (by another server, or an earlier "
+        "strata serve or demo still running); stop it or choose another with --port PORT"
+    )
 
 
 def test_demo_serve_on_a_busy_port_stops_before_harvesting(root, busy_port):
-    line = one_error_line(strata("demo", "--serve", "--port", str(busy_port), "--site-port", "0", root=root,
-                                 timeout=60))
+    line = one_error_line(
+        strata("demo", "--serve", "--port", str(busy_port), "--site-port", "0", root=root, timeout=60)
+    )
     assert line.startswith(f"Error: port {busy_port} on 127.0.0.1 is already in use") and "--port PORT" in line
-    assert not (root / "sample").exists()          # nothing harvested, no collection made
+    assert not (root / "sample").exists()  # nothing harvested, no collection made
 
 
 def test_demo_site_on_a_busy_port_names_the_option(root, busy_port):

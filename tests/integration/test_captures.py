@@ -40,10 +40,33 @@ def test_cli_lists_every_capture_from_the_state(archives):
             url = three.url(path)
             rows = state.captures(url=url)
             got = cli_json(three.root, "three", url)
-            assert [(e["timestamp"], e["kind"], e["status"], e["record_type"], e["digest"], e["run_id"], e["warc"],
-                     e["offset"], e["length"]) for e in got] == [
-                (r["timestamp"], r["class"], r["status"], r["record_type"], r["digest"], r["run_id"], r["warc"],
-                 r["offset"], r["length"]) for r in rows]
+            assert [
+                (
+                    e["timestamp"],
+                    e["kind"],
+                    e["status"],
+                    e["record_type"],
+                    e["digest"],
+                    e["run_id"],
+                    e["warc"],
+                    e["offset"],
+                    e["length"],
+                )
+                for e in got
+            ] == [
+                (
+                    r["timestamp"],
+                    r["class"],
+                    r["status"],
+                    r["record_type"],
+                    r["digest"],
+                    r["run_id"],
+                    r["warc"],
+                    r["offset"],
+                    r["length"],
+                )
+                for r in rows
+            ]
             assert [e["timestamp"] for e in got] == sorted(e["timestamp"] for e in got)
             for entry, row in zip(got, rows, strict=True):
                 if row["record_type"] != "revisit":
@@ -52,8 +75,11 @@ def test_cli_lists_every_capture_from_the_state(archives):
                 revisits += 1
                 original = entry["original"]
                 assert (original["url"], original["date"]) == (row["refers_to_uri"], row["refers_to_date"])
-                held = [r for r in state.captures(url=original["url"])
-                        if r["warc"] == original["warc"] and r["offset"] == original["offset"]]
+                held = [
+                    r
+                    for r in state.captures(url=original["url"])
+                    if r["warc"] == original["warc"] and r["offset"] == original["offset"]
+                ]
                 assert held and held[0]["record_type"] == "response" and held[0]["digest"] == row["digest"]
                 assert original["timestamp"] == held[0]["timestamp"] < entry["timestamp"]
     assert revisits > 0
@@ -61,7 +87,7 @@ def test_cli_lists_every_capture_from_the_state(archives):
 
 def test_cli_text_and_errors(archives):
     three = archives["three"]
-    url = three.url("/ja/index.html")     # unchanged, then soft: a revisit, then a response
+    url = three.url("/ja/index.html")  # unchanged, then soft: a revisit, then a response
     entries = cli_json(three.root, "three", url)
     result = CliRunner().invoke(cli, ["captures", "three", url, "--root", str(three.root)])
     lines = result.output.splitlines()
@@ -74,9 +100,15 @@ def test_cli_text_and_errors(archives):
     assert sum("revisit of " in line for line in lines) == len(revisits) > 0
     # without the scheme, as typed
     assert cli_json(three.root, "three", url.split("://", 1)[1]) == entries
-    missing = subprocess.run([str(VENV_BIN / "strata"), "captures", "three", three.url("/nope.html"), "--root",
-                              str(three.root)], capture_output=True, text=True, timeout=60)
-    assert missing.returncode == 1 and missing.stderr.strip() == f"Error: no capture of {three.url('/nope.html')} in three"
+    missing = subprocess.run(
+        [str(VENV_BIN / "strata"), "captures", "three", three.url("/nope.html"), "--root", str(three.root)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (
+        missing.returncode == 1 and missing.stderr.strip() == f"Error: no capture of {three.url('/nope.html')} in three"
+    )
 
 
 def test_calendar_page_and_json_show_the_same_list(client, archives):
@@ -87,8 +119,9 @@ def test_calendar_page_and_json_show_the_same_list(client, archives):
         response = client.get(f"/three/*/{url}")
         doc = lxml.html.fromstring(response.get_data())
         rows = doc.xpath('//tr[contains(@class, "capture")]')
-        assert [(r.get("data-timestamp"), r.get("data-kind"), r.get("data-status"), r.get("data-run"))
-                for r in rows] == [(e["timestamp"], e["kind"], str(e["status"]), e["run_id"]) for e in entries]
+        assert [
+            (r.get("data-timestamp"), r.get("data-kind"), r.get("data-status"), r.get("data-run")) for r in rows
+        ] == [(e["timestamp"], e["kind"], str(e["status"]), e["run_id"]) for e in entries]
         for row, entry in zip(rows, entries, strict=True):
             assert row.xpath('string(.//td[contains(@class, "run")])').strip() == entry["run_id"]
             linked = row.xpath('.//span[@class="original"]/a/@data-timestamp')
@@ -124,8 +157,10 @@ def test_revisits_without_refers_to_find_their_original_by_digest(tmp_path, root
     with HarvestState(coll.db_path) as state:
         assert [r["refers_to_uri"] for r in state.captures(url="http://dedup.test/")] == [None, None]
     entries = cli_json(root, "dedup", "http://dedup.test/")
-    assert [(e["timestamp"], e["record_type"]) for e in entries] == [("20210201000000", "response"),
-                                                                      ("20210301000000", "revisit")]
+    assert [(e["timestamp"], e["record_type"]) for e in entries] == [
+        ("20210201000000", "response"),
+        ("20210301000000", "revisit"),
+    ]
     assert entries[1]["original"]["url"] == "http://dedup.test/"
     assert entries[1]["original"]["timestamp"] == "20210201000000" and entries[1]["original"]["warc"] == path.name
     page = create_app(root).test_client().get("/api/captures/dedup/http://dedup.test/")
@@ -144,9 +179,13 @@ def _strip_refers_to(path):
     with open(path, "wb") as out:
         writer = WARCWriter(out, gzip=True)
         for record, body in records:
-            new = writer.create_warc_record(record.rec_headers.get_header("WARC-Target-URI"), record.rec_type,
-                                            payload=io.BytesIO(body), http_headers=record.http_headers,
-                                            warc_headers=record.rec_headers)
+            new = writer.create_warc_record(
+                record.rec_headers.get_header("WARC-Target-URI"),
+                record.rec_type,
+                payload=io.BytesIO(body),
+                http_headers=record.http_headers,
+                warc_headers=record.rec_headers,
+            )
             writer.write_record(new)
 
 
@@ -160,6 +199,9 @@ def test_json_form_of_a_collection_without_harvest_state(root):
     cdxj.write_index(coll.cdxj_path, lines)
     assert not coll.db_path.exists()
     data = create_app(root).test_client().get("/api/captures/bare/http://legacy.example/").get_json()
-    assert [(c["timestamp"], c["kind"], c["status"], c["warc"], c["offset"], c["digest"]) for c in data["captures"]] == [
+    assert [
+        (c["timestamp"], c["kind"], c["status"], c["warc"], c["offset"], c["digest"]) for c in data["captures"]
+    ] == [
         ("19980301120005", None, 200, "legacy-1998.arc", 145, "sha1:CXPEU6NUOK55NX3N3FM734UR4DWXBLRY"),
-        ("20010615080004", None, 200, "legacy-2001.arc.gz", 355, "sha1:VSCCRTQ5UEBBMYACMUPGLJNZLOTYFV3C")]
+        ("20010615080004", None, 200, "legacy-2001.arc.gz", 355, "sha1:VSCCRTQ5UEBBMYACMUPGLJNZLOTYFV3C"),
+    ]

@@ -22,8 +22,12 @@ from index.state import HarvestState
 from strata.errors import ConfigError
 from tests.integration.test_jobs_apart import strata, write_job_file
 
-KINDS = {"index_patterns": list(SampleSite.INDEX_PATTERNS), "content_patterns": list(SampleSite.CONTENT_PATTERNS),
-         "noise_selectors": list(SampleSite.NOISE_SELECTORS), "recheck_all": True}
+KINDS = {
+    "index_patterns": list(SampleSite.INDEX_PATTERNS),
+    "content_patterns": list(SampleSite.CONTENT_PATTERNS),
+    "noise_selectors": list(SampleSite.NOISE_SELECTORS),
+    "recheck_all": True,
+}
 
 
 def test_each_run_records_what_share_of_each_kind_of_page_changed(tmp_path):
@@ -37,7 +41,7 @@ def test_each_run_records_what_share_of_each_kind_of_page_changed(tmp_path):
     first, second = report["runs"]
     rows = [r for r in report["change_rates"] if r["run_id"] == second["run_id"]]
     assert len(rows) == 1 and rows[0]["job"] == "news"
-    assert not [r for r in report["change_rates"] if r["run_id"] == first["run_id"]]   # nothing checked again
+    assert not [r for r in report["change_rates"] if r["run_id"] == first["run_id"]]  # nothing checked again
 
     # the generator's truth for the pages the second run checked again
     kinds = PageKinds(KINDS["index_patterns"], KINDS["content_patterns"], "index", [site.base_url + "/"])
@@ -84,16 +88,24 @@ def history(root, collection: str, job: str, changed: int, checked: int = 100, r
     """A job's past runs, a week apart, each having checked ``checked`` pages of which ``changed`` had
     changed (as ``harvester.run_end`` records them)."""
     coll = Collection.open(root, collection, create=True)
-    coll.job_path(job).write_text(validate_job(job, {"seeds": ["http://example.org/"], "frequency": "adaptive",
-                                                     "adaptive_min": "1d", "adaptive_max": "60d"}).to_toml())
+    coll.job_path(job).write_text(
+        validate_job(
+            job,
+            {"seeds": ["http://example.org/"], "frequency": "adaptive", "adaptive_min": "1d", "adaptive_max": "60d"},
+        ).to_toml()
+    )
     with HarvestState(coll.db_path) as state:
         for i in range(runs):
             started = T0 - timedelta(days=7 * (runs - 1 - i), hours=1)
             run_id = f"{started:%Y%m%d%H%M%S}-{job[:4]}"
             state.begin_run(run_id, job, "incremental", _iso(started), 1)
             rates = {"example.org": {"content": {"checked": checked, "changed": changed, "interval_days": 7.0}}}
-            state.update_run(run_id, status="finished", finished=_iso(started + timedelta(minutes=5)),
-                             figures={"change_rates": rates})
+            state.update_run(
+                run_id,
+                status="finished",
+                finished=_iso(started + timedelta(minutes=5)),
+                figures={"change_rates": rates},
+            )
 
 
 def first_queued(scheduler: Scheduler, clock: Clock, queue: SQLiteQueue, days: int = 70) -> dict[str, float]:
@@ -110,7 +122,7 @@ def first_queued(scheduler: Scheduler, clock: Clock, queue: SQLiteQueue, days: i
 
 def test_an_adaptive_job_comes_back_sooner_after_runs_that_saw_changes(tmp_path):
     root = tmp_path / "collections"
-    history(root, "c", "busy", changed=40)       # 40% of pages changed in a week
+    history(root, "c", "busy", changed=40)  # 40% of pages changed in a week
     history(root, "c", "some", changed=5)
     history(root, "c", "calm", changed=0)
     queue = SQLiteQueue.for_root(root)
@@ -120,9 +132,9 @@ def test_an_adaptive_job_comes_back_sooner_after_runs_that_saw_changes(tmp_path)
     finally:
         queue.close()
     # the rule: the interval at which the expected share of changed pages reaches adaptive_target (0.1)
-    rate_busy = -math.log((100 - 40 + 0.5) / 100.5) / 7          # per day, Cho and Garcia-Molina
+    rate_busy = -math.log((100 - 40 + 0.5) / 100.5) / 7  # per day, Cho and Garcia-Molina
     rate_some = -math.log((100 - 5 + 0.5) / 100.5) / 7
-    last_run = -1 / 24                                              # the last run started an hour before T0
+    last_run = -1 / 24  # the last run started an hour before T0
     assert seen["busy"] == pytest.approx(last_run + -math.log(0.9) / rate_busy, abs=1 / 24)
     assert seen["some"] == pytest.approx(last_run + -math.log(0.9) / rate_some, abs=1 / 24)
     assert seen["calm"] == pytest.approx(last_run + 60, abs=1 / 24)  # never a change: adaptive_max
@@ -131,7 +143,7 @@ def test_an_adaptive_job_comes_back_sooner_after_runs_that_saw_changes(tmp_path)
 
 def test_adaptive_bounds_and_a_job_with_no_history(tmp_path):
     root = tmp_path / "collections"
-    history(root, "c", "churn", changed=100)     # every page changed: held at adaptive_min
+    history(root, "c", "churn", changed=100)  # every page changed: held at adaptive_min
     write_job_file(root, "c", "new", "http://example.org/", frequency="adaptive")
     queue = SQLiteQueue.for_root(root)
     clock = Clock(T0)
@@ -139,7 +151,7 @@ def test_adaptive_bounds_and_a_job_with_no_history(tmp_path):
         seen = first_queued(Scheduler(root, queue, clock), clock, queue, days=3)
     finally:
         queue.close()
-    assert seen["new"] == 0                       # never run: due at once
+    assert seen["new"] == 0  # never run: due at once
     assert seen["churn"] == pytest.approx(1 - 1 / 24, abs=1 / 24)
     assert pooled_rate([]) is None and adaptive_interval(None, 0.1, 3600, 7200) == 3600
     with pytest.raises(ConfigError, match="adaptive_min"):

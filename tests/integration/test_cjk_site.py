@@ -39,7 +39,7 @@ def test_pages_are_in_their_encoding_with_enough_text_to_detect():
         assert len(re.findall(r"[\u3040-\u30ff\u4e00-\u9fff]", text)) >= 200, page.target
         head = page.body[:1024]
         assert (b"charset" in head.lower()) == (page.declared != "none"), page.target
-        assert "&amp;" in text or len(page.hrefs) == 2   # index pages escape & in href
+        assert "&amp;" in text or len(page.hrefs) == 2  # index pages escape & in href
 
 
 def test_link_targets_are_encoded_as_the_url_standard_says():

@@ -61,9 +61,24 @@ def test_sigkill_at_random_points(root, site):
     kills = 0
     for version in (1, 1, 2, 2, 3):
         site.version = version
-        proc = subprocess.Popen([STRATA, "harvest", "c", "--seed", site.base_url + "/", "--delay", "0.02",
-                                 "--depth", "6", "--root", str(root), "--json"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(
+            [
+                STRATA,
+                "harvest",
+                "c",
+                "--seed",
+                site.base_url + "/",
+                "--delay",
+                "0.02",
+                "--depth",
+                "6",
+                "--root",
+                str(root),
+                "--json",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline and not list(archive.glob("*.open")) and proc.poll() is None:
             time.sleep(0.01)

@@ -20,7 +20,7 @@ class Mirrors:
     """v1: / links /a.html. v2: / also links /copy.html, whose payload equals /a.html's."""
 
     def resolve(self, version, path, headers=None):
-        html = ("Content-Type", "text/html"),
+        html = (("Content-Type", "text/html"),)
         if path == "/":
             links = '<a href="/a.html">a</a>' + ('<a href="/copy.html">c</a>' if version >= 2 else "")
             return Resource(200, html, links.encode())

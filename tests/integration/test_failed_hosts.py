@@ -17,24 +17,29 @@ def run(root, *args):
 
 
 def test_a_host_that_never_answered_fails_the_run(root):
-    dead = f"127.0.0.1:{free_port()}"          # nothing listens there
-    routes = {"/": http_response(200, HTML, b'<a href="/a.html">a</a>'), "/a.html": http_response(200, HTML, b"<p>a</p>")}
+    dead = f"127.0.0.1:{free_port()}"  # nothing listens there
+    routes = {
+        "/": http_response(200, HTML, b'<a href="/a.html">a</a>'),
+        "/a.html": http_response(200, HTML, b"<p>a</p>"),
+    }
     with WireServer(routes) as server:
         seeds = ["--seed", server.base_url + "/", "--seed", f"http://{dead}/"]
         out = run(root, "harvest", "c", *seeds, "--delay", "0", "--json")
         assert out.returncode == 1, out.stdout + out.stderr
         summary = json.loads(out.stdout)
         assert summary["failed_hosts"] == [dead]
-        assert summary["urls_fetched"] == 3 and summary["errors"] >= 1      # the live host: robots, /, /a.html
-        assert dead in out.stderr     # the one error line names it (here: its robots.txt was unreachable too)
-        assert any(note.startswith(f"every request to {dead} failed") and "connection failed" in note
-                   for note in summary["notes"])
+        assert summary["urls_fetched"] == 3 and summary["errors"] >= 1  # the live host: robots, /, /a.html
+        assert dead in out.stderr  # the one error line names it (here: its robots.txt was unreachable too)
+        assert any(
+            note.startswith(f"every request to {dead} failed") and "connection failed" in note
+            for note in summary["notes"]
+        )
         assert "Traceback" not in out.stderr
 
-        text = run(root, "harvest", "c", *seeds, "--delay", "0")           # the summary for people says it too
+        text = run(root, "harvest", "c", *seeds, "--delay", "0")  # the summary for people says it too
         assert text.returncode == 1
         assert f"note: every request to {dead} failed" in text.stdout
-        assert "Error: " in text.stderr and dead in text.stderr.split("Error: ", 1)[1]   # after the progress lines
+        assert "Error: " in text.stderr and dead in text.stderr.split("Error: ", 1)[1]  # after the progress lines
     runs = json.loads(run(root, "runs", "c", "--json").stdout)
     assert [r["failed_hosts"] for r in runs] == [[dead], [dead]]
     report = run(root, "report", "c", "--json")

@@ -52,11 +52,11 @@ def test_bodies_small_large_and_errors_come_back(site):
             assert page.status == 200 and b"<html" in page.read_body().lower()
             assert page.request_headers and page.digest.startswith("sha1:")
             assert huge.truncated == "length" and huge.body_length == INLINE_MAX + 500_000
-            assert len(huge.read_body()) == huge.body_length        # travelled as a temporary file
+            assert len(huge.read_body()) == huge.body_length  # travelled as a temporary file
             assert refused.status is None and refused.error.startswith("connection failed")
             for result in (page, huge, refused):
                 result.close()
-            assert _spool_files() <= before                          # the temporary file is gone
+            assert _spool_files() <= before  # the temporary file is gone
         finally:
             await fetcher.close()
 
@@ -74,7 +74,7 @@ def test_a_dead_child_fails_fetches_in_flight_and_later_ones_can_tell(site):
             fetcher._proc.kill()
             result = await asyncio.wait_for(slow, 5)
             assert result.error == "the fetch process has exited"
-            assert not fetcher.alive            # the harvest then fetches in its own process
+            assert not fetcher.alive  # the harvest then fetches in its own process
         finally:
             await fetcher.close()
 
@@ -99,8 +99,21 @@ def _alive(pid: int) -> bool:
 
 def test_a_killed_harvest_leaves_no_fetch_process_behind(root, site):
     site.latency = 0.05
-    proc = subprocess.Popen([str(VENV_BIN / "strata"), "harvest", "c", "--seed", site.base_url + "/", "--delay",
-                             "0.05", "--root", str(root)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            str(VENV_BIN / "strata"),
+            "harvest",
+            "c",
+            "--seed",
+            site.base_url + "/",
+            "--delay",
+            "0.05",
+            "--root",
+            str(root),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 20
         children: list[int] = []
@@ -150,8 +163,9 @@ def test_a_cookie_the_site_sets_is_sent_back_with_and_without_the_fetch_process(
 
     for enabled in (True, False):
         with SiteServer(_CookieSite()) as server:
-            job = validate_job("t", {"seeds": [server.base_url + "/"], "delay": 0.0, "robots": "ignore",
-                                     "fetch_process": enabled})
+            job = validate_job(
+                "t", {"seeds": [server.base_url + "/"], "delay": 0.0, "robots": "ignore", "fetch_process": enabled}
+            )
             asyncio.run(Harvest(Collection.open(root, f"k{int(enabled)}", create=True), job).run())
             (second,) = [r for r in server.request_log if r.path == "/next.html"]
-            assert ("session=abc" in dict((k.lower(), v) for k, v in second.headers).get("cookie", ""))
+            assert "session=abc" in dict((k.lower(), v) for k, v in second.headers).get("cookie", "")

@@ -27,7 +27,7 @@ from tests.support.search_fixtures import copy_collection, harvest_and_index
 
 
 def paths(s, result) -> set[str]:
-    return {h["url"][len(s.base_url):] or "/" for h in result["hits"]}
+    return {h["url"][len(s.base_url) :] or "/" for h in result["hits"]}
 
 
 def run_query(s, q, **kw) -> dict:
@@ -37,18 +37,18 @@ def run_query(s, q, **kw) -> dict:
 
 # query, terms whose ground truth is OR-ed, terms excluded
 TABLE = [
-    ("quinquennial", ["quinquennial"], []),                       # only in the PDF
-    ("国会", ["国会"], []),                                        # two Han characters inside 国立国会図書館
-    ("图书", ["图书"], []),                                        # inside 国家图书馆 and 数字图书馆
+    ("quinquennial", ["quinquennial"], []),  # only in the PDF
+    ("国会", ["国会"], []),  # two Han characters inside 国立国会図書館
+    ("图书", ["图书"], []),  # inside 国家图书馆 and 数字图书馆
     ("数据安全", ["数据安全"], []),
-    ("数字", ["数字"], []),                                        # UTF-8 page and the GBK page
-    ("古籍", ["古籍"], []),                                        # only in the GBK page
-    ("保存", ["保存"], []),                                        # Chinese and Japanese pages
-    ("馆", ["馆"], []),                                            # one character, inside words
+    ("数字", ["数字"], []),  # UTF-8 page and the GBK page
+    ("古籍", ["古籍"], []),  # only in the GBK page
+    ("保存", ["保存"], []),  # Chinese and Japanese pages
+    ("馆", ["馆"], []),  # one character, inside words
     ("ウェブ", ["ウェブ"], []),
     ("わかりやすく", ["わかりやすく"], []),
-    ('"reading room"', ["reading room"], []),                     # a phrase
-    ("图书馆 NOT 古籍", ["图书馆"], ["古籍"]),                      # NOT
+    ('"reading room"', ["reading room"], []),  # a phrase
+    ("图书馆 NOT 古籍", ["图书馆"], ["古籍"]),  # NOT
     ("milestone OR quinquennial", ["milestone", "quinquennial"], []),
     ("digitisation", ["digitisation"], []),
     ("mkzhgbk", ["mkzhgbk"], []),
@@ -95,7 +95,7 @@ def test_hits_group_by_url_with_capture_counts(searched):
     stamps = sorted(c["timestamp"] for v in (1, 2, 3) for c in searched.captured(v).get("/ja/index.html", []))
     assert hit["captures"] == stamps and hit["count"] == 3
     assert (hit["first"], hit["last"]) == (stamps[0], stamps[-1])
-    assert result["total_documents"] == 2       # two payloads of one URL (v3 changed its footer)
+    assert result["total_documents"] == 2  # two payloads of one URL (v3 changed its footer)
     assert result["total_exact"] is True
     assert "<mark>国会</mark>" in hit["snippet_html"]
     assert hit["title"] == "ウェブアーカイブ" and hit["lang"] == "ja"
@@ -107,9 +107,11 @@ def test_filters_and_facets(searched):
     assert paths(searched, run_query(searched, "library", type="application/pdf")) == {"/docs/report.pdf"}
     html = run_query(searched, "library", type="html")
     assert "/docs/report.pdf" not in paths(searched, html) and html["hits"]
-    assert run_query(searched, "library", site="127.0.0.1")["total_urls"] == run_query(searched, "library")["total_urls"]
+    assert (
+        run_query(searched, "library", site="127.0.0.1")["total_urls"] == run_query(searched, "library")["total_urls"]
+    )
     assert run_query(searched, "library", site="example.org")["hits"] == []
-    everything = run_query(searched, "")        # filters only: every payload
+    everything = run_query(searched, "")  # filters only: every payload
     images = run_query(searched, "", type="image")
     assert images["hits"] and all(h["type"] == "image" for h in images["hits"])
     facets = everything["facets"]
@@ -138,7 +140,7 @@ def test_sort_and_pages(searched):
 def test_rebuild_from_warcs_equals_incremental(searched, tmp_path):
     copy = copy_collection(searched, tmp_path / "collections")
     before = _documents(copy.coll)
-    (copy.coll.db_path).unlink()     # the WARCs alone
+    (copy.coll.db_path).unlink()  # the WARCs alone
     figures = rebuild(copy.coll)
     assert figures["rebuilt"] and figures["orphans"] == 0
     assert _documents(copy.coll) == before
@@ -157,11 +159,15 @@ def test_incremental_parses_only_new_payloads(searched):
     assert first["rebuilt"] and first["reason"] == "no full-text index yet"
     assert not second["rebuilt"] and not third["rebuilt"]
     for figures, version in ((second, 2), (third, 3)):
-        new_responses = {cap["digest"] for caps in searched.captured(version).values() for cap in caps
-                         if cap["record_type"] == "response"}
+        new_responses = {
+            cap["digest"]
+            for caps in searched.captured(version).values()
+            for cap in caps
+            if cap["record_type"] == "response"
+        }
         assert 0 < figures["parsed"] <= len(new_responses)
         assert figures["updated"] > 0 and figures["orphans"] == 0
-    assert index_run(searched.coll, searched.runs[-1]["run_id"])["runs"] == []     # idempotent
+    assert index_run(searched.coll, searched.runs[-1]["run_id"])["runs"] == []  # idempotent
 
 
 def test_catches_up_runs_that_were_not_indexed(tmp_path):
@@ -183,11 +189,37 @@ def _documents(coll: Collection) -> dict:
 # -- hostile queries ---------------------------------------------------------------------------
 
 HOSTILE = [
-    "kind:run", "coll:private", "c:private", "collection:private", "domains:example.org", "url:*",
-    "?*?*?*", "*", "[a TO z]", "{a TO z}", "library~5", "library^100 quinquennial", "ts:[0 TO 99999999999999]",
-    " OR ".join(["library"] * 5000), " OR ".join(f"w{i}" for i in range(40)), "(" * 2000 + "library" + ")" * 2000,
-    "(" * 100 + "library" + ")" * 100, "library " * 20000, "x" * 100_000, '"unclosed', "library)", "(library",
-    "AND", "NOT", "library AND", "OR library", "\x00\x01", "图" * 600, "- - -", "()", '""',
+    "kind:run",
+    "coll:private",
+    "c:private",
+    "collection:private",
+    "domains:example.org",
+    "url:*",
+    "?*?*?*",
+    "*",
+    "[a TO z]",
+    "{a TO z}",
+    "library~5",
+    "library^100 quinquennial",
+    "ts:[0 TO 99999999999999]",
+    " OR ".join(["library"] * 5000),
+    " OR ".join(f"w{i}" for i in range(40)),
+    "(" * 2000 + "library" + ")" * 2000,
+    "(" * 100 + "library" + ")" * 100,
+    "library " * 20000,
+    "x" * 100_000,
+    '"unclosed',
+    "library)",
+    "(library",
+    "AND",
+    "NOT",
+    "library AND",
+    "OR library",
+    "\x00\x01",
+    "图" * 600,
+    "- - -",
+    "()",
+    '""',
 ]
 
 
@@ -212,9 +244,9 @@ def test_filter_fields_cannot_be_reached_from_the_query(searched, tmp_path):
     for q in ("coll:private quinquennial", "c:private quinquennial", "collection:private quinquennial"):
         result = search(root, SearchParams(q=q, collections=["public"]))
         assert {h["collection"] for h in result["hits"]} <= {"public"}
-    assert parse_query("kind:run").tree == ("tokens", ["kind", "run"], True)   # a phrase of two words
+    assert parse_query("kind:run").tree == ("tokens", ["kind", "run"], True)  # a phrase of two words
     assert run_query(searched, "kind:run")["hits"] == []
-    assert run_query(searched, "type:pdf library", type="html")["hits"] == []   # text, not a filter
+    assert run_query(searched, "type:pdf library", type="html")["hits"] == []  # text, not a filter
     assert run_query(searched, "site:example.org")["hits"] == []
 
 
@@ -240,16 +272,23 @@ def test_parse_when():
 
 # -- one writer, crashes -----------------------------------------------------------------------
 
+
 def test_one_writer_at_a_time(searched, tmp_path):
     copy = copy_collection(searched, tmp_path / "collections")
     holder = subprocess.Popen(
-        [sys.executable, "-c",
-         "import sys, time; from pathlib import Path; from index.collection import Collection; "
-         "from index.fulltext.store import write_lock\n"
-         "with write_lock(Collection(Path(sys.argv[1]), sys.argv[2])):\n"
-         "    print('locked', flush=True); time.sleep(30)",
-         str(copy.root), copy.name],
-        cwd=REPO, stdout=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from pathlib import Path; from index.collection import Collection; "
+            "from index.fulltext.store import write_lock\n"
+            "with write_lock(Collection(Path(sys.argv[1]), sys.argv[2])):\n"
+            "    print('locked', flush=True); time.sleep(30)",
+            str(copy.root),
+            copy.name,
+        ],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         assert holder.stdout.readline().strip() == "locked"
@@ -273,7 +312,7 @@ def test_damaged_index_is_detected_and_rebuilt(searched, tmp_path, damage):
         for seg in ft.glob("*.seg"):
             seg.write_bytes(seg.read_bytes()[: seg.stat().st_size // 3])
     elif damage == "missing-dir":
-        os.rename(ft, copy.coll.state_dir / "fulltext.old-crash")     # a crash between the two renames
+        os.rename(ft, copy.coll.state_dir / "fulltext.old-crash")  # a crash between the two renames
     else:
         (ft / fulltext.FORMAT_FILE).write_text('{"format": 0}')
     if damage != "missing-dir":
@@ -289,9 +328,11 @@ def test_killed_writer_leaves_an_index_that_opens(searched, tmp_path):
     at all between the two renames), and index_run brings it back to the same documents."""
     copy = copy_collection(searched, tmp_path / "collections")
     before = _documents(copy.coll)
-    script = ("import sys; from pathlib import Path; from index.collection import Collection; "
-              "from index.fulltext.rebuild import rebuild\n"
-              "for _ in range(1000): rebuild(Collection(Path(sys.argv[1]), sys.argv[2]))")
+    script = (
+        "import sys; from pathlib import Path; from index.collection import Collection; "
+        "from index.fulltext.rebuild import rebuild\n"
+        "for _ in range(1000): rebuild(Collection(Path(sys.argv[1]), sys.argv[2]))"
+    )
     for delay in (0.05, 0.2, 0.45, 0.7, 1.1):
         proc = subprocess.Popen([sys.executable, "-c", script, str(copy.root), copy.name], cwd=REPO)
         time.sleep(delay)
@@ -299,7 +340,7 @@ def test_killed_writer_leaves_an_index_that_opens(searched, tmp_path):
         proc.wait()
         try:
             ix = open_index(copy.coll, check=True)
-        except IndexUnusable as exc:   # pragma: no cover - would be a failure of the commit protocol
+        except IndexUnusable as exc:  # pragma: no cover - would be a failure of the commit protocol
             pytest.fail(f"killed after {delay}s: {exc}")
         if ix is not None:
             assert _documents(copy.coll) == before
@@ -317,22 +358,32 @@ def test_several_captures_in_one_month_are_one_posting(tmp_path):
     from index.fulltext.rebuild import create
 
     coll = Collection.open(tmp_path, "months", create=True)
-    docs = [(f"http://example.org/{n}", f"sha1:{n}", Payload(mime="text/html", text=f"common words {n}"),
-             {f"202403{day:02d}120000" for day in range(1, 2 + n % 5)}) for n in range(20)]
+    docs = [
+        (
+            f"http://example.org/{n}",
+            f"sha1:{n}",
+            Payload(mime="text/html", text=f"common words {n}"),
+            {f"202403{day:02d}120000" for day in range(1, 2 + n % 5)},
+        )
+        for n in range(20)
+    ]
     create(coll, docs)
     with CaptureStore(coll.fulltext_dir) as store:
         ids = sorted(CaptureTable(store).docs_between("20240301000000", "20240331235959"))
         assert ids == list(range(20))
         rows = store.conn.execute("SELECT docnum, ts FROM captures").fetchall()
         assert len(rows) == len(set(rows)) == sum(len(stamps) for *_, stamps in docs)
-    result = search(tmp_path, SearchParams(q="common", date_from="2024-03-01", date_to="2024-03-31",
-                                           collections=["months"], per_page=100))
+    result = search(
+        tmp_path,
+        SearchParams(q="common", date_from="2024-03-01", date_to="2024-03-31", collections=["months"], per_page=100),
+    )
     assert result["total_documents"] == 20 and len(result["hits"]) == 20
     for hit in result["hits"]:
         assert hit["captures"] == sorted(set(hit["captures"])) and hit["count"] == len(hit["captures"])
 
 
 # -- the index's own structures ----------------------------------------------------------------
+
 
 def _joined(reader, fieldname: str, term: str):
     from index.fulltext.postings import Postings, read_postings
@@ -354,7 +405,9 @@ def test_bulk_writer_keeps_document_numbers_when_it_merges(tmp_path):
 
     def doc(n: int) -> dict:
         text = f"国立国会図書館 {'数据安全' * (n % 3)} word{n % 5} library {n} ウェブ{n % 4}"
-        return make_document(f"http://example.org/{n}", f"sha1:{n}", Payload(mime="text/html", title=f"第{n}页", text=text))
+        return make_document(
+            f"http://example.org/{n}", f"sha1:{n}", Payload(mime="text/html", title=f"第{n}页", text=text)
+        )
 
     (tmp_path / "one").mkdir()
     (tmp_path / "many").mkdir()
@@ -372,7 +425,7 @@ def test_bulk_writer_keeps_document_numbers_when_it_merges(tmp_path):
             n += 1
         writer.commit()
         segments.append(len(many._segments()))
-    assert segments[-1] < 6 and max(segments) > 1, segments     # merged on the way
+    assert segments[-1] < 6 and max(segments) > 1, segments  # merged on the way
     with one.searcher() as a, many.searcher() as b:
         assert [a.stored_fields(i)["key"] for i in range(60)] == [b.stored_fields(i)["key"] for i in range(60)]
         for term in ("国会", "library", "word3", "数据", "館", "ウェ", "页", "17"):
@@ -381,11 +434,13 @@ def test_bulk_writer_keeps_document_numbers_when_it_merges(tmp_path):
             ids = [v >> 32 for v in _joined(a.reader(), "content", term)]
             assert sorted(hit.docnum for hit in b.search(wq.Term("content", term), limit=None)) == ids
         assert [h["key"] for h in b.search(wq.Term("domains", "example.org"), limit=None)]
-        for char in ("国", "館", "数", "ウ", "页"):      # every occurrence, from the bigrams and run ends
+        for char in ("国", "館", "数", "ウ", "页"):  # every occurrence, from the bigrams and run ends
             packed = _joined(b.reader(), "chars", char)
             assert packed == _joined(a.reader(), "chars", char), char
-            counts = {docnum: 3 * doc(docnum)["content"][0][0].count(char) + doc(docnum)["content"][3][0].count(char)
-                      for docnum in range(60)}
+            counts = {
+                docnum: 3 * doc(docnum)["content"][0][0].count(char) + doc(docnum)["content"][3][0].count(char)
+                for docnum in range(60)
+            }
             assert [(v >> 32, v & 0xFFFF) for v in packed] == [(d, c) for d, c in counts.items() if c], char
 
 
@@ -396,8 +451,11 @@ def test_unchanged_pages_add_capture_rows_not_documents(searched):
 
     for figures, run in zip(searched.index_figures[1:], searched.runs[1:], strict=True):
         with HarvestState(searched.coll.db_path) as state:
-            keys = {(c["url"], c["digest"]) for c in state.captures(run_id=run["run_id"]) if c["digest"]
-                    and indexable(c["url"], c["status"] if c["status"] != 304 else None)}
+            keys = {
+                (c["url"], c["digest"])
+                for c in state.captures(run_id=run["run_id"])
+                if c["digest"] and indexable(c["url"], c["status"] if c["status"] != 304 else None)
+            }
         assert figures["added"] + figures["updated"] + figures["unchanged"] == len(keys)
         assert 0 < figures["added"] < len(keys) and figures["parsed"] <= figures["added"]
         assert figures["captures"] >= len(keys) - figures["unchanged"]
@@ -445,7 +503,9 @@ def test_search_sees_captures_added_after_it_opened_the_index(tmp_path):
     from index.fulltext.rebuild import create
 
     coll = Collection.open(tmp_path, "live", create=True)
-    create(coll, [("http://example.org/", "sha1:1", Payload(mime="text/html", text="国会 archive"), {"20240101000000"})])
+    create(
+        coll, [("http://example.org/", "sha1:1", Payload(mime="text/html", text="国会 archive"), {"20240101000000"})]
+    )
     params = {"q": "国会", "date_from": "2025", "collections": ["live"]}
     assert search(tmp_path, SearchParams(**params))["hits"] == []
     with CaptureStore(coll.fulltext_dir) as store:

@@ -74,8 +74,10 @@ def test_second_run_writes_revisits_for_unchanged_payloads(two_runs, root, site)
             assert cap["status"] in (404, 410)
         else:
             pytest.fail(f"{path}: unexpected change kind {kind}")
-    counts = {c: sum(1 for cap in caps.values() if cap["class"] == c) for c in
-              ("new", "changed", "unchanged", "not_modified", "deleted")}
+    counts = {
+        c: sum(1 for cap in caps.values() if cap["class"] == c)
+        for c in ("new", "changed", "unchanged", "not_modified", "deleted")
+    }
     for cls, count in counts.items():
         assert run2[cls] == count, cls
     assert run2["bytes_saved"] > 0
@@ -99,9 +101,12 @@ def test_warcs_validate_with_warcio_and_a_truncation_aware_checker(two_runs, roo
 
 def _record_summaries(fh):
     for record in ArchiveIterator(fh):
-        yield {"type": record.rec_type, "version": record.rec_headers.protocol,
-               "headers": dict(record.rec_headers.headers),
-               "http": record.http_headers}
+        yield {
+            "type": record.rec_type,
+            "version": record.rec_headers.protocol,
+            "headers": dict(record.rec_headers.headers),
+            "http": record.http_headers,
+        }
 
 
 def test_revisit_records_carry_what_pywb_needs(two_runs, root):
@@ -114,8 +119,12 @@ def test_revisit_records_carry_what_pywb_needs(two_runs, root):
                 if rec["type"] != "revisit":
                     continue
                 h = rec["headers"]
-                for header in ("WARC-Refers-To-Target-URI", "WARC-Refers-To-Date", "WARC-Refers-To",
-                               "WARC-Payload-Digest"):
+                for header in (
+                    "WARC-Refers-To-Target-URI",
+                    "WARC-Refers-To-Date",
+                    "WARC-Refers-To",
+                    "WARC-Payload-Digest",
+                ):
                     assert h.get(header), header
                 assert h["WARC-Payload-Digest"].startswith("sha1:")
                 if h["WARC-Profile"].endswith("identical-payload-digest"):
@@ -148,8 +157,11 @@ def test_cdxj_equals_pywbs_own_indexer(two_runs, root, tmp_path):
     archive = root / "sample" / "archive"
     ours = (root / "sample" / "indexes" / "index.cdxj").read_bytes()
     theirs_path = tmp_path / "pywb.cdxj"
-    subprocess.run([str(VENV_BIN / "cdx-indexer"), "--cdxj", "--sort", "--postappend", "-o", str(theirs_path),
-                    str(archive)], check=True, capture_output=True)
+    subprocess.run(
+        [str(VENV_BIN / "cdx-indexer"), "--cdxj", "--sort", "--postappend", "-o", str(theirs_path), str(archive)],
+        check=True,
+        capture_output=True,
+    )
     theirs = theirs_path.read_bytes()
     assert ours.splitlines() == theirs.splitlines()
     assert len(ours.splitlines()) > 50
@@ -196,8 +208,23 @@ def test_runs_command_lists_figures(two_runs, root):
     assert result.exit_code == 0, result.output
     runs = json.loads(result.output)
     assert [r["run_id"] for r in runs] == [two_runs[0]["run_id"], two_runs[1]["run_id"]]
-    for key in ("run_id", "collection", "mode", "started", "finished", "urls_fetched", "new", "changed",
-                "unchanged", "not_modified", "deleted", "errors", "bytes_downloaded", "bytes_stored", "warc_files"):
+    for key in (
+        "run_id",
+        "collection",
+        "mode",
+        "started",
+        "finished",
+        "urls_fetched",
+        "new",
+        "changed",
+        "unchanged",
+        "not_modified",
+        "deleted",
+        "errors",
+        "bytes_downloaded",
+        "bytes_stored",
+        "warc_files",
+    ):
         assert key in runs[1], key
     assert runs[1]["deleted"] == 2
 

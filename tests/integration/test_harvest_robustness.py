@@ -25,16 +25,19 @@ def run_cli(*args, root, timeout=60):
     return subprocess.run([STRATA, *args, "--root", str(root)], capture_output=True, text=True, timeout=timeout)
 
 
-@pytest.mark.parametrize("text, field", [
-    ("seeds = [", "not valid TOML"),
-    ('seeds = ["http://127.0.0.1:1/"]\ncolour = "red"\n', "unknown field 'colour'"),
-    ('seeds = ["http://127.0.0.1:1/"]\ndepth = "deep"\n', "field 'depth'"),
-    ('seeds = ["http://127.0.0.1:1/"]\ndelay = -1\n', "field 'delay'"),
-    ('seeds = ["ftp://example.org/"]\n', "field 'seeds'"),
-    ('seeds = []\n', "field 'seeds'"),
-    ('seeds = ["http://127.0.0.1:1/"]\nexclude = ["("]\n', "field 'exclude'"),
-    ('seeds = ["http://127.0.0.1:1/"]\nmax_resource_size = "lots"\n', "field 'max_resource_size'"),
-])
+@pytest.mark.parametrize(
+    "text, field",
+    [
+        ("seeds = [", "not valid TOML"),
+        ('seeds = ["http://127.0.0.1:1/"]\ncolour = "red"\n', "unknown field 'colour'"),
+        ('seeds = ["http://127.0.0.1:1/"]\ndepth = "deep"\n', "field 'depth'"),
+        ('seeds = ["http://127.0.0.1:1/"]\ndelay = -1\n', "field 'delay'"),
+        ('seeds = ["ftp://example.org/"]\n', "field 'seeds'"),
+        ("seeds = []\n", "field 'seeds'"),
+        ('seeds = ["http://127.0.0.1:1/"]\nexclude = ["("]\n', "field 'exclude'"),
+        ('seeds = ["http://127.0.0.1:1/"]\nmax_resource_size = "lots"\n', "field 'max_resource_size'"),
+    ],
+)
 def test_bad_job_files_are_rejected_with_the_field_and_exit_2(root, text, field):
     jobs = root / "c" / "jobs"
     jobs.mkdir(parents=True)
@@ -100,14 +103,15 @@ def _records(root, name="c"):
             for record in ArchiveIterator(fh):
                 if record.rec_type in ("response", "revisit"):
                     out[record.rec_headers.get_header("WARC-Target-URI")] = (
-                        dict(record.rec_headers.headers), record.content_stream().read())
+                        dict(record.rec_headers.headers),
+                        record.content_stream().read(),
+                    )
     return out
 
 
 def test_slow_trickle_is_cut_at_the_deadline(root, site):
     started = time.monotonic()
-    summary = harvest(root, site, name="c", seeds=[site.base_url + "/hostile/trickle"], timeout=1.5,
-                      robots="ignore")
+    summary = harvest(root, site, name="c", seeds=[site.base_url + "/hostile/trickle"], timeout=1.5, robots="ignore")
     assert time.monotonic() - started < 8
     assert summary["urls_fetched"] == 1
     headers, body = _records(root)[site.base_url + "/hostile/trickle"]
@@ -116,8 +120,9 @@ def test_slow_trickle_is_cut_at_the_deadline(root, site):
 
 
 def test_oversized_body_is_truncated_at_the_cap(root, site):
-    summary = harvest(root, site, name="c", seeds=[site.base_url + "/hostile/huge"], max_resource_size="1MB",
-                      robots="ignore")
+    summary = harvest(
+        root, site, name="c", seeds=[site.base_url + "/hostile/huge"], max_resource_size="1MB", robots="ignore"
+    )
     headers, _ = _records(root)[site.base_url + "/hostile/huge"]
     assert headers["WARC-Truncated"] == "length"
     assert summary["bytes_stored"] < 2_000_000
@@ -140,14 +145,24 @@ def test_decompression_bomb_is_stored_raw_and_not_inflated(root, site):
 
 
 def test_deep_nesting_redirect_loops_and_link_floods_terminate(root, site):
-    summary = harvest(root, site, name="c", robots="ignore", max_urls=300, seeds=[
-        site.base_url + "/hostile/deep.html", site.base_url + "/hostile/redirect-loop",
-        site.base_url + "/hostile/badcharset.html", site.base_url + "/hostile/empty.html",
-        site.base_url + "/hostile/manylinks.html"])
+    summary = harvest(
+        root,
+        site,
+        name="c",
+        robots="ignore",
+        max_urls=300,
+        seeds=[
+            site.base_url + "/hostile/deep.html",
+            site.base_url + "/hostile/redirect-loop",
+            site.base_url + "/hostile/badcharset.html",
+            site.base_url + "/hostile/empty.html",
+            site.base_url + "/hostile/manylinks.html",
+        ],
+    )
     assert summary["status"] == "finished"
     records = _records(root)
-    assert site.base_url + "/hostile/empty.html" in records          # linked from the bottom of 5,000 divs
-    assert site.base_url + "/hostile/redirect-loop" in records        # one capture; the loop ends
+    assert site.base_url + "/hostile/empty.html" in records  # linked from the bottom of 5,000 divs
+    assert site.base_url + "/hostile/redirect-loop" in records  # one capture; the loop ends
     assert summary["urls_fetched"] <= 300
 
 
@@ -158,7 +173,9 @@ def test_header_bytes_beyond_ascii_are_stored_escaped_not_fatal(root, site):
     archive = root / "c" / "archive"
     (path,) = archive.glob("*.warc.gz")
     with open(path, "rb") as fh:
-        responses = [(r.http_headers, r.content_stream().read()) for r in ArchiveIterator(fh) if r.rec_type == "response"]
+        responses = [
+            (r.http_headers, r.content_stream().read()) for r in ArchiveIterator(fh) if r.rec_type == "response"
+        ]
     ((http, body),) = responses
     assert http.get_header("Content-Type") == "text/h%E9ml; x=%E9"
     assert http.get_header("X-Odd") == "%FF%FE"
@@ -177,8 +194,12 @@ def test_concurrent_harvests_of_one_collection_are_refused(root, site):
 
 def test_sigterm_stops_cleanly(root, site):
     site.latency = 0.05
-    proc = subprocess.Popen([STRATA, "harvest", "c", "--seed", site.base_url + "/", "--delay", "0.05",
-                             "--root", str(root), "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [STRATA, "harvest", "c", "--seed", site.base_url + "/", "--delay", "0.05", "--root", str(root), "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     _wait_for_records(root / "c" / "archive", proc)
     proc.terminate()
     out, err = proc.communicate(timeout=30)

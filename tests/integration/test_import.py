@@ -25,8 +25,12 @@ from tests.support.warc_makers import DATA, Cap, flip_bytes, pywb_cdxj, write_wa
 
 
 def strata_import(root: Path, coll: str, *paths, extra=()):
-    return subprocess.run([str(VENV_BIN / "strata"), "import", coll, *map(str, paths), "--root", str(root), *extra],
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [str(VENV_BIN / "strata"), "import", coll, *map(str, paths), "--root", str(root), *extra],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def sha256(path: Path) -> str:
@@ -56,33 +60,67 @@ def _site_captures(host="http://example.test"):
 
 @pytest.mark.parametrize(("version", "gz"), [("1.0", True), ("1.0", False), ("1.1", True), ("1.1", False)])
 def test_warcio_files_are_imported_byte_for_byte(tmp_path, root, version, gz):
-    source = write_warc(tmp_path / f"site-{version}.warc{'.gz' if gz else ''}", _site_captures(), gzip=gz,
-                        version=version, warcinfo={"software": "warcio", "isPartOf": "test"})
+    source = write_warc(
+        tmp_path / f"site-{version}.warc{'.gz' if gz else ''}",
+        _site_captures(),
+        gzip=gz,
+        version=version,
+        warcinfo={"software": "warcio", "isPartOf": "test"},
+    )
     digest = sha256(source)
     result = strata_import(root, "other", source)
     assert result.returncode == 0, result.stderr
     coll = Collection.open(root, "other")
     kept = coll.archive_dir / source.name
-    assert sha256(kept) == digest and sha256(source) == digest      # copied, never modified
+    assert sha256(kept) == digest and sha256(source) == digest  # copied, never modified
     assert f"imported {source} as archive/{source.name}: 11 records, WARC/{version}" in result.stdout
     assert index_lines(coll) == pywb_cdxj(source)
-    assert kinds(coll) == [("http://example.test/", "20200301100000", "new"),
-                           ("http://example.test/a.png", "20200301100001", "new"),
-                           ("http://example.test/", "20200401100000", "unchanged"),
-                           ("http://example.test/", "20200501100000", "changed"),
-                           ("http://example.test/a.png", "20200501100001", "deleted")]
-    runs = json.loads(subprocess.run([str(VENV_BIN / "strata"), "runs", "other", "--root", str(root), "--json"],
-                                     capture_output=True, text=True, check=True).stdout)
-    assert [r["run_id"] for r in runs] == [source.name]     # no Strata warcinfo: one run for the file
+    assert kinds(coll) == [
+        ("http://example.test/", "20200301100000", "new"),
+        ("http://example.test/a.png", "20200301100001", "new"),
+        ("http://example.test/", "20200401100000", "unchanged"),
+        ("http://example.test/", "20200501100000", "changed"),
+        ("http://example.test/a.png", "20200501100001", "deleted"),
+    ]
+    runs = json.loads(
+        subprocess.run(
+            [str(VENV_BIN / "strata"), "runs", "other", "--root", str(root), "--json"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
+    assert [r["run_id"] for r in runs] == [source.name]  # no Strata warcinfo: one run for the file
     assert sorted(p.name for p in coll.archive_dir.iterdir()) == [source.name]
 
 
 def _wget(tmp_path: Path, base_url: str, name: str) -> Path:
     work = tmp_path / f"wget-{name}"
     work.mkdir()
-    subprocess.run(["/usr/bin/wget", "--warc-file", str(work / name), "-r", "-l", "2", "-e", "robots=off",
-                    "--no-verbose", "--delete-after", "--tries", "1", "--timeout", "10", "-P", str(work / "files"),
-                    base_url + "/"], capture_output=True, timeout=120, check=False)
+    subprocess.run(
+        [
+            "/usr/bin/wget",
+            "--warc-file",
+            str(work / name),
+            "-r",
+            "-l",
+            "2",
+            "-e",
+            "robots=off",
+            "--no-verbose",
+            "--delete-after",
+            "--tries",
+            "1",
+            "--timeout",
+            "10",
+            "-P",
+            str(work / "files"),
+            base_url + "/",
+        ],
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
     path = work / f"{name}.warc.gz"
     assert path.exists()
     return path
@@ -123,6 +161,7 @@ def test_a_file_that_does_not_parse_is_refused_with_its_offset(tmp_path, root):
     data = bad.read_bytes()
     # the third record (after warcinfo and the first response) is where the damage is
     from warcio.archiveiterator import ArchiveIterator
+
     with open(bad, "rb") as fh:
         it = ArchiveIterator(fh)
         offsets = []
@@ -138,7 +177,7 @@ def test_a_file_that_does_not_parse_is_refused_with_its_offset(tmp_path, root):
     assert f"refused {bad}: damaged at byte {start}: gzip member does not inflate" in result.stderr
     assert "mixed: 1 imported, 0 skipped, 1 refused" in result.stdout
     coll = Collection.open(root, "mixed")
-    assert sorted(p.name for p in coll.archive_dir.iterdir()) == ["good.warc.gz"]     # no temp file either
+    assert sorted(p.name for p in coll.archive_dir.iterdir()) == ["good.warc.gz"]  # no temp file either
     assert {line["filename"] for line in cdxj.iter_index(coll.cdxj_path)} == {"good.warc.gz"}
     assert [k[0] for k in kinds(coll)] == ["http://example.test/", "http://example.test/a.png"]
 
@@ -165,8 +204,9 @@ def test_a_clashing_name_gets_a_deterministic_one(tmp_path, root):
     result = strata_import(root, "c", second)
     assert result.returncode == 0, result.stderr
     expected = f"crawl-{sha256(second)[:12]}.warc.gz"
-    assert f"imported {second} as archive/{expected} (renamed: 'crawl.warc.gz' is taken by another file)" \
-        in result.stdout
+    assert (
+        f"imported {second} as archive/{expected} (renamed: 'crawl.warc.gz' is taken by another file)" in result.stdout
+    )
     coll = Collection.open(root, "c")
     assert sha256(coll.archive_dir / expected) == sha256(second)
     assert sha256(coll.archive_dir / "crawl.warc.gz") == sha256(first)
@@ -178,9 +218,12 @@ def test_a_clashing_name_gets_a_deterministic_one(tmp_path, root):
 
 
 def test_import_gives_the_state_a_rebuild_gives(tmp_path, root):
-    files = [write_warc(tmp_path / "site.warc.gz", _site_captures(), warcinfo={"software": "warcio"}),
-             write_warc(tmp_path / "plain.warc", _site_captures("http://plain.test"), gzip=False, version="1.0"),
-             DATA / "legacy-1998.arc", DATA / "legacy-2001.arc.gz"]
+    files = [
+        write_warc(tmp_path / "site.warc.gz", _site_captures(), warcinfo={"software": "warcio"}),
+        write_warc(tmp_path / "plain.warc", _site_captures("http://plain.test"), gzip=False, version="1.0"),
+        DATA / "legacy-1998.arc",
+        DATA / "legacy-2001.arc.gz",
+    ]
     result = strata_import(root, "imported", *files)
     assert result.returncode == 0, result.stderr
     imported = Collection.open(root, "imported")
@@ -205,19 +248,21 @@ def test_kinds_follow_capture_time_whatever_the_file_names(tmp_path, root):
     write_warc(tmp_path / "a-2022.warc.gz", [changed])
     result = strata_import(root, "dates", *sorted(tmp_path.glob("*.warc.gz")))
     assert result.returncode == 0, result.stderr
-    assert kinds(Collection.open(root, "dates")) == [("http://dates.test/", "20200110000000", "new"),
-                                                     ("http://dates.test/", "20210110000000", "unchanged"),
-                                                     ("http://dates.test/", "20220110000000", "changed")]
+    assert kinds(Collection.open(root, "dates")) == [
+        ("http://dates.test/", "20200110000000", "new"),
+        ("http://dates.test/", "20210110000000", "unchanged"),
+        ("http://dates.test/", "20220110000000", "changed"),
+    ]
 
 
 def test_import_into_a_collection_holding_a_damaged_file(tmp_path, root):
     coll = Collection.open(root, "held", create=True)
     damaged = write_warc(coll.archive_dir / "old.warc.gz", _site_captures("http://old.test"))
-    damaged.write_bytes(damaged.read_bytes()[:-30])          # cut inside its last gzip member
+    damaged.write_bytes(damaged.read_bytes()[:-30])  # cut inside its last gzip member
     new = write_warc(tmp_path / "new.warc.gz", _site_captures()[:2])
     result = strata_import(root, "held", new)
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert f"imported {new} as archive/new.warc.gz" in result.stdout
     assert "damaged: old.warc.gz: damaged at byte " in result.stderr and "cut short" in result.stderr
     files = {line["filename"] for line in cdxj.iter_index(coll.cdxj_path)}
-    assert files == {"old.warc.gz", "new.warc.gz"}      # the old file's whole records are indexed
+    assert files == {"old.warc.gz", "new.warc.gz"}  # the old file's whole records are indexed

@@ -38,15 +38,20 @@ def test_the_cdxj_index_gets_the_mode_the_warcs_get(root, site, umask, mask, exp
     warcs = sorted(coll.archive_dir.glob("*.warc.gz"))
     assert warcs and {mode(w) for w in warcs} == {expected}
     assert mode(coll.cdxj_path) == expected
-    rebuild_state(coll)                       # the whole index written again
+    rebuild_state(coll)  # the whole index written again
     assert mode(coll.cdxj_path) == expected
 
 
 def test_removing_a_files_lines_keeps_the_mode_and_leaves_no_temp_file(tmp_path, umask):
     umask(0o022)
     index = tmp_path / "index.cdxj"
-    cdxj.merge_lines(index, [b'org,example)/ 20240101000000 {"filename": "a.warc.gz"}\n',
-                             b'org,example)/b 20240101000000 {"filename": "b.warc.gz"}\n'])
+    cdxj.merge_lines(
+        index,
+        [
+            b'org,example)/ 20240101000000 {"filename": "a.warc.gz"}\n',
+            b'org,example)/b 20240101000000 {"filename": "b.warc.gz"}\n',
+        ],
+    )
     cdxj.remove_file_lines(index, "a.warc.gz")
     assert index.read_bytes() == b'org,example)/b 20240101000000 {"filename": "b.warc.gz"}\n'
     assert mode(index) == 0o644

@@ -39,8 +39,9 @@ def write_job_file(root, collection: str, name: str, seed: str, **fields) -> Non
     """A job set up by hand, as the README says: only ``<root>/<collection>/jobs/<name>.toml``."""
     jobs = root / collection / "jobs"
     jobs.mkdir(parents=True, exist_ok=True)
-    (jobs / f"{name}.toml").write_text(validate_job(name, {"seeds": [seed], "delay": 0, "depth": 5,
-                                                           **fields}).to_toml())
+    (jobs / f"{name}.toml").write_text(
+        validate_job(name, {"seeds": [seed], "delay": 0, "depth": 5, **fields}).to_toml()
+    )
 
 
 def harvest_json(root, *args) -> dict:
@@ -67,13 +68,13 @@ def test_two_jobs_in_one_collection_recheck_only_their_own_urls(tmp_path, sites)
     assert first_a["mode"] == "full" and first_a["urls_fetched"] > 20
     one.reset_counters()
     first_b = harvest_json(root, "c", "--job", "b")
-    assert first_b["mode"] == "full"                    # b never ran: a full run, whatever a did before
-    assert first_b["new"] == first_b["urls_fetched"]    # every URL of its site is new to it
-    assert hosts_requested(one) == 0                    # nothing of a's site was looked at
+    assert first_b["mode"] == "full"  # b never ran: a full run, whatever a did before
+    assert first_b["new"] == first_b["urls_fetched"]  # every URL of its site is new to it
+    assert hosts_requested(one) == 0  # nothing of a's site was looked at
 
     second_b = harvest_json(root, "c", "--job", "b")
     assert second_b["mode"] == "incremental"
-    assert hosts_requested(one) == 0                    # b's recheck leaves a's URLs to a
+    assert hosts_requested(one) == 0  # b's recheck leaves a's URLs to a
     assert second_b["urls_fetched"] == first_b["urls_fetched"]
     two.reset_counters()
     second_a = harvest_json(root, "c", "--job", "a")
@@ -89,8 +90,13 @@ def test_two_jobs_in_one_collection_recheck_only_their_own_urls(tmp_path, sites)
     seeded = harvest_json(root, "c", "--seed", two.base_url + "/about.html", "--depth", "0", "--delay", "0")
     assert seeded["mode"] == "full" and hosts_requested(one) == 0
     listed = json.loads(strata(root, "runs", "c", "--json").stdout)
-    assert [(r["job"], r["mode"]) for r in listed] == [("a", "full"), ("b", "full"), ("b", "incremental"),
-                                                       ("a", "incremental"), (None, "full")]
+    assert [(r["job"], r["mode"]) for r in listed] == [
+        ("a", "full"),
+        ("b", "full"),
+        ("b", "incremental"),
+        ("a", "incremental"),
+        (None, "full"),
+    ]
     text = strata(root, "runs", "c").stdout.splitlines()
     assert text[0].split()[:2] == ["run", "job"] and text[-1].split()[1] == "-"
 
@@ -109,23 +115,36 @@ def test_the_console_shows_runs_from_the_command_line_and_collections_of_no_job(
     (row,) = [tr for tr in jobs.cssselect("#jobs tr")[1:] if "c/news" in tr.text_content()]
     last = row.cssselect("td.last-run")[0].text_content()
     assert "never" not in last and "finished" in last and "command line" in last
-    collections = {tr.cssselect("td")[0].text_content().strip(): tr.text_content()
-                   for tr in jobs.cssselect("#collections tr")[1:]}
-    assert set(collections) == {"c", "loose"}           # the collection harvested without a job is there
+    collections = {
+        tr.cssselect("td")[0].text_content().strip(): tr.text_content() for tr in jobs.cssselect("#collections tr")[1:]
+    }
+    assert set(collections) == {"c", "loose"}  # the collection harvested without a job is there
     assert "no job" in collections["loose"]
 
     runs = lxml.html.fromstring(staff.get("/runs").text)
     harvests = runs.cssselect("#harvests tr")[1:]
     assert len(harvests) == 4
-    by_job = [(tr.cssselect("td")[1].text_content(), tr.cssselect("td.job")[0].text_content().strip(),
-               tr.cssselect("td.started-by")[0].text_content()) for tr in harvests]
-    assert by_job == [("c", "news", "console (ana)"), ("loose", "none", "command line"),
-                      ("c", "news", "command line"), ("c", "news", "command line")]
-    assert harvests[0].cssselect("td a")[0].get("href") == "/runs/1"       # the worker's run links to its entry
+    by_job = [
+        (
+            tr.cssselect("td")[1].text_content(),
+            tr.cssselect("td.job")[0].text_content().strip(),
+            tr.cssselect("td.started-by")[0].text_content(),
+        )
+        for tr in harvests
+    ]
+    assert by_job == [
+        ("c", "news", "console (ana)"),
+        ("loose", "none", "command line"),
+        ("c", "news", "command line"),
+        ("c", "news", "command line"),
+    ]
+    assert harvests[0].cssselect("td a")[0].get("href") == "/runs/1"  # the worker's run links to its entry
     listed = json.loads(strata(staff_root, "runs", "c", "--json").stdout)
     assert [(r["job"], r["mode"], r["started_by"]) for r in listed] == [
-        ("news", "full", "command line"), ("news", "incremental", "command line"),
-        ("news", "incremental", "console (ana)")]
+        ("news", "full", "command line"),
+        ("news", "incremental", "command line"),
+        ("news", "incremental", "console (ana)"),
+    ]
 
 
 def test_the_scheduler_sees_a_job_file_in_a_collection_with_nothing_else(tmp_path):
@@ -140,13 +159,16 @@ def test_the_scheduler_sees_a_job_file_in_a_collection_with_nothing_else(tmp_pat
         queue.close()
 
 
-@pytest.mark.parametrize("args", [
-    ("--job", "missing"),
-    ("--seed", "ftp://example.org/"),
-    ("--seed", "http://127.0.0.1:9/", "--depth", "500"),
-    ("--seed", "http://127.0.0.1:9/", "--job", "both"),
-    (),
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--job", "missing"),
+        ("--seed", "ftp://example.org/"),
+        ("--seed", "http://127.0.0.1:9/", "--depth", "500"),
+        ("--seed", "http://127.0.0.1:9/", "--job", "both"),
+        (),
+    ],
+)
 def test_a_refused_command_creates_nothing(tmp_path, args):
     root = tmp_path / "collections"
     proc = strata(root, "harvest", "new", *args, check=False)

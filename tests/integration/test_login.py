@@ -19,13 +19,22 @@ def _records(root, name):
             for record in ArchiveIterator(fh):
                 if record.rec_type in ("response", "request"):
                     out.setdefault(record.rec_headers.get_header("WARC-Target-URI"), {})[record.rec_type] = (
-                        record.http_headers, record.content_stream().read())
+                        record.http_headers,
+                        record.content_stream().read(),
+                    )
     return out
 
 
 def test_login_form_opens_the_members_area_and_the_secret_stays_out_of_the_warc(root, site):
-    summary = harvest(root, site, name="m", seeds=[site.base_url + "/members/"], robots="ignore",
-                      login_form_url=site.base_url + "/login", login_form_fields=list(SampleSite.LOGIN_FIELDS))
+    summary = harvest(
+        root,
+        site,
+        name="m",
+        seeds=[site.base_url + "/members/"],
+        robots="ignore",
+        login_form_url=site.base_url + "/login",
+        login_form_fields=list(SampleSite.LOGIN_FIELDS),
+    )
     records = _records(root, "m")
     members = records[site.base_url + "/members/"]
     assert members["response"][0].get_statuscode() == "200"
@@ -48,9 +57,15 @@ def test_without_the_login_the_members_area_is_refused(root, site):
 def test_a_refused_login_stops_the_run_with_a_message(root, site):
     jobs = root / "m" / "jobs"
     jobs.mkdir(parents=True)
-    (jobs / "bad.toml").write_text(f'seeds = ["{site.base_url}/members/"]\nlogin_form_url = "{site.base_url}/login"\n'
-                                   'login_form_fields = ["user=archivist", "password=wrong"]\nrobots = "ignore"\n')
-    out = subprocess.run([str(VENV_BIN / "strata"), "harvest", "m", "--job", "bad", "--root", str(root)],
-                         capture_output=True, text=True, timeout=60)
+    (jobs / "bad.toml").write_text(
+        f'seeds = ["{site.base_url}/members/"]\nlogin_form_url = "{site.base_url}/login"\n'
+        'login_form_fields = ["user=archivist", "password=wrong"]\nrobots = "ignore"\n'
+    )
+    out = subprocess.run(
+        [str(VENV_BIN / "strata"), "harvest", "m", "--job", "bad", "--root", str(root)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 1
     assert "login form" in out.stderr and "403" in out.stderr and "Traceback" not in out.stderr

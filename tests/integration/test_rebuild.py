@@ -11,21 +11,53 @@ from index.collection import Collection
 from index.rebuild import rebuild_state
 from tests.conftest import harvest
 
-CAPTURE_COLUMNS = ("run_id", "url", "timestamp", "warc_date", "record_type", "class", "status", "digest", "mime",
-                   "payload_length", "warc", "offset", "length", "record_id", "refers_to_uri", "refers_to_date",
-                   "location")
-URL_COLUMNS = ("url", "found_on", "last_status", "last_class", "digest", "orig_uri", "orig_date", "orig_record_id",
-               "orig_warc", "etag", "last_modified", "checks", "changes", "deleted_at")
+CAPTURE_COLUMNS = (
+    "run_id",
+    "url",
+    "timestamp",
+    "warc_date",
+    "record_type",
+    "class",
+    "status",
+    "digest",
+    "mime",
+    "payload_length",
+    "warc",
+    "offset",
+    "length",
+    "record_id",
+    "refers_to_uri",
+    "refers_to_date",
+    "location",
+)
+URL_COLUMNS = (
+    "url",
+    "found_on",
+    "last_status",
+    "last_class",
+    "digest",
+    "orig_uri",
+    "orig_date",
+    "orig_record_id",
+    "orig_warc",
+    "etag",
+    "last_modified",
+    "checks",
+    "changes",
+    "deleted_at",
+)
 
 
 def snapshot(db_path):
     conn = sqlite3.connect(db_path)
     conn.row_factory = sqlite3.Row
     try:
-        caps = [tuple(r[c] for c in CAPTURE_COLUMNS) for r in
-                conn.execute("SELECT * FROM captures ORDER BY warc, offset")]
-        urls = {r["url"]: tuple(r[c] for c in URL_COLUMNS) for r in conn.execute("SELECT * FROM urls")
-                if r["last_checked"]}
+        caps = [
+            tuple(r[c] for c in CAPTURE_COLUMNS) for r in conn.execute("SELECT * FROM captures ORDER BY warc, offset")
+        ]
+        urls = {
+            r["url"]: tuple(r[c] for c in URL_COLUMNS) for r in conn.execute("SELECT * FROM urls") if r["last_checked"]
+        }
         digests = sorted(tuple(r) for r in conn.execute("SELECT * FROM digests"))
         runs = [(r["run_id"], r["mode"], r["job"]) for r in conn.execute("SELECT * FROM runs ORDER BY run_id")]
         warcs = sorted((r["filename"], r["run_id"], r["state"]) for r in conn.execute("SELECT * FROM warcs"))
@@ -51,8 +83,12 @@ def test_rebuild_from_warcs_matches_the_live_state(site, root, runs):
         if isinstance(old, dict):
             assert old.keys() == new.keys(), name
             for url in old:
-                assert old[url] == new[url], (name, url, dict(zip(URL_COLUMNS, old[url], strict=True)),
-                                              dict(zip(URL_COLUMNS, new[url], strict=True)))
+                assert old[url] == new[url], (
+                    name,
+                    url,
+                    dict(zip(URL_COLUMNS, old[url], strict=True)),
+                    dict(zip(URL_COLUMNS, new[url], strict=True)),
+                )
         else:
             assert old == new, name
     assert figures["runs"] == runs
@@ -72,7 +108,8 @@ def test_incremental_run_after_a_rebuild_still_dedups(site, root):
 def _responses(coll, summary):
     conn = sqlite3.connect(coll.db_path)
     try:
-        return conn.execute("SELECT COUNT(*) FROM captures WHERE run_id=? AND record_type='response'",
-                            (summary["run_id"],)).fetchone()[0]
+        return conn.execute(
+            "SELECT COUNT(*) FROM captures WHERE run_id=? AND record_type='response'", (summary["run_id"],)
+        ).fetchone()[0]
     finally:
         conn.close()

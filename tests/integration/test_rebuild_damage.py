@@ -32,24 +32,31 @@ LEGACY_CDXJ = [
     '"filename": "legacy-2001.arc.gz"}',
 ]
 # capture kinds in capture order: the 2001 logo is the 1998 payload again, the 2001 page is new text
-LEGACY_KINDS = [("http://legacy.example/", "19980301120005", "new"),
-                ("http://legacy.example/logo.gif", "19980301120007", "new"),
-                ("http://legacy.example/logo.gif", "20010615080002", "unchanged"),
-                ("http://legacy.example/", "20010615080004", "changed")]
+LEGACY_KINDS = [
+    ("http://legacy.example/", "19980301120005", "new"),
+    ("http://legacy.example/logo.gif", "19980301120007", "new"),
+    ("http://legacy.example/logo.gif", "20010615080002", "unchanged"),
+    ("http://legacy.example/", "20010615080004", "changed"),
+]
 
 
 def _captures(coll):
     conn = sqlite3.connect(coll.db_path)
     try:
-        return conn.execute("SELECT url, timestamp, class, warc, offset, record_id, digest FROM captures "
-                            "ORDER BY timestamp, id").fetchall()
+        return conn.execute(
+            "SELECT url, timestamp, class, warc, offset, record_id, digest FROM captures ORDER BY timestamp, id"
+        ).fetchall()
     finally:
         conn.close()
 
 
 def _rebuild_cli(root, name, *extra):
-    return subprocess.run([str(VENV_BIN / "strata"), "index", "rebuild", name, "--root", str(root), *extra],
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [str(VENV_BIN / "strata"), "index", "rebuild", name, "--root", str(root), *extra],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 @pytest.fixture
@@ -66,13 +73,18 @@ def harvested(site, root):
 
 
 def _expected_after(lines, name, offset):
-    return sorted((line["urlkey"], line["timestamp"], line["offset"], line["filename"]) for line in lines
-                  if line["filename"] != name or int(line["offset"]) < offset)
+    return sorted(
+        (line["urlkey"], line["timestamp"], line["offset"], line["filename"])
+        for line in lines
+        if line["filename"] != name or int(line["offset"]) < offset
+    )
 
 
 def _have(coll):
-    return sorted((line["urlkey"], line["timestamp"], line["offset"], line["filename"])
-                  for line in cdxj.iter_index(coll.cdxj_path))
+    return sorted(
+        (line["urlkey"], line["timestamp"], line["offset"], line["filename"])
+        for line in cdxj.iter_index(coll.cdxj_path)
+    )
 
 
 @pytest.mark.parametrize("damage", ["flip", "truncate"])
@@ -83,7 +95,7 @@ def test_rebuild_indexes_everything_before_the_damage(harvested, root, damage):
     if damage == "flip":
         flip_bytes(path, offset + length // 2, 10)
     else:
-        path.write_bytes(path.read_bytes()[:offset + length // 2])
+        path.write_bytes(path.read_bytes()[: offset + length // 2])
     result = _rebuild_cli(root, "sample")
     assert result.returncode == 1, result.stderr
     assert "Traceback" not in result.stderr and "Traceback" not in result.stdout
@@ -110,8 +122,12 @@ def test_a_file_with_nothing_readable_is_named_and_left_alone_by_recovery(harves
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert "junk.warc.gz: damaged at byte 0: gzip member does not inflate" in result.stderr
     assert _have(coll) == _expected_after(lines, None, 0)
-    recovered = subprocess.run([str(VENV_BIN / "strata"), "recover", "sample", "--root", str(root)],
-                               capture_output=True, text=True, timeout=120)
+    recovered = subprocess.run(
+        [str(VENV_BIN / "strata"), "recover", "sample", "--root", str(root)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert recovered.returncode == 0 and "nothing to recover" in recovered.stdout, recovered.stderr
 
 
@@ -132,8 +148,10 @@ def test_arc_files_are_indexed_like_pywb_indexes_them(legacy):
     captures = _captures(legacy)
     assert [(c[0], c[1], c[2]) for c in captures] == LEGACY_KINDS
     # the state's digests are the CDXJ's (pywb computes them for ARC records, so does the rebuild)
-    digests = {(json_line["url"], json_line["timestamp"]): "sha1:" + json_line["digest"]
-               for json_line in map(cdxj.parse_line, LEGACY_CDXJ)}
+    digests = {
+        (json_line["url"], json_line["timestamp"]): "sha1:" + json_line["digest"]
+        for json_line in map(cdxj.parse_line, LEGACY_CDXJ)
+    }
     assert {(c[0], c[1]): c[6] for c in captures} == digests
     # the same record ids at every rebuild
     rebuild_state(legacy)

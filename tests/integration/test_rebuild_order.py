@@ -19,10 +19,17 @@ OTHER = "http://example.org/other.html"
 
 
 def _response(writer, url, date, body, status="200 OK"):
-    http = StatusAndHeaders(status, [("Content-Type", "text/html"), ("Content-Length", str(len(body)))],
-                            protocol="HTTP/1.1")
-    return writer.create_warc_record(url, "response", payload=io.BytesIO(body), length=len(body), http_headers=http,
-                                     warc_headers_dict={"WARC-Date": date})
+    http = StatusAndHeaders(
+        status, [("Content-Type", "text/html"), ("Content-Length", str(len(body)))], protocol="HTTP/1.1"
+    )
+    return writer.create_warc_record(
+        url,
+        "response",
+        payload=io.BytesIO(body),
+        length=len(body),
+        http_headers=http,
+        warc_headers_dict={"WARC-Date": date},
+    )
 
 
 def _write(path, records):
@@ -36,11 +43,16 @@ def _revisit_of(original):
     def make(writer):
         headers = original.rec_headers
         record = writer.create_revisit_record(
-            PAGE, headers.get_header("WARC-Payload-Digest"), PAGE, headers.get_header("WARC-Date"),
+            PAGE,
+            headers.get_header("WARC-Payload-Digest"),
+            PAGE,
+            headers.get_header("WARC-Date"),
             http_headers=StatusAndHeaders("200 OK", [("Content-Type", "text/html")], protocol="HTTP/1.1"),
-            warc_headers_dict={"WARC-Date": "2014-01-27T09:00:00Z"})
+            warc_headers_dict={"WARC-Date": "2014-01-27T09:00:00Z"},
+        )
         record.rec_headers.add_header("WARC-Refers-To", headers.get_header("WARC-Record-ID"))
         return record
+
     return make
 
 
@@ -52,8 +64,13 @@ def _files(tmp_writer):
         ("dupes.warc.gz", [_revisit_of(original)]),
         ("iana.warc.gz", [lambda w: original]),
         ("b-late.warc.gz", [lambda w: _response(w, OTHER, "2014-01-28T10:00:00.500Z", b"<p>v2</p>")]),
-        ("c-early.warc.gz", [lambda w: _response(w, OTHER, "2014-01-28T10:00:00Z", b"<p>v1</p>"),
-                             lambda w: _response(w, PAGE, "2014-01-29T00:00:00Z", b"gone", "404 Not Found")]),
+        (
+            "c-early.warc.gz",
+            [
+                lambda w: _response(w, OTHER, "2014-01-28T10:00:00Z", b"<p>v1</p>"),
+                lambda w: _response(w, PAGE, "2014-01-29T00:00:00Z", b"gone", "404 Not Found"),
+            ],
+        ),
     ]
 
 
@@ -72,7 +89,7 @@ def test_capture_kinds_follow_capture_time_whatever_the_file_names(tmp_path, ord
     coll.create()
     coll.archive_dir.mkdir(parents=True, exist_ok=True)
     files = _files(WARCWriter(None, gzip=True, warc_version="1.0"))
-    for position, index in enumerate(order):   # the same files under names that sort in another order
+    for position, index in enumerate(order):  # the same files under names that sort in another order
         name, records = files[index]
         _write(coll.archive_dir / f"{position}-{name}", records)
     rebuild_state(coll)

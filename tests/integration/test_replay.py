@@ -140,8 +140,7 @@ def test_links_and_embeds_keep_the_requested_timestamp(archives, http):
     snapshot = three.snapshots[1]
     r = http.get(f"/three/{snapshot}/{three.url('/')}")
     doc = lxml.html.fromstring(r.content)
-    refs = [v for v in doc.xpath("//a/@href | //img/@src | //link/@href | //script/@src")
-            if three.base_url in v]
+    refs = [v for v in doc.xpath("//a/@href | //img/@src | //link/@href | //script/@src") if three.base_url in v]
     assert refs
     for ref in refs:
         assert f"/three/{snapshot}" in ref, ref
@@ -196,17 +195,21 @@ def test_memento_headers(archives, http):
     tm = http.get(f"/three/timemap/link/{url}")
     assert tm.status_code == 200 and tm.headers["content-type"].startswith("application/link-format")
     assert tm.text.count('rel="memento"') + tm.text.count('rel="first memento"') + tm.text.count(
-        'rel="last memento"') + tm.text.count('rel="first last memento"') >= len(captures)
+        'rel="last memento"'
+    ) + tm.text.count('rel="first last memento"') >= len(captures)
     for cap in captures:
         assert f"/three/{cap['timestamp']}/{url}" in tm.text
 
 
-@pytest.mark.parametrize(("name", "path", "deleted_in", "status"), [
-    ("three", "/news/article-0002.html", 3, 404),
-    ("three", "/news/article-0004.html", 2, 404),
-    ("three", "/news/article-0007.html", 2, 410),
-    ("two", "/news/article-0004.html", 2, 404),
-])
+@pytest.mark.parametrize(
+    ("name", "path", "deleted_in", "status"),
+    [
+        ("three", "/news/article-0002.html", 3, 404),
+        ("three", "/news/article-0004.html", 2, 404),
+        ("three", "/news/article-0007.html", 2, 410),
+        ("two", "/news/article-0004.html", 2, 404),
+    ],
+)
 def test_deleted_pages(archives, http, name, path, deleted_in, status):
     archive = archives[name]
     url = archive.url(path)

@@ -11,7 +11,7 @@ import pytest
 
 from tests.support.replay_cjk_pages import COLL, IRI_PATH, TIMESTAMP, replay_url
 
-ARCHIVED = "/gbk/search.html?s=%B4%F3&p=1"          # clicked on /gbk/header.html live
+ARCHIVED = "/gbk/search.html?s=%B4%F3&p=1"  # clicked on /gbk/header.html live
 UNARCHIVED = ["/gbk/search.html?s=%B4%F3&p=999", "/gbk/search.html?zzz=1", "/gbk/search.html"]
 
 
@@ -73,8 +73,10 @@ def test_an_exact_capture_is_served_where_it_was_asked_for(cjk_client, live_visi
     for mod in ("", "id_"):
         response = cjk_client.get(f"/{COLL}/{TIMESTAMP}{mod}/{live_visit.base_url}{ARCHIVED}")
         assert response.status_code == 200
-    assert banner_url(cjk_client.get(f"/{COLL}/{TIMESTAMP}/{live_visit.base_url}{ARCHIVED}").data) == \
-        live_visit.base_url + ARCHIVED
+    assert (
+        banner_url(cjk_client.get(f"/{COLL}/{TIMESTAMP}/{live_visit.base_url}{ARCHIVED}").data)
+        == live_visit.base_url + ARCHIVED
+    )
 
 
 @pytest.mark.browser

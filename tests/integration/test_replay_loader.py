@@ -25,12 +25,25 @@ OK = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 5\r\n\r\nhe
 BIG = base64.b64encode(random.Random(7).randbytes(60_000))  # incompressible: past the first buffer
 
 
-def record(block: bytes, rec_type: str = "response", uri: str = "http://example.com/a", warc: bytes = b"WARC/1.0",
-           extra: bytes = b"", length: int | None = -1) -> bytes:
+def record(
+    block: bytes,
+    rec_type: str = "response",
+    uri: str = "http://example.com/a",
+    warc: bytes = b"WARC/1.0",
+    extra: bytes = b"",
+    length: int | None = -1,
+) -> bytes:
     length = len(block) if length == -1 else length
-    head = (warc + b"\r\nWARC-Type: " + rec_type.encode() + b"\r\nWARC-Target-URI: " + uri.encode()
-            + b"\r\nWARC-Date: 2024-01-02T03:04:05Z\r\nWARC-Record-ID: <urn:uuid:00000000-0000-0000-0000-000000000001>"
-            + b"\r\n" + extra)
+    head = (
+        warc
+        + b"\r\nWARC-Type: "
+        + rec_type.encode()
+        + b"\r\nWARC-Target-URI: "
+        + uri.encode()
+        + b"\r\nWARC-Date: 2024-01-02T03:04:05Z\r\nWARC-Record-ID: <urn:uuid:00000000-0000-0000-0000-000000000001>"
+        + b"\r\n"
+        + extra
+    )
     if length is not None:
         head += b"Content-Length: %d\r\n" % length
     return head + b"\r\n" + block + b"\r\n\r\n"
@@ -41,35 +54,73 @@ def record(block: bytes, rec_type: str = "response", uri: str = "http://example.
 CASES = {
     "plain": (record(OK), True, True, True, True),
     "status line only": (record(b"HTTP/1.1 204 No Content\r\n\r\n"), True, True, True, True),
-    "continuation lines": (record(b"HTTP/1.1 200 OK\r\nX-Long: a\r\n b\r\n\tc\r\nContent-Length: 5\r\n\r\nhello",
-                                  extra=b"WARC-Folded: x\r\n  y\r\n"), True, True, True, True),
+    "continuation lines": (
+        record(
+            b"HTTP/1.1 200 OK\r\nX-Long: a\r\n b\r\n\tc\r\nContent-Length: 5\r\n\r\nhello",
+            extra=b"WARC-Folded: x\r\n  y\r\n",
+        ),
+        True,
+        True,
+        True,
+        True,
+    ),
     "line without a colon": (record(b"HTTP/1.1 200 OK\r\nno colon here\r\nA: b\r\n\r\nhello"), True, True, True, True),
-    "spaces around names and values": (record(b"HTTP/1.0 200 OK  \r\nA  \t: b \t \r\nC:d\r\n\r\nhello"),
-                                       True, True, True, True),
+    "spaces around names and values": (
+        record(b"HTTP/1.0 200 OK  \r\nA  \t: b \t \r\nC:d\r\n\r\nhello"),
+        True,
+        True,
+        True,
+        True,
+    ),
     "CR inside a line": (record(b"HTTP/1.1 200 OK\r\nA: b\rc\r\nD: e\r\r\n\r\nhello"), True, True, True, True),
     "UTF-8 header value": (record(b"HTTP/1.1 200 OK\r\nX-Name: caf\xc3\xa9\r\n\r\nhello"), True, True, False, True),
     "ISO-8859-1 header value": (record(b"HTTP/1.1 200 OK\r\nX-Name: caf\xe9\r\n\r\nhello"), True, True, False, True),
-    "LF line ends, CRLF CRLF in the body": (record(b"HTTP/1.1 200 OK\nA: b\n\nbody\r\n\r\nmore"),
-                                            True, True, False, False),
+    "LF line ends, CRLF CRLF in the body": (
+        record(b"HTTP/1.1 200 OK\nA: b\n\nbody\r\n\r\nmore"),
+        True,
+        True,
+        False,
+        False,
+    ),
     "LF line ends": (record(b"HTTP/1.1 200 OK\nA: b\n\nhello"), True, True, False, False),
-    "a line of spaces ends the headers": (record(b"HTTP/1.1 200 OK\r\nA: b\r\n \t\r\nC: d\r\n\r\nhello"),
-                                          True, True, False, False),
-    "a line of a Unicode space": (record(b"HTTP/1.1 200 OK\r\nA: b\r\n\xc2\xa0\r\nC: d\r\n\r\nhello"),
-                                  True, True, False, False),
+    "a line of spaces ends the headers": (
+        record(b"HTTP/1.1 200 OK\r\nA: b\r\n \t\r\nC: d\r\n\r\nhello"),
+        True,
+        True,
+        False,
+        False,
+    ),
+    "a line of a Unicode space": (
+        record(b"HTTP/1.1 200 OK\r\nA: b\r\n\xc2\xa0\r\nC: d\r\n\r\nhello"),
+        True,
+        True,
+        False,
+        False,
+    ),
     "lower-case status line": (record(b"http/1.1 200 OK\r\nA: b\r\n\r\nhello"), True, True, False, False),
     "status line warcio refuses": (record(b"HTTP/2 200\r\nA: b\r\n\r\nhello"), True, True, False, False),
     "headers longer than the record": (record(OK, length=30), True, True, False, False),
     "empty block": (record(b"", length=0), True, True, False, False),
     "no Content-Length": (record(OK, length=None), True, True, False, False),
-    "HTTP headers past the first buffer": (record(b"HTTP/1.1 200 OK\r\nX-Big: " + BIG + b"\r\n\r\nhello"),
-                                           True, True, False, False),
+    "HTTP headers past the first buffer": (
+        record(b"HTTP/1.1 200 OK\r\nX-Big: " + BIG + b"\r\n\r\nhello"),
+        True,
+        True,
+        False,
+        False,
+    ),
     "WARC headers past the first buffer": (record(OK, extra=b"WARC-Big: " + BIG + b"\r\n"), True, False, True, True),
     "lower-case WARC line": (record(OK, warc=b"warc/1.0"), True, False, True, True),
     "WARC/1.1": (record(OK, warc=b"WARC/1.1"), True, True, True, True),
     "URI in angle brackets": (record(OK, uri="<http://example.com/a>"), True, True, True, True),
     "not gzipped": (record(OK), False, False, False, False),
-    "revisit with HTTP headers": (record(b"HTTP/1.1 200 OK\r\nA: b\r\n\r\n", rec_type="revisit"),
-                                  True, True, True, False),
+    "revisit with HTTP headers": (
+        record(b"HTTP/1.1 200 OK\r\nA: b\r\n\r\n", rec_type="revisit"),
+        True,
+        True,
+        True,
+        False,
+    ),
     "revisit with an empty block": (record(b"", rec_type="revisit"), True, True, False, False),
     "request": (record(b"GET /a HTTP/1.1\r\nHost: example.com\r\n\r\n", rec_type="request"), True, True, False, False),
     "not an HTTP URI": (record(b"example.com. 300 IN A 10.0.0.1\r\n", uri="dns:example.com"), True, True, False, False),
@@ -91,10 +142,21 @@ def state(load) -> tuple:
     except Exception as exc:  # the same failure is the same behaviour
         return ("raised", type(exc).__name__, str(exc))
     h = r.http_headers
-    out = (r.format, r.rec_type, r.rec_headers.protocol, r.rec_headers.statusline, r.rec_headers.headers,
-           r.rec_headers.total_len, None if h is None else (h.protocol, h.statusline, h.headers, h.total_len),
-           r.content_type, r.length, r.payload_length, type(r.raw_stream).__name__, r.raw_stream.tell(),
-           r.raw_stream.read())
+    out = (
+        r.format,
+        r.rec_type,
+        r.rec_headers.protocol,
+        r.rec_headers.statusline,
+        r.rec_headers.headers,
+        r.rec_headers.total_len,
+        None if h is None else (h.protocol, h.statusline, h.headers, h.total_len),
+        r.content_type,
+        r.length,
+        r.payload_length,
+        type(r.raw_stream).__name__,
+        r.raw_stream.tell(),
+        r.raw_stream.read(),
+    )
     r.raw_stream.close()
     return out
 

@@ -76,11 +76,16 @@ def test_calendar_marks_each_capture_with_kind_and_status(client, archives):
         doc = page(client.get(f"/three/*/{url}"))
         rows = doc.xpath('//tr[contains(@class, "capture")]')
         assert [(r.get("data-timestamp"), r.get("data-kind"), r.get("data-status")) for r in rows] == [
-            (c["timestamp"], c["class"], str(c["status"])) for c in captures]
+            (c["timestamp"], c["class"], str(c["status"])) for c in captures
+        ]
         for row in rows:
             assert row.xpath('.//span[contains(@class, "kind")]')[0].text.strip()
             assert row.xpath('.//span[contains(@class, "st-")]/@class')[0].split()[-1] in (
-                "st-2xx", "st-3xx", "st-4xx", "st-5xx")
+                "st-2xx",
+                "st-3xx",
+                "st-4xx",
+                "st-5xx",
+            )
     # as of run 2, the capture in force is outlined
     url = three.url("/about.html")
     doc = page(client.get(f"/three/{three.snapshots[1]}*/{url}"))
@@ -88,23 +93,26 @@ def test_calendar_marks_each_capture_with_kind_and_status(client, archives):
     assert len(current) == 1 and current[0].get("data-timestamp") <= three.snapshots[1]
 
 
-@pytest.mark.parametrize(("address", "marker"), [
-    ("/nosuch/", "known"),
-    ("/nosuch/20240101000000/http://example.org/", "known"),
-    ("/three/2024x/http://example.org/", None),
-    ("/three/202401011200001/http://example.org/", None),
-    ("/three/20241399000000/http://example.org/", None),
-    ("/three/20240101000000/ftp://example.org/", None),
-    ("/three/20240101000000/http://", None),
-    ("/three/20240101000000/http://bad host/", None),
-    ("/three/timemap/xml/http://example.org/", None),
-    ("/three/20240101000000/http://never.example/", "not-archived"),
-    ("/three/*/http://never.example/", "not-archived"),
-    ("/three/*/http://never.example/*", None),
-    ("/static/pywb/no-such-file.js", None),
-    ("/three/%ff%fe/", None),
-    ("/", None),
-])
+@pytest.mark.parametrize(
+    ("address", "marker"),
+    [
+        ("/nosuch/", "known"),
+        ("/nosuch/20240101000000/http://example.org/", "known"),
+        ("/three/2024x/http://example.org/", None),
+        ("/three/202401011200001/http://example.org/", None),
+        ("/three/20241399000000/http://example.org/", None),
+        ("/three/20240101000000/ftp://example.org/", None),
+        ("/three/20240101000000/http://", None),
+        ("/three/20240101000000/http://bad host/", None),
+        ("/three/timemap/xml/http://example.org/", None),
+        ("/three/20240101000000/http://never.example/", "not-archived"),
+        ("/three/*/http://never.example/", "not-archived"),
+        ("/three/*/http://never.example/*", None),
+        ("/static/pywb/no-such-file.js", None),
+        ("/three/%ff%fe/", None),
+        ("/", None),
+    ],
+)
 def test_error_pages_are_helpful_404s(client, address, marker):
     r = client.get(address)
     if address == "/":
@@ -153,8 +161,11 @@ def test_archived_headers_that_act_beyond_the_page_are_dropped(tmp_path):
         def resolve(self, version, path, headers):
             if path != "/":
                 return None
-            return Resource(200, (("Content-Type", "text/html; charset=utf-8"), *hostile.items()),
-                            b"<!DOCTYPE html><html><head><title>h</title></head><body><p>hostile</p></body></html>")
+            return Resource(
+                200,
+                (("Content-Type", "text/html; charset=utf-8"), *hostile.items()),
+                b"<!DOCTYPE html><html><head><title>h</title></head><body><p>hostile</p></body></html>",
+            )
 
     root = tmp_path / "collections"
     root.mkdir()
@@ -190,14 +201,19 @@ def test_requests_that_escaped_rewriting_go_back_into_the_snapshot(client, archi
     three = archives["three"]
     snapshot = three.snapshots[1]
     page = f"http://localhost/three/{snapshot}/{three.url('/news/')}"
-    for escaped, target in [("/static/site.css", "/static/site.css"), ("/img/logo.png?x=1", "/img/logo.png?x=1"),
-                            ("/about.html", "/about.html")]:
+    for escaped, target in [
+        ("/static/site.css", "/static/site.css"),
+        ("/img/logo.png?x=1", "/img/logo.png?x=1"),
+        ("/about.html", "/about.html"),
+    ]:
         r = client.get(escaped, headers={"Referer": page})
         assert r.status_code == 307, escaped
         assert r.headers["Location"] == f"/three/{snapshot}/{three.url(target)}"
     # not from a replayed page, or from elsewhere: the plain 404
     assert client.get("/static/site.css").status_code == 404
-    assert client.get("/static/site.css", headers={"Referer": "http://elsewhere/three/2024/http://x/"}).status_code == 404
+    assert (
+        client.get("/static/site.css", headers={"Referer": "http://elsewhere/three/2024/http://x/"}).status_code == 404
+    )
     assert client.get("/three", headers={"Referer": page}).status_code == 308
 
 

@@ -36,8 +36,10 @@ HTML = (("Content-Type", "text/html"),)
 class Copies:
     """v1: ``/`` links three pages; v2: it also links a copy of each under another URL."""
 
-    PAGES = {f"/page-{i}.html": f"<html><body><p>{f'page {i}, said again. ' * 150}</p></body></html>".encode()
-             for i in range(3)}
+    PAGES = {
+        f"/page-{i}.html": f"<html><body><p>{f'page {i}, said again. ' * 150}</p></body></html>".encode()
+        for i in range(3)
+    }
     COPIES = {f"/copy-{i}.html": f"/page-{i}.html" for i in range(3)}
 
     @classmethod
@@ -144,19 +146,23 @@ def test_without_the_harvest_state_pywb_finds_the_original(copies, copied, pywb_
     assert len(pywb_lookups) == len(other_url_revisits(copies))
 
 
-@pytest.mark.parametrize("damage", [
-    # the request record written right after the response: it loads, but is not a response
-    "UPDATE captures SET offset = offset + length WHERE record_type='response'",
-    # another response (the last one written, the v2 home page): it loads, but is not the original
-    "UPDATE captures SET (warc, offset, length) = (SELECT warc, offset, length FROM captures WHERE id = "
-    "(SELECT MAX(id) FROM captures WHERE record_type='response')) WHERE record_type='response'",
-    # not where a record starts: it does not load (nor may that keep pywb from reading the file)
-    "UPDATE captures SET offset = offset + 1 WHERE record_type='response'",
-    # a WARC not (yet) in the CDXJ index: pywb would not find its records either
-    "UPDATE warcs SET state='sealed'",
-    # a row whose payload is another one
-    "UPDATE captures SET digest='sha1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA' WHERE record_type='response'",
-], ids=["request record", "another response", "no record", "warc not indexed", "other digest"])
+@pytest.mark.parametrize(
+    "damage",
+    [
+        # the request record written right after the response: it loads, but is not a response
+        "UPDATE captures SET offset = offset + length WHERE record_type='response'",
+        # another response (the last one written, the v2 home page): it loads, but is not the original
+        "UPDATE captures SET (warc, offset, length) = (SELECT warc, offset, length FROM captures WHERE id = "
+        "(SELECT MAX(id) FROM captures WHERE record_type='response')) WHERE record_type='response'",
+        # not where a record starts: it does not load (nor may that keep pywb from reading the file)
+        "UPDATE captures SET offset = offset + 1 WHERE record_type='response'",
+        # a WARC not (yet) in the CDXJ index: pywb would not find its records either
+        "UPDATE warcs SET state='sealed'",
+        # a row whose payload is another one
+        "UPDATE captures SET digest='sha1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA' WHERE record_type='response'",
+    ],
+    ids=["request record", "another response", "no record", "warc not indexed", "other digest"],
+)
 def test_a_row_that_does_not_hold_the_original_is_not_used(copies, copied, pywb_lookups, damage):
     execute(Collection(copied, copies.name).db_path, damage)
     assert replay_wrong(copied, copies) == []

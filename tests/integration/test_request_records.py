@@ -15,8 +15,14 @@ def records(root, name="sample"):
     for path in sorted(Collection.open(root, name).archive_dir.glob("*.warc.gz")):
         with open(path, "rb") as fh:
             for record in ArchiveIterator(fh, no_record_parse=True):
-                out.append((record.rec_type, record.rec_headers.get_header("WARC-Target-URI"),
-                            record.rec_headers, record.content_stream().read()))
+                out.append(
+                    (
+                        record.rec_type,
+                        record.rec_headers.get_header("WARC-Target-URI"),
+                        record.rec_headers,
+                        record.content_stream().read(),
+                    )
+                )
     return out
 
 
@@ -49,10 +55,10 @@ def test_every_capture_says_the_address_it_was_fetched_from(root, site):
     for fetch_process in (True, False):
         name = f"ip{int(fetch_process)}"
         harvest(root, site, name=name, depth=1, fetch_process=fetch_process)
-        harvest(root, site, name=name, depth=1, fetch_process=fetch_process)   # 304s: revisit records
+        harvest(root, site, name=name, depth=1, fetch_process=fetch_process)  # 304s: revisit records
         kinds = {}
         for kind, uri, headers, _ in records(root, name):
-            if kind in ("warcinfo", "metadata"):     # a run's warcinfo and its report came from no host
+            if kind in ("warcinfo", "metadata"):  # a run's warcinfo and its report came from no host
                 assert headers.get_header("WARC-IP-Address") is None
                 continue
             kinds[kind] = kinds.get(kind, 0) + 1

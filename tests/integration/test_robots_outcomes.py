@@ -54,8 +54,10 @@ def test_a_robots_txt_answering_503_disallows_all_and_fails_the_run(root):
     assert done.returncode == 1, done.stderr
     assert "Traceback" not in done.stderr
     error = [line for line in done.stderr.splitlines() if line.startswith("Error:")]
-    assert error == [f"Error: the run failed: robots.txt of {site.base_url} could not be read (HTTP 503), "
-                     "so nothing there was fetched (RFC 9309: disallow all until it can be read)"]
+    assert error == [
+        f"Error: the run failed: robots.txt of {site.base_url} could not be read (HTTP 503), "
+        "so nothing there was fetched (RFC 9309: disallow all until it can be read)"
+    ]
     assert paths == ["/robots.txt"]
     assert "of collection c (full, failed)" in done.stdout
     runs = json.loads(strata("runs", "c", "--json", root=root).stdout)
@@ -73,7 +75,7 @@ def test_a_robots_txt_answering_404_allows_all(root):
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
     assert summary["status"] == "finished" and summary["failure"] is None
-    assert summary["urls_fetched"] == 3          # robots.txt (404), /, /a.html
+    assert summary["urls_fetched"] == 3  # robots.txt (404), /, /a.html
 
 
 def test_a_seed_on_a_closed_port_fails_the_run_with_the_reason(root):
@@ -82,7 +84,8 @@ def test_a_seed_on_a_closed_port_fails_the_run_with_the_reason(root):
     assert done.returncode == 1 and "Traceback" not in done.stderr
     error = [line for line in done.stderr.splitlines() if line.startswith("Error:")]
     assert len(error) == 1 and error[0].startswith(
-        f"Error: the run failed: robots.txt of {seed.rstrip('/')} could not be read (unreachable (connection failed")
+        f"Error: the run failed: robots.txt of {seed.rstrip('/')} could not be read (unreachable (connection failed"
+    )
 
 
 def test_a_closed_port_without_robots_fails_as_no_seed_fetched(root):
@@ -104,8 +107,16 @@ def _queue_row(staff, entry_id: int) -> str:
 
 def test_the_worker_records_the_failure_and_the_console_queue_shows_it(staff, staff_root):
     with robots_site(503) as site:
-        form = {"collection": "c", "name": "news", "seeds": site.base_url + "/", "scope": "same-host",
-                "robots": "obey", "default_page_kind": "index", "delay": "0", "csrf_token": staff.csrf}
+        form = {
+            "collection": "c",
+            "name": "news",
+            "seeds": site.base_url + "/",
+            "scope": "same-host",
+            "robots": "obey",
+            "default_page_kind": "index",
+            "delay": "0",
+            "csrf_token": staff.csrf,
+        }
         assert staff.post("/jobs/new", data=form).status_code == 302
         staff.post("/jobs/c/news/harvest", data={"csrf_token": staff.csrf, "mode": "full"})
         worker = Worker(staff_root, NetworkPolicy.from_strings(["127.0.0.1/32"]), poll=0.05)
@@ -125,11 +136,19 @@ def test_the_worker_records_the_failure_and_the_console_queue_shows_it(staff, st
 
 def test_the_network_guard_refusing_robots_txt_fails_the_run_and_says_so(staff, staff_root):
     with robots_site(200) as site:
-        form = {"collection": "c", "name": "news", "seeds": site.base_url + "/", "scope": "same-host",
-                "robots": "obey", "default_page_kind": "index", "delay": "0", "csrf_token": staff.csrf}
+        form = {
+            "collection": "c",
+            "name": "news",
+            "seeds": site.base_url + "/",
+            "scope": "same-host",
+            "robots": "obey",
+            "default_page_kind": "index",
+            "delay": "0",
+            "csrf_token": staff.csrf,
+        }
         assert staff.post("/jobs/new", data=form).status_code == 302
         staff.post("/jobs/c/news/harvest", data={"csrf_token": staff.csrf, "mode": "full"})
-        worker = Worker(staff_root, NetworkPolicy(), poll=0.05)   # 127.0.0.1 not allowed
+        worker = Worker(staff_root, NetworkPolicy(), poll=0.05)  # 127.0.0.1 not allowed
         asyncio.run(worker.run(once=True))
         worker.queue.close()
         assert site.request_count == 0

@@ -20,8 +20,14 @@ from tests.conftest import VENV_BIN
 
 STRATA = str(VENV_BIN / "strata")
 JOB = "news"
-TABLES = {"captures": "id", "urls": "url", "digests": "digest", "warcs": "filename", "runs": "run_id",
-          "checks": "run_id, rowid"}
+TABLES = {
+    "captures": "id",
+    "urls": "url",
+    "digests": "digest",
+    "warcs": "filename",
+    "runs": "run_id",
+    "checks": "run_id, rowid",
+}
 # Every column of every table but runs.pid (the process id of a run that has ended: not restored)
 # and the outlink cache (a cache: refilled by the next run that parses the page).
 COLUMNS = {"runs": "run_id, job, mode, status, started, finished, snapshot, figures"}
@@ -32,12 +38,22 @@ def write_job(root, site, name="c", **extra):
     runs leave checks, page kinds and fingerprints behind."""
     jobs = root / name / "jobs"
     jobs.mkdir(parents=True, exist_ok=True)
-    values = {"seeds": [site.base_url + "/"], "delay": 0.0, "depth": 6, "timeout": 10.0,
-              "index_patterns": list(SampleSite.INDEX_PATTERNS), "content_patterns": list(SampleSite.CONTENT_PATTERNS),
-              "noise_selectors": list(SampleSite.NOISE_SELECTORS), "store_soft_changes": False,
-              "default_page_kind": "content", "min_interval": "1h", "check_deleted_links": True, **extra}
+    values = {
+        "seeds": [site.base_url + "/"],
+        "delay": 0.0,
+        "depth": 6,
+        "timeout": 10.0,
+        "index_patterns": list(SampleSite.INDEX_PATTERNS),
+        "content_patterns": list(SampleSite.CONTENT_PATTERNS),
+        "noise_selectors": list(SampleSite.NOISE_SELECTORS),
+        "store_soft_changes": False,
+        "default_page_kind": "content",
+        "min_interval": "1h",
+        "check_deleted_links": True,
+        **extra,
+    }
     (jobs / f"{JOB}.toml").write_text("".join(f"{k} = {json.dumps(v)}\n" for k, v in values.items()))
-    values["recheck_all"] = True    # the job "all": every known URL again, so soft changes are seen
+    values["recheck_all"] = True  # the job "all": every known URL again, so soft changes are seen
     (jobs / "all.toml").write_text("".join(f"{k} = {json.dumps(v)}\n" for k, v in values.items()))
 
 
@@ -54,17 +70,21 @@ def cli_harvest(root, name="c", job=JOB, *extra):
 
 def views(root, name="c"):
     """What the commands say, and every row of every table of the harvest database, ordered."""
-    out = {"strata runs --json": json.loads(strata(root, "runs", name, "--json").stdout),
-           "strata report --json": json.loads(strata(root, "report", name, "--json").stdout)}
+    out = {
+        "strata runs --json": json.loads(strata(root, "runs", name, "--json").stdout),
+        "strata report --json": json.loads(strata(root, "report", name, "--json").stdout),
+    }
     for run in out["strata runs --json"]:
         out[f"strata report --run {run['run_id']} --json"] = json.loads(
-            strata(root, "report", name, "--run", run["run_id"], "--json").stdout)
+            strata(root, "report", name, "--run", run["run_id"], "--json").stdout
+        )
     conn = sqlite3.connect(Collection.open(root, name).db_path)
     try:
         for table, order in TABLES.items():
             columns = COLUMNS.get(table, "*")
-            out[f"table {table}"] = [tuple(row) for row in
-                                     conn.execute(f"SELECT {columns} FROM {table} ORDER BY {order}")]
+            out[f"table {table}"] = [
+                tuple(row) for row in conn.execute(f"SELECT {columns} FROM {table} ORDER BY {order}")
+            ]
     finally:
         conn.close()
     return out
@@ -92,9 +112,15 @@ def run_records(archive):
     found = []
     for path in sorted(archive.glob("*.warc.gz")):
         with open(path, "rb") as fh:
-            records = list((r.rec_type, r.rec_headers.get_header("WARC-Target-URI"),
-                            r.rec_headers.get_header("Content-Type"), r.content_stream().read())
-                           for r in ArchiveIterator(fh))
+            records = list(
+                (
+                    r.rec_type,
+                    r.rec_headers.get_header("WARC-Target-URI"),
+                    r.rec_headers.get_header("Content-Type"),
+                    r.content_stream().read(),
+                )
+                for r in ArchiveIterator(fh)
+            )
         for i, (kind, uri, ctype, block) in enumerate(records):
             if kind == "metadata":
                 assert uri.startswith(runhistory.RUN_URI_PREFIX) and ctype == "application/json"
@@ -103,7 +129,7 @@ def run_records(archive):
 
 
 def test_every_run_ends_with_its_report_last_in_its_last_file(root, site):
-    write_job(root, site, warc_max_size=60_000)        # several files: the report goes in the last
+    write_job(root, site, warc_max_size=60_000)  # several files: the report goes in the last
     summary = cli_harvest(root)
     site.version = 2
     second = cli_harvest(root)
@@ -114,13 +140,14 @@ def test_every_run_ends_with_its_report_last_in_its_last_file(root, site):
     assert [r[3]["run"]["run_id"] for r in reports] == [summary["run_id"], second["run_id"], third["run_id"]]
     for (name, index, count, report), run in zip(reports, (summary, second, third), strict=True):
         assert name == run["warc_files"][-1] and index == count - 1
-        assert {k: report["run"][k] for k in ("job", "mode", "status", "started", "finished", "snapshot")} == \
-               {k: run[k] for k in ("job", "mode", "status", "started", "finished", "snapshot")}
+        assert {k: report["run"][k] for k in ("job", "mode", "status", "started", "finished", "snapshot")} == {
+            k: run[k] for k in ("job", "mode", "status", "started", "finished", "snapshot")
+        }
         figures = {k: v for k, v in run.items() if k in report["run"]["figures"] and k not in runhistory.FROM_FILES}
         assert figures == {k: v for k, v in report["run"]["figures"].items() if k not in runhistory.FROM_FILES}
     outcomes = {row[1] for report in reports for row in report[3]["checks"]["rows"]}
     assert {"not_due", "soft", "not_followed", "deleted", "skipped"} <= outcomes
-    assert all(r[3]["soft"] == [] for r in reports)      # soft changes not stored: checks, not captures
+    assert all(r[3]["soft"] == [] for r in reports)  # soft changes not stored: checks, not captures
     kinds = {row[7] for row in reports[0][3]["urls"]["rows"]}
     assert {"index", "content"} <= kinds
 
@@ -132,8 +159,11 @@ def test_a_killed_run_comes_back_interrupted_with_the_figures_of_its_warcs(root,
     has finished, a rebuild gives everything back."""
     write_job(root, site, delay=0.05)
     site.latency = 0.02
-    proc = subprocess.Popen([STRATA, "harvest", "c", "--job", JOB, "--json", "--root", str(root)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [STRATA, "harvest", "c", "--job", JOB, "--json", "--root", str(root)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     _wait_for_captures(root, proc, 10)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
@@ -178,8 +208,13 @@ def _wait_for_captures(root, proc, count, run_index=0):
                 conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1)
                 try:
                     runs = [r[0] for r in conn.execute("SELECT run_id FROM runs ORDER BY started")]
-                    if len(runs) > run_index and conn.execute(
-                            "SELECT COUNT(*) FROM captures WHERE run_id=?", (runs[run_index],)).fetchone()[0] >= count:
+                    if (
+                        len(runs) > run_index
+                        and conn.execute("SELECT COUNT(*) FROM captures WHERE run_id=?", (runs[run_index],)).fetchone()[
+                            0
+                        ]
+                        >= count
+                    ):
                         return
                 finally:
                     conn.close()
@@ -209,8 +244,11 @@ def test_a_cancelled_first_full_run_leaves_the_next_run_full(root, site):
     run is full, unless the command says otherwise."""
     write_job(root, site, delay=0.05)
     site.latency = 0.02
-    proc = subprocess.Popen([STRATA, "harvest", "c", "--job", JOB, "--json", "--root", str(root)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [STRATA, "harvest", "c", "--job", JOB, "--json", "--root", str(root)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     _wait_for_captures(root, proc, 5)
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=60)
@@ -224,7 +262,7 @@ def test_a_cancelled_first_full_run_leaves_the_next_run_full(root, site):
     conn.close()
     assert cancelled["urls_fetched"] == cancelled["new"] == captures
     site.latency = 0.0
-    assert cli_harvest(root, "c", JOB, "--mode", "incremental")["mode"] == "incremental"   # the command says so
+    assert cli_harvest(root, "c", JOB, "--mode", "incremental")["mode"] == "incremental"  # the command says so
     assert cli_harvest(root)["mode"] == "full"
     assert cli_harvest(root)["mode"] == "incremental"
 
@@ -239,9 +277,12 @@ def test_rebuild_after_three_harvests_one_cancelled_by_sigterm_gives_everything_
     second = cli_harvest(root)
     assert (first["mode"], second["mode"]) == ("full", "incremental")
     site.version = 3
-    site.latency = 0.05      # slow enough to be stopped half way
-    proc = subprocess.Popen([STRATA, "harvest", "c", "--job", "all", "--json", "--root", str(root)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    site.latency = 0.05  # slow enough to be stopped half way
+    proc = subprocess.Popen(
+        [STRATA, "harvest", "c", "--job", "all", "--json", "--root", str(root)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     _wait_for_captures(root, proc, 5, run_index=2)
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=60)

@@ -76,9 +76,7 @@ def served(server):
     return out
 
 
-def raw_get(
-    port: int, path: str, headers: dict[str, str] | None = None, method: str = "GET"
-) -> tuple[bytes, bytes]:
+def raw_get(port: int, path: str, headers: dict[str, str] | None = None, method: str = "GET") -> tuple[bytes, bytes]:
     """One request on a fresh socket, read to EOF: (head, raw body as framed on the wire)."""
     lines = [f"{method} {path} HTTP/1.1", f"Host: 127.0.0.1:{port}", "Connection: close"]
     lines += [f"{k}: {v}" for k, v in (headers or {}).items()]
@@ -93,8 +91,7 @@ def raw_get(
 
 def head_fields(head: bytes) -> dict[str, str]:
     return {
-        k.strip().lower(): v.strip()
-        for k, _, v in (line.partition(":") for line in head.decode().split("\r\n")[1:])
+        k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in head.decode().split("\r\n")[1:])
     }
 
 
@@ -330,9 +327,7 @@ def test_pngs_are_valid():
         while pos < len(data):
             (length,) = struct.unpack(">I", data[pos : pos + 4])
             tag, payload = data[pos + 4 : pos + 8], data[pos + 8 : pos + 8 + length]
-            assert struct.unpack(">I", data[pos + 8 + length : pos + 12 + length])[0] == zlib.crc32(
-                tag + payload
-            )
+            assert struct.unpack(">I", data[pos + 8 + length : pos + 12 + length])[0] == zlib.crc32(tag + payload)
             chunks[tag] = payload
             pos += 12 + length
         width, height = struct.unpack(">II", chunks[b"IHDR"][:8])
@@ -402,9 +397,7 @@ def test_chunked_framing(site):
 
 def test_head_and_http10(site):
     head, raw = raw_get(site.port, "/about.html", IDENTITY, method="HEAD")
-    assert raw == b"" and int(head_fields(head)["content-length"]) == len(
-        SampleSite.resource(1, "/about.html").body
-    )
+    assert raw == b"" and int(head_fields(head)["content-length"]) == len(SampleSite.resource(1, "/about.html").body)
     with socket.create_connection(("127.0.0.1", site.port), timeout=5) as sock:
         sock.sendall(b"GET /ja/index.html HTTP/1.0\r\n\r\n")
         data = b""

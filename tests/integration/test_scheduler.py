@@ -52,7 +52,7 @@ def finish_all(queue, clock) -> None:
 def test_interval_job_runs_when_due_and_not_before(env):
     root, queue, clock, scheduler = env
     write_job(root, "c", "news", frequency="daily")
-    write_job(root, "c", "adhoc")                       # manual: never scheduled
+    write_job(root, "c", "adhoc")  # manual: never scheduled
     first = scheduler.tick()
     assert [(q.collection, q.job, q.reason) for q in first.queued] == [("c", "news", "schedule")]
     finish_all(queue, clock)
@@ -69,12 +69,12 @@ def test_after_downtime_a_missed_job_runs_once(env):
     write_job(root, "c", "news", frequency="hourly")
     scheduler.tick()
     finish_all(queue, clock)
-    clock.advance(days=3, minutes=20)                   # 72 missed hourly slots
+    clock.advance(days=3, minutes=20)  # 72 missed hourly slots
     for _ in range(5):
         scheduler.tick()
     runs = queue.entries(job="news")
     assert len(runs) == 2
-    assert queue.schedule("c", "news").next_due == T0 + timedelta(days=3, hours=1)   # keeps the :00 cadence
+    assert queue.schedule("c", "news").next_due == T0 + timedelta(days=3, hours=1)  # keeps the :00 cadence
 
 
 def test_a_job_still_running_is_not_queued_twice(env):
@@ -131,7 +131,7 @@ def test_cron_expressions_in_utc(env):
     clock.now = datetime(2024, 2, 1, 3, 0, tzinfo=UTC)
     assert len(scheduler.tick().queued) == 1
     finish_all(queue, clock)
-    clock.now = datetime(2024, 2, 6, 14, 0, tzinfo=UTC)       # five nights missed
+    clock.now = datetime(2024, 2, 6, 14, 0, tzinfo=UTC)  # five nights missed
     assert len(scheduler.tick().queued) == 1
     assert scheduler.tick().queued == []
     assert queue.schedule("c", "nightly").next_due == datetime(2024, 2, 7, 3, 0, tzinfo=UTC)
@@ -161,7 +161,8 @@ def test_bad_jobs_are_reported_not_fatal(env):
     write_job(root, "c", "good", frequency="daily")
     # a cron expression with no next time, written by hand: the job table refuses it, with the field
     Collection(root, "c").job_path("impossible").write_text(
-        'seeds = ["http://example.org/"]\nfrequency = "61 * * * *"\n')
+        'seeds = ["http://example.org/"]\nfrequency = "61 * * * *"\n'
+    )
     (Collection(root, "c").jobs_dir / "broken.toml").write_text("seeds = [")
     result = scheduler.tick()
     assert [q.job for q in result.queued] == ["good"]

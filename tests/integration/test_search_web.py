@@ -17,8 +17,16 @@ from tests.support.replay_fixtures import StrataServer
 
 ARTIFACTS = REPO / "tests" / "artifacts"
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 @pytest.fixture
@@ -35,7 +43,7 @@ def test_search_page_lists_hits_with_replay_and_calendar_links(client, searched)
     assert response.status_code == 200
     doc = lxml_html.fromstring(response.get_data(as_text=True))
     hits = doc.cssselect("article.hit") if hasattr(doc, "cssselect") else doc.xpath("//article[@class='hit']")
-    assert {h.get("data-url")[len(searched.base_url):] for h in hits} == searched.expected(["保存"])
+    assert {h.get("data-url")[len(searched.base_url) :] for h in hits} == searched.expected(["保存"])
     for hit in hits:
         replay = hit.xpath(".//a[@class='replay']/@href")[0]
         calendar = hit.xpath(".//a[@class='calendar']/@href")[0]
@@ -53,7 +61,7 @@ def test_date_filter_and_pagination(client, searched):
     lo, hi = searched.window(2)
     response = client.get(f"/search?q=quinquennial+OR+%E5%9B%BD%E4%BC%9A&from={lo}&to={hi}")
     doc = lxml_html.fromstring(response.get_data(as_text=True))
-    urls = {u[len(searched.base_url):] for u in doc.xpath("//article/@data-url")}
+    urls = {u[len(searched.base_url) :] for u in doc.xpath("//article/@data-url")}
     assert urls == {"/docs/report.pdf", "/ja/index.html"}
     assert all("1 capture in range" in " ".join(m.text_content().split()) for m in doc.xpath("//article//div[2]"))
     paged = client.get("/search?q=library&per_page=2&page=2")
@@ -63,14 +71,16 @@ def test_date_filter_and_pagination(client, searched):
 
 def test_json_api_has_the_same_parameters(client, searched):
     data = client.get("/api/search?q=library&type=pdf").get_json()
-    assert [h["url"][len(searched.base_url):] for h in data["hits"]] == ["/docs/report.pdf"]
+    assert [h["url"][len(searched.base_url) :] for h in data["hits"]] == ["/docs/report.pdf"]
     hit = data["hits"][0]
     assert hit["replay"] == f"/{searched.name}/{hit['replay_ts']}/{hit['url']}"
     assert set(data) >= {"hits", "facets", "histogram", "total_urls", "page", "pages", "timed_out"}
 
 
-@pytest.mark.parametrize("q", ["coll:private", "?*?*?*", "[a TO z]", " OR ".join(["x"] * 3000), "(" * 2000 + "a",
-                               "y" * 100_000, "library AND"])
+@pytest.mark.parametrize(
+    "q",
+    ["coll:private", "?*?*?*", "[a TO z]", " OR ".join(["x"] * 3000), "(" * 2000 + "a", "y" * 100_000, "library AND"],
+)
 def test_hostile_queries_get_400_with_a_message(client, q):
     started = time.monotonic()
     api = client.get("/api/search", query_string={"q": q})
@@ -85,8 +95,13 @@ def test_hostile_queries_get_400_with_a_message(client, q):
 
 
 def test_bad_parameters_get_400(client):
-    for args in ({"q": "x", "from": "someday"}, {"q": "x", "sort": "size"}, {"q": "x", "page": "0"},
-                 {"q": "x", "type": "<script>"}, {"q": "x", "from": "2024-05", "to": "2024-01"}):
+    for args in (
+        {"q": "x", "from": "someday"},
+        {"q": "x", "sort": "size"},
+        {"q": "x", "page": "0"},
+        {"q": "x", "type": "<script>"},
+        {"q": "x", "from": "2024-05", "to": "2024-01"},
+    ):
         assert client.get("/api/search", query_string=args).status_code == 400, args
     assert client.get("/api/search", query_string={"q": "library", "c": "nosuch"}).status_code == 404
 
@@ -102,8 +117,9 @@ def test_cli_search_and_rebuild(searched, tmp_path):
     assert hit["url"].endswith("/ja/index.html") and len(hit["captures"]) == 3 and "国会" in hit["snippet"]
     lo, hi = searched.window(2)
     for when in ((lo, hi), (f"{lo[:4]}-{lo[4:6]}-{lo[6:8]}T{lo[8:10]}:{lo[10:12]}:{lo[12:]}Z", hi)):
-        result = runner.invoke(cli, ["search", searched.name, "国会", "--from", when[0], "--to", when[1], "--json",
-                                     "--root", root])
+        result = runner.invoke(
+            cli, ["search", searched.name, "国会", "--from", when[0], "--to", when[1], "--json", "--root", root]
+        )
         assert [len(h["captures"]) for h in json.loads(result.output)] == [1]
     text = runner.invoke(cli, ["search", searched.name, "quinquennial", "--type", "pdf", "--root", root])
     assert "report.pdf" in text.output and "1 URLs" in text.output
@@ -139,8 +155,10 @@ def test_browser_search_filter_and_follow_into_replay(searched, tmp_path):
             page.click("#go")
             page.wait_for_selector("#summary")
             assert "captured" in page.inner_text("#summary")
-            found = {u[len(searched.base_url):] for u in page.eval_on_selector_all(
-                "article.hit", "els => els.map(e => e.dataset.url)")}
+            found = {
+                u[len(searched.base_url) :]
+                for u in page.eval_on_selector_all("article.hit", "els => els.map(e => e.dataset.url)")
+            }
             assert found == searched.expected(["quinquennial", "国会", "数据"], versions=(2,))
             assert page.locator("mark").count() >= 3
             page.screenshot(path=str(ARTIFACTS / "search-results.png"), full_page=True)

@@ -17,8 +17,9 @@ def fixity_rows(staff) -> dict[str, dict[str, str]]:
     page = lxml.html.fromstring(response.text)
     rows = {}
     for tr in page.cssselect("#fixity tr[data-collection]"):
-        rows[tr.get("data-collection")] = {td.get("class").split()[0]: td.text_content().strip()
-                                          for td in tr.cssselect("td[class]")}
+        rows[tr.get("data-collection")] = {
+            td.get("class").split()[0]: td.text_content().strip() for td in tr.cssselect("td[class]")
+        }
     return rows
 
 

@@ -19,9 +19,18 @@ from replay.staff.forms import CHOICES
 from strata.errors import ConfigError
 from tests.support.staff_helpers import ARCHIVE_URL
 
-BASE_FORM = {"collection": "c", "name": "news", "seeds": "http://127.0.0.1:9/", "scope": "same-host",
-             "robots": "obey", "default_page_kind": "index", "embeds_offsite": "1", "store_soft_changes": "1",
-             "fulltext": "1", "fetch_process": "1"}
+BASE_FORM = {
+    "collection": "c",
+    "name": "news",
+    "seeds": "http://127.0.0.1:9/",
+    "scope": "same-host",
+    "robots": "obey",
+    "default_page_kind": "index",
+    "embeds_offsite": "1",
+    "store_soft_changes": "1",
+    "fulltext": "1",
+    "fetch_process": "1",
+}
 
 
 def _error(html: str) -> str:
@@ -34,19 +43,22 @@ def _post_new(staff, **fields):
     return staff.post("/jobs/new", data={k: v for k, v in data.items() if v is not None})
 
 
-@pytest.mark.parametrize("form, toml", [
-    ({"depth": "500"}, "depth = 500"),
-    ({"depth": "deep"}, 'depth = "deep"'),
-    ({"delay": "-1"}, "delay = -1"),
-    ({"seeds": "ftp://example.org/"}, 'seeds = ["ftp://example.org/"]'),
-    ({"seeds": ""}, "seeds = []"),
-    ({"exclude": "("}, 'exclude = ["("]'),
-    ({"max_resource_size": "lots"}, 'max_resource_size = "lots"'),
-    ({"frequency": "every tuesday"}, 'frequency = "every tuesday"'),
-    ({"scope": "galaxy"}, 'scope = "galaxy"'),
-    ({"min_interval": "9d", "max_interval": "1d"}, 'min_interval = "9d"\nmax_interval = "1d"'),
-    ({"change_threshold": "1.5"}, "change_threshold = 1.5"),
-])
+@pytest.mark.parametrize(
+    "form, toml",
+    [
+        ({"depth": "500"}, "depth = 500"),
+        ({"depth": "deep"}, 'depth = "deep"'),
+        ({"delay": "-1"}, "delay = -1"),
+        ({"seeds": "ftp://example.org/"}, 'seeds = ["ftp://example.org/"]'),
+        ({"seeds": ""}, "seeds = []"),
+        ({"exclude": "("}, 'exclude = ["("]'),
+        ({"max_resource_size": "lots"}, 'max_resource_size = "lots"'),
+        ({"frequency": "every tuesday"}, 'frequency = "every tuesday"'),
+        ({"scope": "galaxy"}, 'scope = "galaxy"'),
+        ({"min_interval": "9d", "max_interval": "1d"}, 'min_interval = "9d"\nmax_interval = "1d"'),
+        ({"change_threshold": "1.5"}, "change_threshold = 1.5"),
+    ],
+)
 def test_the_form_rejects_what_a_job_file_rejects_with_the_same_message(staff, staff_root, tmp_path, form, toml):
     response = _post_new(staff, **form)
     assert response.status_code == 400
@@ -62,15 +74,34 @@ def test_the_form_rejects_what_a_job_file_rejects_with_the_same_message(staff, s
 
 
 def test_create_writes_the_toml_the_loader_reads(staff, staff_root):
-    response = _post_new(staff, depth="2", delay="0.5", frequency="0 3 * * 1", exclude="/private/\n\n/tmp/",
-                         min_interval="2d", max_resource_size="5MB", robots="ignore", embeds_offsite=None)
+    response = _post_new(
+        staff,
+        depth="2",
+        delay="0.5",
+        frequency="0 3 * * 1",
+        exclude="/private/\n\n/tmp/",
+        min_interval="2d",
+        max_resource_size="5MB",
+        robots="ignore",
+        embeds_offsite=None,
+    )
     assert response.status_code == 302 and response.headers["Location"].endswith("/jobs/c/news?notice=created")
     path = Collection(staff_root, "c").job_path("news")
     job = load_job_file(path)
-    assert job == validate_job("news", {"seeds": ["http://127.0.0.1:9/"], "depth": 2, "delay": 0.5,
-                                        "frequency": "0 3 * * 1", "exclude": ["/private/", "/tmp/"],
-                                        "min_interval": "2d", "max_resource_size": "5MB", "robots": "ignore",
-                                        "embeds_offsite": False})
+    assert job == validate_job(
+        "news",
+        {
+            "seeds": ["http://127.0.0.1:9/"],
+            "depth": 2,
+            "delay": 0.5,
+            "frequency": "0 3 * * 1",
+            "exclude": ["/private/", "/tmp/"],
+            "min_interval": "2d",
+            "max_resource_size": "5MB",
+            "robots": "ignore",
+            "embeds_offsite": False,
+        },
+    )
     assert 'frequency = "0 3 * * 1"' in path.read_text()
     page = staff.get(response.headers["Location"])
     assert page.status_code == 200 and "Job created." in page.text
@@ -85,11 +116,20 @@ def test_console_only_checks_cron_and_cookies_and_names(staff):
     assert "job name" in _error(_post_new(staff, name="a/b").text)
 
 
-@pytest.mark.parametrize("field, value", [
-    ("seeds", "http://127.3:9/"), ("seeds", "http://0x7f.0.0.2/"), ("seeds", "http://2130706434/"),
-    ("seeds", "http://[::ffff:127.0.0.2]/"), ("seeds", "http://0/"), ("seeds", "http://169.254.169.254/latest/"),
-    ("seeds", "http://10.0.0.1/"), ("proxies", "http://10.0.0.1:3128"), ("proxies", "http://127.0.0.2:3128"),
-])
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("seeds", "http://127.3:9/"),
+        ("seeds", "http://0x7f.0.0.2/"),
+        ("seeds", "http://2130706434/"),
+        ("seeds", "http://[::ffff:127.0.0.2]/"),
+        ("seeds", "http://0/"),
+        ("seeds", "http://169.254.169.254/latest/"),
+        ("seeds", "http://10.0.0.1/"),
+        ("proxies", "http://10.0.0.1:3128"),
+        ("proxies", "http://127.0.0.2:3128"),
+    ],
+)
 def test_urls_typed_in_are_checked_by_the_ssrf_guard(staff, field, value):
     message = _error(_post_new(staff, **{field: value}).text)
     assert f"field '{field}'" in message and "refused" in message
@@ -122,8 +162,9 @@ def test_a_file_edited_by_hand_meanwhile_is_not_overwritten(staff, staff_root):
     digest = lxml.html.fromstring(edit.text).cssselect("input[name=digest]")[0].get("value")
     path = Collection(staff_root, "c").job_path("news")
     path.write_text(path.read_text() + "depth = 7\n")
-    response = staff.post("/jobs/c/news/edit", data={**BASE_FORM, "csrf_token": staff.csrf, "digest": digest,
-                                                     "depth": "1"})
+    response = staff.post(
+        "/jobs/c/news/edit", data={**BASE_FORM, "csrf_token": staff.csrf, "digest": digest, "depth": "1"}
+    )
     assert response.status_code == 400 and "changed on disk" in _error(response.text)
     assert load_job_file(path).depth == 7
     broken = path.read_text() + "colour = 1\n"
@@ -190,7 +231,7 @@ def test_history_of_real_runs_links_each_to_its_snapshot(staff, staff_root):
     storage = doc.cssselect("#chart-storage svg")[0]
     assert len(storage.cssselect("a rect.bar-stored")) == 2 and len(storage.cssselect("a rect.bar-full")) == 2
     stored = [float(r.get("height")) for r in storage.cssselect("a rect.bar-stored")]
-    assert stored[1] < stored[0]                    # the incremental run stored less
+    assert stored[1] < stored[0]  # the incremental run stored less
     classes = doc.cssselect("#chart-classes svg")[0]
     assert classes.cssselect("rect.seg-new") and classes.cssselect("rect.seg-unchanged")
     assert {a.get("href") for a in classes.cssselect("a")} == set(links)

@@ -47,8 +47,19 @@ def test_every_route_refuses_anonymous_users(staff_app, anon, staff_root):
                 assert response.headers["Location"].startswith("/login?next="), (method, path)
             else:
                 assert response.status_code == 401, (method, path, response.status_code)
-    assert {"jobs.index", "jobs.new", "jobs.edit", "jobs.delete", "jobs.harvest", "jobs.pause", "jobs.show",
-            "runs.show", "runs.api_show", "runs.cancel", "auth.logout"} <= endpoints
+    assert {
+        "jobs.index",
+        "jobs.new",
+        "jobs.edit",
+        "jobs.delete",
+        "jobs.harvest",
+        "jobs.pause",
+        "jobs.show",
+        "runs.show",
+        "runs.api_show",
+        "runs.cancel",
+        "auth.logout",
+    } <= endpoints
     assert (Collection(staff_root, "c").job_path("j")).exists()
     queue = open_queue(staff_root)
     assert [e.status for e in queue.entries()] == ["queued"] and queue.schedule("c", "j") is None
@@ -70,7 +81,7 @@ def test_login_sets_a_strict_cookie_and_logout_ends_the_session(staff_app):
     assert client.get("/jobs").status_code == 302
     replay = make_client(staff_app)
     replay.set_cookie("strata_staff", value, domain=STAFF_HOST)
-    assert replay.get("/jobs").status_code == 302          # the old cookie is dead server-side
+    assert replay.get("/jobs").status_code == 302  # the old cookie is dead server-side
 
 
 def test_over_https_the_cookie_is_secure_and_host_prefixed(staff_app):
@@ -99,18 +110,26 @@ def test_posts_without_the_csrf_token_are_refused(staff, staff_root, staff_app):
     write_job(staff_root, "c", "j")
     assert staff.post("/jobs/c/j/harvest", data={"mode": "full"}).status_code == 403
     assert staff.post("/jobs/c/j/harvest", data={"mode": "full", "csrf_token": "guess"}).status_code == 403
-    other = log_in(make_client(staff_app))      # a valid token, but another session's
+    other = log_in(make_client(staff_app))  # a valid token, but another session's
     assert staff.post("/jobs/c/j/harvest", data={"mode": "full", "csrf_token": other.csrf}).status_code == 403
     assert staff.post("/jobs/c/j/pause", data={}).status_code == 403
     assert staff.post("/logout", data={}).status_code == 403
-    cross = staff.post("/jobs/c/j/harvest", data={"mode": "full", "csrf_token": staff.csrf},
-                       headers={"Origin": "http://archive.localhost:8080"})
+    cross = staff.post(
+        "/jobs/c/j/harvest",
+        data={"mode": "full", "csrf_token": staff.csrf},
+        headers={"Origin": "http://archive.localhost:8080"},
+    )
     assert cross.status_code == 403
-    assert staff.post("/jobs/c/j/harvest", data={"mode": "full", "csrf_token": staff.csrf},
-                      headers={"Origin": "null"}).status_code == 403
+    assert (
+        staff.post(
+            "/jobs/c/j/harvest", data={"mode": "full", "csrf_token": staff.csrf}, headers={"Origin": "null"}
+        ).status_code
+        == 403
+    )
     assert _queue_size(staff_root) == 0
-    ok = staff.post("/jobs/c/j/harvest", data={"mode": "full", "csrf_token": staff.csrf},
-                    headers={"Origin": f"http://{STAFF_HOST}"})
+    ok = staff.post(
+        "/jobs/c/j/harvest", data={"mode": "full", "csrf_token": staff.csrf}, headers={"Origin": f"http://{STAFF_HOST}"}
+    )
     assert ok.status_code == 302 and _queue_size(staff_root) == 1
     header = staff.post("/runs/1/cancel", headers={"X-CSRF-Token": staff.csrf})
     assert header.status_code == 302
@@ -121,8 +140,10 @@ def test_the_login_form_needs_its_token_too(anon):
     fresh = anon.get("/login")
     token = csrf_from(fresh.text)
     anon.delete_cookie("strata_login", domain=STAFF_HOST)
-    assert anon.post("/login", data={"name": "ana", "password": "correct horse battery",
-                                     "csrf_token": token}).status_code == 403
+    assert (
+        anon.post("/login", data={"name": "ana", "password": "correct horse battery", "csrf_token": token}).status_code
+        == 403
+    )
 
 
 def test_background_requests_from_other_sites_are_refused(staff, staff_root):
@@ -130,8 +151,14 @@ def test_background_requests_from_other_sites_are_refused(staff, staff_root):
     headers = {"Sec-Fetch-Site": "same-site", "Sec-Fetch-Mode": "cors"}
     assert staff.get("/api/runs/1", headers=headers).status_code == 403
     assert staff.get("/jobs", headers={"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "no-cors"}).status_code == 403
-    assert staff.post("/jobs/c/j/harvest", data={"mode": "full", "csrf_token": staff.csrf},
-                      headers={"Sec-Fetch-Site": "same-site", "Sec-Fetch-Mode": "navigate"}).status_code == 403
+    assert (
+        staff.post(
+            "/jobs/c/j/harvest",
+            data={"mode": "full", "csrf_token": staff.csrf},
+            headers={"Sec-Fetch-Site": "same-site", "Sec-Fetch-Mode": "navigate"},
+        ).status_code
+        == 403
+    )
     assert _queue_size(staff_root) == 0
     # a staff member following a link from elsewhere still gets the page
     assert staff.get("/jobs", headers={"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "navigate"}).status_code == 200
@@ -166,8 +193,9 @@ def test_login_redirects_only_to_local_paths(staff_app):
     for target in ("//evil.example/", "https://evil.example/", "/\\evil.example"):
         anon = make_client(staff_app)
         token = csrf_from(anon.get("/login").text)
-        response = anon.post("/login", data={"name": "ana", "password": "correct horse battery",
-                                             "csrf_token": token, "next": target})
+        response = anon.post(
+            "/login", data={"name": "ana", "password": "correct horse battery", "csrf_token": token, "next": target}
+        )
         assert response.headers["Location"] == "/jobs", target
 
 

@@ -17,9 +17,13 @@ from index.collection import Collection
 from index.state import HarvestState
 from tests.conftest import harvest
 
-STRATEGY = dict(index_patterns=list(SampleSite.INDEX_PATTERNS), content_patterns=list(SampleSite.CONTENT_PATTERNS),
-                noise_selectors=list(SampleSite.NOISE_SELECTORS), store_soft_changes=False,
-                default_page_kind="content")
+STRATEGY = dict(
+    index_patterns=list(SampleSite.INDEX_PATTERNS),
+    content_patterns=list(SampleSite.CONTENT_PATTERNS),
+    noise_selectors=list(SampleSite.NOISE_SELECTORS),
+    store_soft_changes=False,
+    default_page_kind="content",
+)
 
 
 def state_of(root, name="sample"):
@@ -41,8 +45,9 @@ def test_main_text_ignores_noise_but_not_edits():
     b = main_text(SampleSite.resource(2, soft_path).body, "utf-8", rules)
     assert a == b and similarity(a, b) == 1.0
     bare = NoiseRules()
-    assert main_text(SampleSite.resource(1, soft_path).body, "utf-8", bare) != \
-        main_text(SampleSite.resource(2, soft_path).body, "utf-8", bare)
+    assert main_text(SampleSite.resource(1, soft_path).body, "utf-8", bare) != main_text(
+        SampleSite.resource(2, soft_path).body, "utf-8", bare
+    )
     edited = "/news/article-0003.html"
     assert SampleSite.change_kind(1, 2, edited) == "changed"
     c = main_text(SampleSite.resource(1, edited).body, "utf-8", rules)
@@ -54,7 +59,7 @@ def test_a_small_real_edit_is_never_similarity_one():
     body = "国务院办公厅关于加强数据安全管理的通知。" * 60
     edited = body + "（2024年04月14日更新）"
     assert similarity(body, edited) < 1.0
-    assert similarity(body, edited) < 0.98       # a dated correction stays a real change even at 0.98
+    assert similarity(body, edited) < 0.98  # a dated correction stays a real change even at 0.98
     assert content_digest(body) != content_digest(edited)
 
 
@@ -72,12 +77,13 @@ def test_poisson_estimator_and_intervals():
     often, _ = due_at({**base, "changes": 30}, 3600, 90 * day)
     never, _ = due_at({**base, "changes": 0}, 3600, 90 * day)
     assert often < never
-    assert now + timedelta(days=81) <= never <= now + timedelta(days=90)   # the longest interval, spread by 10%
+    assert now + timedelta(days=81) <= never <= now + timedelta(days=90)  # the longest interval, spread by 10%
 
 
 def test_listing_order_and_pagination_links():
-    assert is_ordered_listing(["http://h/news/article-0014.html", "http://h/news/article-0013.html",
-                               "http://h/news/article-0012.html"])
+    assert is_ordered_listing(
+        ["http://h/news/article-0014.html", "http://h/news/article-0013.html", "http://h/news/article-0012.html"]
+    )
     assert not is_ordered_listing(["http://h/news/article-0001.html", "http://h/news/article-0013.html"])
     assert is_ordered_listing(["http://h/2024/05/02/a.html", "http://h/2024/05/01/b.html", "http://h/2023/12/31/c"])
     assert is_pagination_link("http://h/news/", "http://h/news/page/2.html")
@@ -161,7 +167,7 @@ def test_run3_classifies_every_url_and_does_not_store_soft_changes(three_runs, r
         known = {urlsplit(u["url"]).path for u in state.known_urls()}
     soft_seen = 0
     for path in sorted(p for p in known if SampleSite.robots_allowed(p)):
-        stored = 2 if path in caps2 else 1     # the version whose payload the collection holds
+        stored = 2 if path in caps2 else 1  # the version whose payload the collection holds
         if path in checks2 and any(c["outcome"] == "soft" for c in checks2[path]):
             stored = 1
         kind = SampleSite.change_kind(stored, 3, path)
@@ -173,10 +179,10 @@ def test_run3_classifies_every_url_and_does_not_store_soft_changes(three_runs, r
         assert path in caps3, f"{path} ({kind}) not rechecked with recheck_all"
         cap = caps3[path][0]
         if kind == "unchanged":
-            redirect = 300 <= (cap["status"] or 0) < 400   # redirects are always written in full
+            redirect = 300 <= (cap["status"] or 0) < 400  # redirects are always written in full
             assert cap["record_type"] == "revisit" or cap["payload_length"] == 0 or redirect, path
             assert cap["class"] in ("unchanged", "not_modified"), path
-        elif kind in ("changed", "soft"):      # soft on a non-HTML resource is a real change
+        elif kind in ("changed", "soft"):  # soft on a non-HTML resource is a real change
             assert (cap["record_type"], cap["class"]) == ("response", "changed"), (path, kind)
         elif kind == "deleted" or (kind == "absent" and cap["status"] in (404, 410)):
             assert cap["status"] in (404, 410), path
@@ -190,7 +196,7 @@ class TwoPages:
     """/ links /often.html (changes every version) and /never.html (never changes)."""
 
     def resolve(self, version, path, headers=None):
-        html = ("Content-Type", "text/html; charset=utf-8"),
+        html = (("Content-Type", "text/html; charset=utf-8"),)
         if path == "/":
             return Resource(200, html, b'<a href="/often.html">o</a> <a href="/never.html">n</a>')
         if path == "/often.html":
@@ -226,18 +232,24 @@ def test_intervals_adapt_to_each_pages_history(root):
 def test_a_single_check_uses_the_pages_age_and_spreads_due_times():
     day = 86400.0
     checked = "2026-01-01T00:00:00Z"
-    old = {"url": "http://h/zhengce/2020-03/15/content_1.htm", "last_checked": checked, "checks": 1, "changes": 0,
-           "first_seen": checked}
+    old = {
+        "url": "http://h/zhengce/2020-03/15/content_1.htm",
+        "last_checked": checked,
+        "checks": 1,
+        "changes": 0,
+        "first_seen": checked,
+    }
     fresh = {**old, "url": "http://h/zhengce/2025-12-28/content_2.htm"}
     undated = {**old, "url": "http://h/about.html"}
     with_header = {**undated, "last_modified": "Mon, 01 Jan 2024 00:00:00 GMT"}
-    due = {name: due_at(row, 7 * day, 90 * day)[0] for name, row in
-           (("old", old), ("fresh", fresh), ("undated", undated), ("header", with_header))}
+    due = {
+        name: due_at(row, 7 * day, 90 * day)[0]
+        for name, row in (("old", old), ("fresh", fresh), ("undated", undated), ("header", with_header))
+    }
     start = datetime(2026, 1, 1, tzinfo=UTC)
-    assert due["old"] - start >= timedelta(days=80)            # years old: near the longest interval
+    assert due["old"] - start >= timedelta(days=80)  # years old: near the longest interval
     assert due["header"] - start >= timedelta(days=80)
     assert timedelta(days=7) <= due["fresh"] - start <= timedelta(days=8.5)
     assert timedelta(days=7) <= due["undated"] - start <= timedelta(days=8.5)
-    spread = {due_at({**old, "url": f"http://h/a/2020-01/01/content_{n}.htm"}, 7 * day, 90 * day)[0]
-              for n in range(50)}
+    spread = {due_at({**old, "url": f"http://h/a/2020-01/01/content_{n}.htm"}, 7 * day, 90 * day)[0] for n in range(50)}
     assert len(spread) > 40 and max(spread) - min(spread) > timedelta(days=5)

@@ -20,8 +20,10 @@ from tests.support.wire_server import WireServer, http_response
 HTML = [(b"Content-Type", b"text/html; charset=utf-8")]
 # A Chinese page whose server counts characters, not UTF-8 bytes: its Content-Length is a third of
 # its length in bytes, and the rest of the page is left on the wire.
-ZH_TEXT = ("<!doctype html><html><head><meta charset=\"utf-8\"><title>国家图书馆</title></head>"
-           "<body><h1>中文网页</h1><p>图书馆收藏了大量的中文网页，这一页的长度按字符计算，而不是按字节计算。</p></body></html>")
+ZH_TEXT = (
+    '<!doctype html><html><head><meta charset="utf-8"><title>国家图书馆</title></head>'
+    "<body><h1>中文网页</h1><p>图书馆收藏了大量的中文网页，这一页的长度按字符计算，而不是按字节计算。</p></body></html>"
+)
 ZH_BODY = ZH_TEXT.encode("utf-8")
 SURPLUS_PAGES = {"/zh.html", "/extra-response.html", "/junk.html"}
 
@@ -34,13 +36,14 @@ def site_routes() -> tuple[dict[str, bytes], dict[str, bytes]]:
     """(what the server sends for each path, the payload each path must be archived with)."""
     order = ["/zh.html", "/a.html", "/extra-response.html", "/b.html", "/junk.html", "/c.html", "/d.html"]
     home = "<html><body>" + "".join(f'<a href="{p}">{p}</a>' for p in order) + "</body></html>"
-    stored = {"/": home.encode(), **{p: page(p) for p in order}, "/zh.html": ZH_BODY[:len(ZH_TEXT)]}
+    stored = {"/": home.encode(), **{p: page(p) for p in order}, "/zh.html": ZH_BODY[: len(ZH_TEXT)]}
     routes = {path: http_response(200, HTML, body) for path, body in stored.items()}
     routes["/zh.html"] = http_response(200, HTML, ZH_BODY, content_length=len(ZH_TEXT))
     # A whole second response after the body: read as the next URL's answer, it would archive
     # that URL with these bytes, status 200, and no error anywhere.
-    routes["/extra-response.html"] = http_response(200, HTML, page("/extra-response.html"),
-                                                   after=http_response(200, HTML, b"<p>bytes of no URL</p>"))
+    routes["/extra-response.html"] = http_response(
+        200, HTML, page("/extra-response.html"), after=http_response(200, HTML, b"<p>bytes of no URL</p>")
+    )
     routes["/junk.html"] = http_response(200, HTML, page("/junk.html"), after=b"\x00\xff\r\n\r\njunk\r\n")
     return routes, stored
 
@@ -54,8 +57,13 @@ def archived(root, name: str) -> dict[str, list]:
                 if record.rec_type != "response":
                     continue
                 url = record.rec_headers.get_header("WARC-Target-URI")
-                out.setdefault(url, []).append((record.http_headers.get_statuscode(), record.content_stream().read(),
-                                                record.rec_headers.get_header("WARC-Strata-Note")))
+                out.setdefault(url, []).append(
+                    (
+                        record.http_headers.get_statuscode(),
+                        record.content_stream().read(),
+                        record.rec_headers.get_header("WARC-Strata-Note"),
+                    )
+                )
     return out
 
 
@@ -63,8 +71,16 @@ def archived(root, name: str) -> dict[str, list]:
 def test_every_url_is_archived_with_its_own_bytes(root, fetch_process):
     routes, stored = site_routes()
     with WireServer(routes) as server:
-        job = validate_job("t", {"seeds": [server.base_url + "/"], "delay": 0.0, "depth": 1, "concurrency": 1,
-                                 "fetch_process": fetch_process})
+        job = validate_job(
+            "t",
+            {
+                "seeds": [server.base_url + "/"],
+                "delay": 0.0,
+                "depth": 1,
+                "concurrency": 1,
+                "fetch_process": fetch_process,
+            },
+        )
         run = Harvest(Collection.open(root, "c", create=True), job)
         summary = asyncio.run(run.run())
         log = list(server.log)
@@ -74,9 +90,9 @@ def test_every_url_is_archived_with_its_own_bytes(root, fetch_process):
     expected = {server.base_url + path: body for path, body in stored.items()}
     assert set(captures) == set(expected) | {server.base_url + "/robots.txt"}
     for url, body in expected.items():
-        (status, payload, note), = captures[url]
+        ((status, payload, note),) = captures[url]
         assert (status, payload) == ("200", body), url
-        path = url[len(server.base_url):]
+        path = url[len(server.base_url) :]
         if path in SURPLUS_PAGES:
             assert note and note.startswith("content-length-surplus (at least "), url
         else:
@@ -86,9 +102,9 @@ def test_every_url_is_archived_with_its_own_bytes(root, fetch_process):
     connections = [r.connection for r in log]
     for i, request in enumerate(log[:-1]):
         if request.path in SURPLUS_PAGES:
-            assert log[i + 1].connection not in connections[:i + 1], (request.path, log[i + 1].path)
+            assert log[i + 1].connection not in connections[: i + 1], (request.path, log[i + 1].path)
         else:
-            assert log[i + 1].connection == request.connection    # kept alive otherwise (one connection)
+            assert log[i + 1].connection == request.connection  # kept alive otherwise (one connection)
     assert len(set(connections)) == 1 + len(SURPLUS_PAGES)
     assert any("content-length-surplus" in note for note in summary["notes"])
 
@@ -103,11 +119,11 @@ def test_the_fetch_sees_the_surplus_and_h11_is_reachable():
         try:
             async with client.stream("GET", server.base_url + "/a.html") as response:
                 assert h11_connection(response) is not None
-                await response.aread()             # read to its end: the connection is kept
+                await response.aread()  # read to its end: the connection is kept
             zh = await fetch(client, server.base_url + "/zh.html")
             after = await fetch(client, server.base_url + "/a.html")
             closing = await fetch(client, server.base_url + "/closing.html")
-            assert closing.surplus == 4 and closing.read_body() == b"<p>bye</p>"   # flagged, though not kept alive
+            assert closing.surplus == 4 and closing.read_body() == b"<p>bye</p>"  # flagged, though not kept alive
             return zh, after
         finally:
             await client.aclose()
@@ -115,14 +131,16 @@ def test_the_fetch_sees_the_surplus_and_h11_is_reachable():
     with WireServer(routes) as server:
         zh, after = asyncio.run(go())
         log = list(server.log)
-    assert zh.surplus == len(ZH_BODY) - len(ZH_TEXT) and zh.read_body() == ZH_BODY[:len(ZH_TEXT)]
+    assert zh.surplus == len(ZH_BODY) - len(ZH_TEXT) and zh.read_body() == ZH_BODY[: len(ZH_TEXT)]
     assert after.surplus == 0 and after.read_body() == page("/a.html")
     assert [r.connection for r in log] == [1, 1, 2, 2]
 
 
 def test_a_transport_without_h11_has_no_surplus():
     async def go():
-        client = make_client(1, 5.0, 5.0, "t", transport=httpx.MockTransport(lambda r: httpx.Response(200, content=b"x")))
+        client = make_client(
+            1, 5.0, 5.0, "t", transport=httpx.MockTransport(lambda r: httpx.Response(200, content=b"x"))
+        )
         try:
             return await fetch(client, "http://127.0.0.1:1/")
         finally:

@@ -83,8 +83,9 @@ def test_an_intact_collection_passes_and_the_check_is_logged(coll):
 def test_the_manifest_is_bagit_sha256sum_checks_it(coll):
     manifest = (coll.fixity_dir / "manifest-sha256.txt").read_text().splitlines()
     assert sorted(line.split("  ", 1)[1] for line in manifest) == [f"archive/{n}" for n in warcs(coll)]
-    done = subprocess.run(["sha256sum", "--strict", "-c", "fixity/manifest-sha256.txt"], cwd=coll.path,
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        ["sha256sum", "--strict", "-c", "fixity/manifest-sha256.txt"], cwd=coll.path, capture_output=True, text=True
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     sizes = Fixity(coll.fixity_dir).sizes()
     assert sizes == {n: (coll.archive_dir / n).stat().st_size for n in warcs(coll)}
@@ -93,10 +94,11 @@ def test_the_manifest_is_bagit_sha256sum_checks_it(coll):
 def test_one_flipped_byte_in_a_record_body(coll):
     name = warcs(coll)[0]
     revisited = {(x["url"], x["digest"]) for x in cdxj.iter_index(coll.cdxj_path) if x["mime"] == "warc/revisit"}
-    line = max((x for x in cdx_lines(coll, name) if (x["url"], x["digest"]) in revisited),
-               key=lambda x: int(x["length"]))
+    line = max(
+        (x for x in cdx_lines(coll, name) if (x["url"], x["digest"]) in revisited), key=lambda x: int(x["length"])
+    )
     offset, length = int(line["offset"]), int(line["length"])
-    flip_byte(coll.archive_dir / name, offset + length - 30)   # inside the deflated body
+    flip_byte(coll.archive_dir / name, offset + length - 30)  # inside the deflated body
     code, report = run_verify(coll)
     assert code == 1
     assert "checksum-mismatch" in kinds(report)
@@ -122,7 +124,7 @@ def test_a_truncated_file(coll):
     code, report = run_verify(coll)
     assert code == 1
     assert {"checksum-mismatch", "size-mismatch", "truncated"} <= set(kinds(report))
-    assert "cdxj-dangling" not in kinds(report)     # lines past the cut are counted with the cut
+    assert "cdxj-dangling" not in kinds(report)  # lines past the cut are counted with the cut
     trunc = next(p for p in report["problems"] if p["kind"] == "truncated")
     assert trunc["file"] == f"archive/{name}" and 0 < trunc["offset"] < size - 3000 and trunc["url"]
     code, quick = run_verify(coll, "--quick")
@@ -162,8 +164,9 @@ def test_an_unknown_extra_file(coll):
 def test_a_cdxj_line_pointing_nowhere(coll):
     lines = coll.cdxj_path.read_bytes().splitlines(keepends=True)
     entry = cdxj.parse_line(lines[5])
-    lines[5] = lines[5].replace(f'"offset": "{entry["offset"]}"'.encode(),
-                                f'"offset": "{int(entry["offset"]) + 7}"'.encode())
+    lines[5] = lines[5].replace(
+        f'"offset": "{entry["offset"]}"'.encode(), f'"offset": "{int(entry["offset"]) + 7}"'.encode()
+    )
     coll.cdxj_path.write_bytes(b"".join(lines))
     code, report = run_verify(coll)
     assert code == 1
@@ -194,14 +197,16 @@ def test_a_warc_from_before_the_manifest_is_adopted_only_when_its_records_check_
     with open(path, "wb") as fh:
         writer = WARCWriter(fh, gzip=True)
         http = StatusAndHeaders("200 OK", [("Content-Type", "text/plain")], protocol="HTTP/1.1")
-        writer.write_record(writer.create_warc_record("http://example.org/", "response",
-                                                      payload=BytesIO(b"hello"), http_headers=http))
+        writer.write_record(
+            writer.create_warc_record("http://example.org/", "response", payload=BytesIO(b"hello"), http_headers=http)
+        )
     code, report = run_verify(coll)
     assert code == 1 and kinds(report) == ["not-in-cdxj", "not-in-manifest"]
-    code, report = run_verify(coll, "--adopt")       # not indexed yet: its bytes are what adoption asks about
+    code, report = run_verify(coll, "--adopt")  # not indexed yet: its bytes are what adoption asks about
     assert report["adopted"] == [name] and kinds(report) == ["not-in-cdxj"]
-    Fixity(coll.fixity_dir).manifest_path.write_text("".join(
-        x for x in Fixity(coll.fixity_dir).manifest_path.read_text().splitlines(True) if name not in x))
+    Fixity(coll.fixity_dir).manifest_path.write_text(
+        "".join(x for x in Fixity(coll.fixity_dir).manifest_path.read_text().splitlines(True) if name not in x)
+    )
     cdxj.merge_lines(coll.cdxj_path, cdxj.index_warc(path, name))
     code, report = run_verify(coll)
     assert code == 1 and kinds(report) == ["not-in-manifest"]
@@ -223,8 +228,9 @@ def test_it_cannot_run_exit_2_one_line_no_traceback(coll):
     done = subprocess.run([strata, "verify", "nosuch", "--root", str(coll.root)], capture_output=True, text=True)
     assert done.returncode == 2 and "no collection 'nosuch'" in done.stderr
     assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
-    done = subprocess.run([strata, "verify", NAME, "--quick", "--adopt", "--root", str(coll.root)],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [strata, "verify", NAME, "--quick", "--adopt", "--root", str(coll.root)], capture_output=True, text=True
+    )
     assert done.returncode == 2 and "--adopt needs the full check" in done.stderr
     done = subprocess.run([strata, "verify", NAME, "--root", str(coll.root)], capture_output=True, text=True)
     assert done.returncode == 0 and done.stdout.startswith(f"{NAME}: intact") and done.stderr == ""
@@ -243,9 +249,10 @@ def test_a_lost_cdxj_index_is_one_problem_per_file_with_the_command_that_rebuild
 def test_a_fixity_directory_that_cannot_be_read_is_exit_2(coll):
     manifest = coll.fixity_dir / "manifest-sha256.txt"
     manifest.unlink()
-    manifest.mkdir()                       # reading it fails whatever the user's rights
-    done = subprocess.run([str(VENV_BIN / "strata"), "verify", NAME, "--root", str(coll.root)],
-                          capture_output=True, text=True)
+    manifest.mkdir()  # reading it fails whatever the user's rights
+    done = subprocess.run(
+        [str(VENV_BIN / "strata"), "verify", NAME, "--root", str(coll.root)], capture_output=True, text=True
+    )
     assert done.returncode == 2, done.stdout + done.stderr
     assert done.stderr.startswith(f"Error: cannot verify {NAME}: ") and "Traceback" not in done.stderr
 
@@ -253,8 +260,12 @@ def test_a_fixity_directory_that_cannot_be_read_is_exit_2(coll):
 def test_progress_is_shown_on_a_terminal_only(coll):
     leader, follower = pty.openpty()
     try:
-        done = subprocess.run([str(VENV_BIN / "strata"), "verify", NAME, "--root", str(coll.root)],
-                              stdout=subprocess.PIPE, stderr=follower, timeout=120)
+        done = subprocess.run(
+            [str(VENV_BIN / "strata"), "verify", NAME, "--root", str(coll.root)],
+            stdout=subprocess.PIPE,
+            stderr=follower,
+            timeout=120,
+        )
         os.close(follower)
         seen = b""
         while True:
@@ -282,16 +293,31 @@ def test_a_revisit_found_by_target_uri_and_date_is_matched_to_the_response_not_i
     with open(path, "wb") as fh:
         writer = WARCWriter(fh, gzip=True)
         req = StatusAndHeaders("GET / HTTP/1.1", [("Host", "example.org")], is_http_request=True)
-        writer.write_record(writer.create_warc_record("http://example.org/", "request", http_headers=req,
-                                                      warc_headers_dict={"WARC-Date": date}))
+        writer.write_record(
+            writer.create_warc_record(
+                "http://example.org/", "request", http_headers=req, warc_headers_dict={"WARC-Date": date}
+            )
+        )
         http = StatusAndHeaders("200 OK", [("Content-Type", "text/plain")], protocol="HTTP/1.1")
-        response = writer.create_warc_record("http://example.org/", "response", payload=BytesIO(b"same bytes"),
-                                             http_headers=http, warc_headers_dict={"WARC-Date": date})
+        response = writer.create_warc_record(
+            "http://example.org/",
+            "response",
+            payload=BytesIO(b"same bytes"),
+            http_headers=http,
+            warc_headers_dict={"WARC-Date": date},
+        )
         writer.write_record(response)
         digest = response.rec_headers.get_header("WARC-Payload-Digest")
-        writer.write_record(writer.create_revisit_record(
-            "http://example.org/", digest, "http://example.org/", date, http_headers=http,
-            warc_headers_dict={"WARC-Date": "2014-02-01T00:00:00Z"}))
+        writer.write_record(
+            writer.create_revisit_record(
+                "http://example.org/",
+                digest,
+                "http://example.org/",
+                date,
+                http_headers=http,
+                warc_headers_dict={"WARC-Date": "2014-02-01T00:00:00Z"},
+            )
+        )
     cdxj.merge_lines(coll.cdxj_path, cdxj.index_warc(path, name))
     result = CliRunner().invoke(cli, ["verify", "w", "--root", str(root), "--adopt", "--json"])
     report = json.loads(result.output)

@@ -73,8 +73,12 @@ def enqueue(root, collection="c", job="sample", mode="auto"):
 
 
 def start_worker(root, *extra):
-    return subprocess.Popen([STRATA, "worker", "--root", str(root), "--poll", "0.1", "--allow-network", "127.0.0.1/32",
-                             *extra], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [STRATA, "worker", "--root", str(root), "--poll", "0.1", "--allow-network", "127.0.0.1/32", *extra],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def assert_sealed(coll: Collection) -> None:
@@ -106,7 +110,7 @@ def test_without_an_allowance_the_worker_reaches_no_private_address(root, site):
     assert done.status == "failed" and done.summary["urls_fetched"] == 0 and done.summary["errors"] >= 1
     assert site.request_count == 0
     assert "SSRF guard" in done.summary["recent_errors"][0]["error"]
-    assert "robots.txt" in done.error and "SSRF guard" in done.error   # the queue says why
+    assert "robots.txt" in done.error and "SSRF guard" in done.error  # the queue says why
 
 
 def test_a_broken_job_fails_its_run_and_the_worker_goes_on(root, site):
@@ -139,7 +143,7 @@ def test_cancel_stops_cleanly(root):
         assert state.run(done.run_id)["status"] == "cancelled"
     assert_sealed(coll)
     queue = open_queue(root)
-    assert not queue.entries(statuses=("queued",))      # a cancelled run is not retried
+    assert not queue.entries(statuses=("queued",))  # a cancelled run is not retried
     queue.close()
 
 
@@ -154,8 +158,12 @@ def test_a_killed_worker_s_run_is_marked_and_retried(root):
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
         site.latency = 0.0
-        again = subprocess.run([STRATA, "worker", "--once", "--root", str(root), "--allow-network", "127.0.0.1/32"],
-                               capture_output=True, text=True, timeout=120)
+        again = subprocess.run(
+            [STRATA, "worker", "--once", "--root", str(root), "--allow-network", "127.0.0.1/32"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     assert again.returncode == 0, again.stderr
     old = entry(root, run)
     assert old.status == "interrupted" and "queued again" in old.error
@@ -164,7 +172,7 @@ def test_a_killed_worker_s_run_is_marked_and_retried(root):
     queue.close()
     assert retry.status == "finished" and retry.attempt == 2 and retry.mode == "full"
     with HarvestState(coll.db_path) as state:
-        assert state.run(first_run_id)["status"] == "interrupted"    # repaired by the next harvest
+        assert state.run(first_run_id)["status"] == "interrupted"  # repaired by the next harvest
         assert state.run(retry.run_id)["status"] == "finished"
     assert_sealed(coll)
 
@@ -246,8 +254,10 @@ def test_proxies_are_rotated_per_request_and_checked():
 
     try:
         assert asyncio.run(go()) == ["via proxy"] * 4
-        assert [s.seen for s in servers] == [["http://127.0.0.1:9/page0", "http://127.0.0.1:9/page2"],
-                                             ["http://127.0.0.1:9/page1", "http://127.0.0.1:9/page3"]]
+        assert [s.seen for s in servers] == [
+            ["http://127.0.0.1:9/page0", "http://127.0.0.1:9/page2"],
+            ["http://127.0.0.1:9/page1", "http://127.0.0.1:9/page3"],
+        ]
     finally:
         for server in servers:
             server.shutdown()

@@ -69,36 +69,66 @@ __all__ = ["GROUPS", "LIVE_CHARSET", "CjkPage", "CjkSite", "browser_target", "st
 @dataclass(frozen=True)
 class Group:
     name: str
-    encoding: str          # Python codec of the bytes
-    declared: str          # "none" | "meta" | "wrong-header"
-    header: str            # Content-Type header sent
-    meta: str              # declaration inside <head> ("" for none)
-    web_encoding: str      # the document's real encoding (URL standard name): links are served as
-    language: str          # encoded with it; "zh" | "ja"
+    encoding: str  # Python codec of the bytes
+    declared: str  # "none" | "meta" | "wrong-header"
+    header: str  # Content-Type header sent
+    meta: str  # declaration inside <head> ("" for none)
+    web_encoding: str  # the document's real encoding (URL standard name): links are served as
+    language: str  # encoded with it; "zh" | "ja"
 
 
 GROUPS: tuple[Group, ...] = (
     Group("gbk-none", "gbk", "none", "text/html", "", "gbk", "zh"),
     Group("gbk-meta", "gbk", "meta", "text/html", '<meta charset="gbk">', "gbk", "zh"),
-    Group("gbk-wrong", "gbk", "wrong-header", "text/html; charset=iso-8859-1", '<meta charset="gbk">',
-          "gbk", "zh"),
+    Group("gbk-wrong", "gbk", "wrong-header", "text/html; charset=iso-8859-1", '<meta charset="gbk">', "gbk", "zh"),
     Group("gb18030-none", "gb18030", "none", "text/html", "", "gb18030", "zh"),
-    Group("gb18030-meta", "gb18030", "meta", "text/html",
-          '<meta http-equiv="Content-Type" content="text/html; charset=GB18030">', "gb18030", "zh"),
-    Group("gb18030-wrong", "gb18030", "wrong-header", "text/html; charset=gbk", '<meta charset="gb18030">',
-          "gb18030", "zh"),
+    Group(
+        "gb18030-meta",
+        "gb18030",
+        "meta",
+        "text/html",
+        '<meta http-equiv="Content-Type" content="text/html; charset=GB18030">',
+        "gb18030",
+        "zh",
+    ),
+    Group(
+        "gb18030-wrong",
+        "gb18030",
+        "wrong-header",
+        "text/html; charset=gbk",
+        '<meta charset="gb18030">',
+        "gb18030",
+        "zh",
+    ),
     Group("sjis-none", "cp932", "none", "text/html", "", "shift_jis", "ja"),
     Group("sjis-meta", "cp932", "meta", "text/html", '<meta charset="Shift_JIS">', "shift_jis", "ja"),
-    Group("sjis-wrong", "cp932", "wrong-header", "text/html; charset=utf-8", '<meta charset="Shift_JIS">',
-          "shift_jis", "ja"),
+    Group(
+        "sjis-wrong",
+        "cp932",
+        "wrong-header",
+        "text/html; charset=utf-8",
+        '<meta charset="Shift_JIS">',
+        "shift_jis",
+        "ja",
+    ),
     Group("utf8-meta", "utf-8", "meta", "text/html", '<meta charset="utf-8">', "utf-8", "zh"),
 )
 
 #: ``document.characterSet`` of each group's live pages in Chromium (tests/test_cjk_chromium.py checks
 #: it on every page): what a replayed page must show as too.
-LIVE_CHARSET = {"gbk-none": "GBK", "gbk-meta": "GBK", "gbk-wrong": "windows-1252", "gb18030-none": "GBK",
-                "gb18030-meta": "gb18030", "gb18030-wrong": "GBK", "sjis-none": "Shift_JIS",
-                "sjis-meta": "Shift_JIS", "sjis-wrong": "UTF-8", "utf8-meta": "UTF-8", "root": "UTF-8"}
+LIVE_CHARSET = {
+    "gbk-none": "GBK",
+    "gbk-meta": "GBK",
+    "gbk-wrong": "windows-1252",
+    "gb18030-none": "GBK",
+    "gb18030-meta": "gb18030",
+    "gb18030-wrong": "GBK",
+    "sjis-none": "Shift_JIS",
+    "sjis-meta": "Shift_JIS",
+    "sjis-wrong": "UTF-8",
+    "utf8-meta": "UTF-8",
+    "root": "UTF-8",
+}
 
 _ZH_TEXT = (
     "本网站是市人民政府信息公开平台，发布政策文件、通知公告和办事指南。市教育局、卫生健康委员会、交通运输局等部门"
@@ -144,9 +174,8 @@ _JA_LINKS = (
 # What a browser leaves as is in a query of an http(s) URL (the URL standard's special-query
 # percent-encode set is C0 controls, space, " # < > ' and everything above 0x7E).
 _QUERY_KEEP = "".join(chr(c) for c in range(0x21, 0x7F) if chr(c) not in "\"#<>'")
-_PATH_KEEP = "".join(chr(c) for c in range(0x21, 0x7F) if chr(c) not in "\"#<>?`{}")
-_WEB_CODECS = {"gbk": "gbk", "gb18030": "gb18030", "shift_jis": "cp932", "utf-8": "utf-8",
-               "windows-1252": "cp1252"}
+_PATH_KEEP = "".join(chr(c) for c in range(0x21, 0x7F) if chr(c) not in '"#<>?`{}')
+_WEB_CODECS = {"gbk": "gbk", "gb18030": "gb18030", "shift_jis": "cp932", "utf-8": "utf-8", "windows-1252": "cp1252"}
 
 
 @dataclass(frozen=True)
@@ -190,20 +219,24 @@ def browser_target(href: str, directory: str, encoding: str) -> str:
 
 def _paragraphs(language: str, marker: str, count: int = 3) -> str:
     pool = _ZH_TEXT if language == "zh" else _JA_TEXT
-    return "\n".join(f"<p>{html.escape(pool[i % len(pool)])}</p>" for i in range(count)) + \
-        f"\n<p class=\"marker\">{html.escape(marker)}</p>"
+    return (
+        "\n".join(f"<p>{html.escape(pool[i % len(pool)])}</p>" for i in range(count))
+        + f'\n<p class="marker">{html.escape(marker)}</p>'
+    )
 
 
 def _document(group: Group, title: str, body_html: str) -> str:
     lang = "zh-CN" if group.language == "zh" else "ja"
     meta = group.meta + "\n" if group.meta else ""
-    return (f'<!DOCTYPE html>\n<html lang="{lang}">\n<head>\n{meta}<title>{html.escape(title)}</title>\n'
-            f"</head>\n<body>\n{body_html}\n</body>\n</html>\n")
+    return (
+        f'<!DOCTYPE html>\n<html lang="{lang}">\n<head>\n{meta}<title>{html.escape(title)}</title>\n'
+        f"</head>\n<body>\n{body_html}\n</body>\n</html>\n"
+    )
 
 
 def _links_html(hrefs: tuple[tuple[str, str], ...]) -> str:
     items = "".join(f'<li><a href="{html.escape(href)}">{html.escape(label)}</a></li>\n' for href, label in hrefs)
-    return f"<ul class=\"links\">\n{items}</ul>"
+    return f'<ul class="links">\n{items}</ul>'
 
 
 def _build() -> dict[str, CjkPage]:
@@ -217,8 +250,8 @@ def _build() -> dict[str, CjkPage]:
             links = links + _ZH_GB18030_LINKS
         links = tuple((href.replace("{g}", group.name), label) for href, label in links)
         home = "首页" if zh else "トップページ"
-        index_title = (f"{group.name} 政府信息公开" if zh else f"{group.name} 府庁ホームページ")
-        index_marker = (f"本页是{group.name}组的首页。" if zh else f"このページは{group.name}のトップページです。")
+        index_title = f"{group.name} 政府信息公开" if zh else f"{group.name} 府庁ホームページ"
+        index_marker = f"本页是{group.name}组的首页。" if zh else f"このページは{group.name}のトップページです。"
         children = []
         for number, (href, label) in enumerate(links, 1):
             if href.startswith("?"):
@@ -227,18 +260,39 @@ def _build() -> dict[str, CjkPage]:
             children.append((target, label, number))
         pages[directory] = _page(group, directory, index_title, index_marker, links)
         query_only = browser_target("?s=大", directory, group.web_encoding)
-        pages[query_only] = _page(group, query_only, index_title + "（大字版）",
-                                  ("本页是大字版。" if zh else "このページは大きな文字の版です。") + group.name, links)
+        pages[query_only] = _page(
+            group,
+            query_only,
+            index_title + "（大字版）",
+            ("本页是大字版。" if zh else "このページは大きな文字の版です。") + group.name,
+            links,
+        )
         for target, label, number in children:
-            marker = (f"这是{group.name}组的第{number}个页面：{label}。" if zh
-                      else f"これは{group.name}の{number}番目のページ「{label}」です。")
-            pages[target] = _page(group, target, f"{label} - {group.name}", marker,
-                                  ((directory, home), ("/", "Strata CJK test site")))
+            marker = (
+                f"这是{group.name}组的第{number}个页面：{label}。"
+                if zh
+                else f"これは{group.name}の{number}番目のページ「{label}」です。"
+            )
+            pages[target] = _page(
+                group, target, f"{label} - {group.name}", marker, ((directory, home), ("/", "Strata CJK test site"))
+            )
         root_links.append((directory, group.name))
-    root_html = ('<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<title>CJK test site</title>\n'
-                 f"</head>\n<body>\n<h1>CJK test site</h1>\n{_links_html(tuple(root_links))}\n</body>\n</html>\n")
-    pages["/"] = CjkPage("/", "root", "utf-8", "header", "text/html; charset=utf-8", root_html.encode("utf-8"),
-                         "CJK test site", "CJK test site", tuple(h for h, _ in root_links), "CJK test site")
+    root_html = (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<title>CJK test site</title>\n'
+        f"</head>\n<body>\n<h1>CJK test site</h1>\n{_links_html(tuple(root_links))}\n</body>\n</html>\n"
+    )
+    pages["/"] = CjkPage(
+        "/",
+        "root",
+        "utf-8",
+        "header",
+        "text/html; charset=utf-8",
+        root_html.encode("utf-8"),
+        "CJK test site",
+        "CJK test site",
+        tuple(h for h, _ in root_links),
+        "CJK test site",
+    )
     return pages
 
 
@@ -246,8 +300,18 @@ def _page(group: Group, target: str, title: str, marker: str, links: tuple[tuple
     body_html = f"<h1>{html.escape(title)}</h1>\n{_paragraphs(group.language, marker)}\n{_links_html(links)}"
     document = _document(group, title, body_html)
     text = " ".join((title, *(_ZH_TEXT if group.language == "zh" else _JA_TEXT), marker))
-    return CjkPage(target, group.name, group.encoding, group.declared, group.header,
-                   document.encode(group.encoding), title, marker, tuple(h for h, _ in links), text)
+    return CjkPage(
+        target,
+        group.name,
+        group.encoding,
+        group.declared,
+        group.header,
+        document.encode(group.encoding),
+        title,
+        marker,
+        tuple(h for h, _ in links),
+        text,
+    )
 
 
 class _Model:

@@ -68,8 +68,7 @@ def _many_links(stop: threading.Event) -> Iterable[bytes]:
         if stop.is_set():
             return
         yield "".join(
-            f'<a href="/hostile/many/{n:06d}.html">{n}</a>\n'
-            for n in range(start, min(start + 1000, MANY_LINKS))
+            f'<a href="/hostile/many/{n:06d}.html">{n}</a>\n' for n in range(start, min(start + 1000, MANY_LINKS))
         ).encode()
     yield b"</body></html>\n"
 
@@ -93,7 +92,10 @@ def resolve(path: str) -> Resource | None:
         )
         return Resource(headers=_HTML, body=body.encode())
     if path == "/hostile/badcharset.html":
-        body = '<!DOCTYPE html>\n<html><head><meta charset="x-bogus"><title>Bad charset</title></head>\n<body><p>Caf\u00e9 cr\u00e8me</p></body></html>\n'
+        body = (
+            '<!DOCTYPE html>\n<html><head><meta charset="x-bogus"><title>Bad '
+            "charset</title></head>\n<body><p>Caf\u00e9 cr\u00e8me</p></body></html>\n"
+        )
         return Resource(headers=(("Content-Type", "text/html"),), body=body.encode())
     if path == "/hostile/empty.html":
         return Resource(headers=_HTML, body=b"")
@@ -106,8 +108,11 @@ def resolve(path: str) -> Resource | None:
     if path == "/hostile/manylinks.html":
         return Resource(headers=_HTML, stream=_many_links)
     if path == "/hostile/latin1-head":  # header bytes beyond ASCII, as Latin-1 text is sent
-        return Resource(headers=(("Content-Type", "text/h\u00e9ml; x=\u00e9"), ("X-Odd", "\u00ff\u00fe")),
-                        body=b"<p>odd head</p>", reason="\u00d6kay")
+        return Resource(
+            headers=(("Content-Type", "text/h\u00e9ml; x=\u00e9"), ("X-Odd", "\u00ff\u00fe")),
+            body=b"<p>odd head</p>",
+            reason="\u00d6kay",
+        )
     return None
 
 

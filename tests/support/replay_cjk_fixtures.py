@@ -107,4 +107,3 @@ def cjk_server(cjk_archive):
     server = StrataServer(cjk_archive, cjk_archive.parent / "strata-serve.log")
     yield server
     server.stop()
-

@@ -33,8 +33,8 @@ from tests.conftest import VENV_BIN, Wayback, free_port, harvest
 class Archive:
     root: Path
     name: str
-    base_url: str                   # the (now stopped) live site, e.g. http://127.0.0.1:PORT
-    snapshots: list[str]            # one per run; run i harvested version i + 1
+    base_url: str  # the (now stopped) live site, e.g. http://127.0.0.1:PORT
+    snapshots: list[str]  # one per run; run i harvested version i + 1
 
     def url(self, path: str) -> str:
         return self.base_url + path
@@ -106,7 +106,9 @@ class StrataServer:
         with open(log_path, "wb") as log:
             self.proc = subprocess.Popen(
                 [str(VENV_BIN / "strata"), "serve", "--root", str(root), "--port", str(self.port)],
-                stdout=subprocess.DEVNULL, stderr=log, env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+                env=env,
             )
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
@@ -138,6 +140,6 @@ def strata_server(replay_root):
 
 @pytest.fixture(scope="session")
 def wayback_server(replay_root):
-    server = Wayback(replay_root)   # its request log goes to a file
+    server = Wayback(replay_root)  # its request log goes to a file
     yield server
     server.stop()

@@ -28,7 +28,7 @@ class Searched:
     root: Path
     name: str
     base_url: str
-    runs: list[dict]                 # harvest summaries, run i harvested version i + 1
+    runs: list[dict]  # harvest summaries, run i harvested version i + 1
     index_figures: list[dict]
 
     @property
@@ -49,7 +49,7 @@ class Searched:
         for cap in caps:
             ok = cap["status"] is not None and (200 <= cap["status"] < 300 or cap["status"] == 304)
             if ok and cap["url"].startswith(self.base_url):
-                out.setdefault(cap["url"][len(self.base_url):] or "/", []).append(cap)
+                out.setdefault(cap["url"][len(self.base_url) :] or "/", []).append(cap)
         return out
 
     def expected(self, terms: list[str], versions=VERSIONS, exclude: list[str] = ()) -> set[str]:

@@ -23,8 +23,9 @@ def staff_root(tmp_path) -> Path:
 
 @pytest.fixture
 def staff_app(staff_root):
-    return create_staff_app(staff_root, {"staff_hosts": [STAFF_HOST], "archive_url": ARCHIVE_URL,
-                                         "allow_networks": ["127.0.0.1/32"]})
+    return create_staff_app(
+        staff_root, {"staff_hosts": [STAFF_HOST], "archive_url": ARCHIVE_URL, "allow_networks": ["127.0.0.1/32"]}
+    )
 
 
 @pytest.fixture

@@ -25,36 +25,44 @@ CDX_INDEXER = Path(sys.executable).parent / "cdx-indexer"
 @dataclasses.dataclass
 class Cap:
     url: str
-    date: str                       # WARC-Date, e.g. 2020-01-02T03:04:05Z
+    date: str  # WARC-Date, e.g. 2020-01-02T03:04:05Z
     body: bytes = b"<html>hello</html>"
     status: str = "200 OK"
     mime: str = "text/html"
-    revisit_of: Cap | None = None   # write an identical-payload-digest revisit of this capture
+    revisit_of: Cap | None = None  # write an identical-payload-digest revisit of this capture
 
 
-def write_warc(path: Path, captures: list[Cap], *, gzip: bool = True, version: str = "1.1",
-               warcinfo: dict | None = None) -> Path:
+def write_warc(
+    path: Path, captures: list[Cap], *, gzip: bool = True, version: str = "1.1", warcinfo: dict | None = None
+) -> Path:
     with open(path, "wb") as fh:
         writer = WARCWriter(fh, gzip=gzip, warc_version=version)
         if warcinfo is not None:
             writer.write_record(writer.create_warcinfo_record(path.name, warcinfo))
         for cap in captures:
-            http = StatusAndHeaders(cap.status, [("Content-Type", cap.mime), ("Content-Length", str(len(cap.body)))],
-                                    protocol="HTTP/1.1")
+            http = StatusAndHeaders(
+                cap.status, [("Content-Type", cap.mime), ("Content-Length", str(len(cap.body)))], protocol="HTTP/1.1"
+            )
             if cap.revisit_of is not None:
                 original = cap.revisit_of
                 digest = _payload_digest(writer, original.body)
-                record = writer.create_revisit_record(
-                    cap.url, digest, original.url, original.date, http_headers=http)
+                record = writer.create_revisit_record(cap.url, digest, original.url, original.date, http_headers=http)
                 record.rec_headers.replace_header("WARC-Date", cap.date)
             else:
-                record = writer.create_warc_record(cap.url, "response", payload=io.BytesIO(cap.body),
-                                                   http_headers=http, warc_headers_dict={"WARC-Date": cap.date})
+                record = writer.create_warc_record(
+                    cap.url,
+                    "response",
+                    payload=io.BytesIO(cap.body),
+                    http_headers=http,
+                    warc_headers_dict={"WARC-Date": cap.date},
+                )
             writer.write_record(record)
-            request = StatusAndHeaders(f"GET /{cap.url.split('/', 3)[-1]} HTTP/1.1",
-                                       [("Host", cap.url.split("/")[2])], is_http_request=True)
-            req = writer.create_warc_record(cap.url, "request", http_headers=request,
-                                            warc_headers_dict={"WARC-Date": cap.date})
+            request = StatusAndHeaders(
+                f"GET /{cap.url.split('/', 3)[-1]} HTTP/1.1", [("Host", cap.url.split("/")[2])], is_http_request=True
+            )
+            req = writer.create_warc_record(
+                cap.url, "request", http_headers=request, warc_headers_dict={"WARC-Date": cap.date}
+            )
             writer.write_record(req)
     return path
 
@@ -66,8 +74,9 @@ def _payload_digest(writer: WARCWriter, body: bytes) -> str:
 def pywb_cdxj(*paths: Path) -> list[str]:
     """pywb's own indexer as wb-manager runs it (``cdx-indexer -j -s -p``), one run over the files,
     with ``filename`` reduced to the base name as a collection's index holds it."""
-    out = subprocess.run([str(CDX_INDEXER), "-j", "-s", "-p", *map(str, paths)], check=True,
-                         capture_output=True).stdout.decode("utf-8")
+    out = subprocess.run(
+        [str(CDX_INDEXER), "-j", "-s", "-p", *map(str, paths)], check=True, capture_output=True
+    ).stdout.decode("utf-8")
     return sorted(line for line in out.splitlines() if line.strip())
 
 

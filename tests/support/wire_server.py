@@ -16,19 +16,28 @@ from collections.abc import Callable
 __all__ = ["Request", "WireServer", "http_response"]
 
 
-def http_response(status: int, headers: list[tuple[bytes, bytes]], body: bytes, *,
-                  content_length: int | None = None, after: bytes = b"") -> bytes:
+def http_response(
+    status: int,
+    headers: list[tuple[bytes, bytes]],
+    body: bytes,
+    *,
+    content_length: int | None = None,
+    after: bytes = b"",
+) -> bytes:
     """The bytes of one response: ``Content-Length`` as given (the body's length by default), then
     ``after``, bytes the framing does not account for."""
     length = len(body) if content_length is None else content_length
-    head = [b"HTTP/1.1 %d %s" % (status, b"OK" if status == 200 else b"Not Found"),
-            b"Content-Length: %d" % length, *(name + b": " + value for name, value in headers)]
+    head = [
+        b"HTTP/1.1 %d %s" % (status, b"OK" if status == 200 else b"Not Found"),
+        b"Content-Length: %d" % length,
+        *(name + b": " + value for name, value in headers),
+    ]
     return b"\r\n".join(head) + b"\r\n\r\n" + body + after
 
 
 @dataclasses.dataclass(frozen=True)
 class Request:
-    connection: int          # which TCP connection it came over (1, 2, ... in order of accept)
+    connection: int  # which TCP connection it came over (1, 2, ... in order of accept)
     path: str
     headers: dict[str, bytes]
 

@@ -19,9 +19,11 @@ PAGES = ["/a.html", "/b.html", "/c.html"]
 
 def routes() -> dict[str, bytes]:
     home = "".join(f'<a href="{p}">{p}</a>' for p in PAGES).encode()
-    cookies = [(b"Set-Cookie", b"name=caf\xc3\xa9; Path=/"),       # UTF-8
-               (b"Set-Cookie", b"raw=\xff\xfe; Path=/"),            # not UTF-8 at all
-               (b"Set-Cookie", b"ok=1; Path=/")]
+    cookies = [
+        (b"Set-Cookie", b"name=caf\xc3\xa9; Path=/"),  # UTF-8
+        (b"Set-Cookie", b"raw=\xff\xfe; Path=/"),  # not UTF-8 at all
+        (b"Set-Cookie", b"ok=1; Path=/"),
+    ]
     out = {"/": http_response(200, HTML + cookies, home)}
     out.update({p: http_response(200, HTML, f"<p>page {p}</p>".encode()) for p in PAGES})
     return out
@@ -32,10 +34,15 @@ def test_later_requests_to_the_host_go_out_and_keep_the_ascii_cookie(root, fetch
     with WireServer(routes()) as server:
         jobs = root / "c" / "jobs"
         jobs.mkdir(parents=True)
-        (jobs / "j.toml").write_text(f'seeds = ["{server.base_url}/"]\ndelay = 0\ndepth = 1\n'
-                                     f"fetch_process = {fetch_process}\n")
-        out = subprocess.run([STRATA, "harvest", "c", "--job", "j", "--json", "--root", str(root)],
-                             capture_output=True, text=True, timeout=60)
+        (jobs / "j.toml").write_text(
+            f'seeds = ["{server.base_url}/"]\ndelay = 0\ndepth = 1\nfetch_process = {fetch_process}\n'
+        )
+        out = subprocess.run(
+            [STRATA, "harvest", "c", "--job", "j", "--json", "--root", str(root)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         log = list(server.log)
     assert out.returncode == 0, out.stdout + out.stderr
     summary = json.loads(out.stdout)
@@ -49,8 +56,10 @@ def test_later_requests_to_the_host_go_out_and_keep_the_ascii_cookie(root, fetch
         with open(path, "rb") as fh:
             for record in ArchiveIterator(fh):
                 if record.rec_type == "response":
-                    stored[record.rec_headers.get_header("WARC-Target-URI")[len(server.base_url):]] = (
-                        record.content_stream().read(), record.http_headers)
+                    stored[record.rec_headers.get_header("WARC-Target-URI")[len(server.base_url) :]] = (
+                        record.content_stream().read(),
+                        record.http_headers,
+                    )
     for page in PAGES:
         assert stored[page][0] == f"<p>page {page}</p>".encode()
     set_cookies = [v for k, v in stored["/"][1].headers if k.lower() == "set-cookie"]

@@ -43,4 +43,4 @@ def test_workers_cancelled_while_waiting_leave_the_frontier_usable():
         return fetched
 
     fetched = asyncio.run(go())
-    assert fetched >= 400 - 60          # each cancelled worker may lose the item it held
+    assert fetched >= 400 - 60  # each cancelled worker may lose the item it held

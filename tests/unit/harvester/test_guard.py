@@ -78,14 +78,29 @@ async def _get(url: str, policy: NetworkPolicy, **kwargs) -> httpx.Response:
 
 
 # -- the policy -------------------------------------------------------------------------------------
-@pytest.mark.parametrize("address, kind", [
-    ("127.0.0.1", "loopback"), ("127.0.0.2", "loopback"), ("0.0.0.0", "unspecified"), ("10.1.2.3", "private"),
-    ("172.16.0.1", "private"), ("192.168.1.1", "private"), ("169.254.169.254", "link-local"),
-    ("100.64.0.1", "non-global"), ("224.0.0.1", "multicast"), ("::1", "loopback"), ("fe80::1", "link-local"),
-    ("fc00::1", "private"), ("::", "unspecified"), ("::ffff:127.0.0.1", "loopback"),
-    ("::ffff:10.0.0.1", "private"), ("2002:7f00:1::", "loopback"), ("64:ff9b::a9fe:a9fe", "link-local"),
-    ("fe80::1%eth0", "link-local"),
-])
+@pytest.mark.parametrize(
+    "address, kind",
+    [
+        ("127.0.0.1", "loopback"),
+        ("127.0.0.2", "loopback"),
+        ("0.0.0.0", "unspecified"),
+        ("10.1.2.3", "private"),
+        ("172.16.0.1", "private"),
+        ("192.168.1.1", "private"),
+        ("169.254.169.254", "link-local"),
+        ("100.64.0.1", "non-global"),
+        ("224.0.0.1", "multicast"),
+        ("::1", "loopback"),
+        ("fe80::1", "link-local"),
+        ("fc00::1", "private"),
+        ("::", "unspecified"),
+        ("::ffff:127.0.0.1", "loopback"),
+        ("::ffff:10.0.0.1", "private"),
+        ("2002:7f00:1::", "loopback"),
+        ("64:ff9b::a9fe:a9fe", "link-local"),
+        ("fe80::1%eth0", "link-local"),
+    ],
+)
 def test_non_global_addresses_are_refused(address, kind):
     reason = NetworkPolicy().refusal(address)
     assert reason and kind in reason and "--allow-network" in reason
@@ -96,28 +111,31 @@ def test_global_addresses_pass(address):
     assert NetworkPolicy().refusal(address) is None
 
 
-@pytest.mark.parametrize("address, message", [
-    # IPv4-compatible (::/96): Python calls these global; the stack reaches the IPv4 address inside
-    ("::127.0.0.2", "::7f00:2 (that is 127.0.0.2) is a loopback address;"),
-    ("::7f00:1", "::7f00:1 (that is 127.0.0.1) is a loopback address;"),
-    ("::10.0.0.1", "::a00:1 (that is 10.0.0.1) is a private address;"),
-    ("::169.254.169.254", "::a9fe:a9fe (that is 169.254.169.254) is a link-local address;"),
-    ("::8.8.8.8", "::808:808 is a reserved address;"),           # deprecated form: refused anyway
-    # IPv4-translated (SIIT, ::ffff:0:0/96)
-    ("::ffff:0:7f00:1", "::ffff:0:7f00:1 (that is 127.0.0.1) is a loopback address;"),
-    ("::ffff:0:808:808", "::ffff:0:808:808 is a reserved address;"),
-    # reserved blocks
-    ("240.0.0.1", "240.0.0.1 is a reserved address;"),
-    ("255.255.255.255", "255.255.255.255 is a reserved address;"),
-    ("100::1", "100::1 is a reserved address;"),
-    ("400::1", "400::1 is a reserved address;"),
-    # articles read right
-    ("0.0.0.0", "0.0.0.0 is an unspecified address;"),
-    ("::", ":: is an unspecified address;"),
-    ("127.0.0.1", "127.0.0.1 is a loopback address;"),
-    ("fe80::1", "fe80::1 is a link-local address;"),
-    ("100.64.0.1", "100.64.0.1 is a non-global address;"),
-])
+@pytest.mark.parametrize(
+    "address, message",
+    [
+        # IPv4-compatible (::/96): Python calls these global; the stack reaches the IPv4 address inside
+        ("::127.0.0.2", "::7f00:2 (that is 127.0.0.2) is a loopback address;"),
+        ("::7f00:1", "::7f00:1 (that is 127.0.0.1) is a loopback address;"),
+        ("::10.0.0.1", "::a00:1 (that is 10.0.0.1) is a private address;"),
+        ("::169.254.169.254", "::a9fe:a9fe (that is 169.254.169.254) is a link-local address;"),
+        ("::8.8.8.8", "::808:808 is a reserved address;"),  # deprecated form: refused anyway
+        # IPv4-translated (SIIT, ::ffff:0:0/96)
+        ("::ffff:0:7f00:1", "::ffff:0:7f00:1 (that is 127.0.0.1) is a loopback address;"),
+        ("::ffff:0:808:808", "::ffff:0:808:808 is a reserved address;"),
+        # reserved blocks
+        ("240.0.0.1", "240.0.0.1 is a reserved address;"),
+        ("255.255.255.255", "255.255.255.255 is a reserved address;"),
+        ("100::1", "100::1 is a reserved address;"),
+        ("400::1", "400::1 is a reserved address;"),
+        # articles read right
+        ("0.0.0.0", "0.0.0.0 is an unspecified address;"),
+        ("::", ":: is an unspecified address;"),
+        ("127.0.0.1", "127.0.0.1 is a loopback address;"),
+        ("fe80::1", "fe80::1 is a link-local address;"),
+        ("100.64.0.1", "100.64.0.1 is a non-global address;"),
+    ],
+)
 def test_reserved_and_ipv4_compatible_forms_are_refused_in_plain_words(address, message):
     assert NetworkPolicy().refusal(address).startswith(message)
 
@@ -160,9 +178,17 @@ def test_env_adds_allowed_ranges(monkeypatch):
 def test_numeric_spellings_of_loopback_never_connect(canaries):
     canary = canaries("127.0.0.1")
     port = canary.port
-    urls = [f"http://2130706433:{port}/", f"http://0x7f.0.0.1:{port}/", f"http://127.1:{port}/",
-            f"http://0:{port}/", f"http://[::ffff:127.0.0.1]:{port}/", f"http://[::ffff:7f00:1]:{port}/",
-            f"http://0x7f000001:{port}/", f"http://localhost:{port}/", f"http://127.0.0.1:{port}/"]
+    urls = [
+        f"http://2130706433:{port}/",
+        f"http://0x7f.0.0.1:{port}/",
+        f"http://127.1:{port}/",
+        f"http://0:{port}/",
+        f"http://[::ffff:127.0.0.1]:{port}/",
+        f"http://[::ffff:7f00:1]:{port}/",
+        f"http://0x7f000001:{port}/",
+        f"http://localhost:{port}/",
+        f"http://127.0.0.1:{port}/",
+    ]
     for url in urls:
         with pytest.raises(BlockedAddress, match="SSRF guard"):
             asyncio.run(_get(url, NetworkPolicy()))
@@ -171,9 +197,14 @@ def test_numeric_spellings_of_loopback_never_connect(canaries):
 
 def test_allowing_one_address_does_not_open_its_neighbours(canaries, site):
     two, three = canaries("127.0.0.2"), canaries("127.0.0.3")
-    urls = [f"http://2130706434:{two.port}/", f"http://0x7f.0.0.2:{two.port}/", f"http://127.2:{two.port}/",
-            f"http://[::ffff:127.0.0.2]:{two.port}/", f"http://127.0.0.3:{three.port}/",
-            f"http://0x7f000003:{three.port}/"]
+    urls = [
+        f"http://2130706434:{two.port}/",
+        f"http://0x7f.0.0.2:{two.port}/",
+        f"http://127.2:{two.port}/",
+        f"http://[::ffff:127.0.0.2]:{two.port}/",
+        f"http://127.0.0.3:{three.port}/",
+        f"http://0x7f000003:{three.port}/",
+    ]
     for url in urls:
         with pytest.raises(BlockedAddress):
             asyncio.run(_get(url, LOCAL_ONLY))
@@ -187,7 +218,7 @@ def test_the_connection_goes_to_the_checked_address(site):
 
     async def resolver(host: str, port: int) -> list[str]:
         calls.append(host)
-        return ["127.0.0.1"] if len(calls) == 1 else ["127.0.0.2"]   # a rebinding second answer
+        return ["127.0.0.1"] if len(calls) == 1 else ["127.0.0.2"]  # a rebinding second answer
 
     response = asyncio.run(_get(f"http://pinned.example:{site.port}/about.html", LOCAL_ONLY, resolver=resolver))
     assert response.status_code == 200 and calls == ["pinned.example"]
@@ -237,11 +268,18 @@ class Redirects:
 
 def test_a_redirect_to_a_forbidden_address_is_refused_on_that_hop(root, canaries):
     two, three = canaries("127.0.0.2"), canaries("127.0.0.3")
-    model = Redirects({"/a": f"http://127.0.0.2:{two.port}/secret", "/b": f"http://2130706435:{three.port}/",
-                       "/c": f"http://[::ffff:127.0.0.2]:{two.port}/"})
+    model = Redirects(
+        {
+            "/a": f"http://127.0.0.2:{two.port}/secret",
+            "/b": f"http://2130706435:{three.port}/",
+            "/c": f"http://[::ffff:127.0.0.2]:{two.port}/",
+        }
+    )
     with SiteServer(model) as server:
-        job = validate_job("guarded", {"seeds": [server.base_url + "/"], "delay": 0.0, "scope": "any", "robots": "ignore",
-                                       "timeout": 5.0})
+        job = validate_job(
+            "guarded",
+            {"seeds": [server.base_url + "/"], "delay": 0.0, "scope": "any", "robots": "ignore", "timeout": 5.0},
+        )
         coll = Collection.open(root, "guarded", create=True)
         transport = GuardedTransport(LOCAL_ONLY)
         summary = asyncio.run(Harvest(coll, job, transport=transport).run())
@@ -251,7 +289,10 @@ def test_a_redirect_to_a_forbidden_address_is_refused_on_that_hop(root, canaries
     with HarvestState(coll.db_path) as state:
         captured = {c["url"]: c["status"] for c in state.captures()}
         errors = {c["url"]: c["reason"] for c in state.checks(summary["run_id"]) if c["outcome"] == "error"}
-    assert captured[server.base_url + "/a"] == 302      # the allowed hop is archived as a redirect
-    assert set(errors) == {f"http://127.0.0.2:{two.port}/secret", f"http://127.0.0.3:{three.port}/",
-                           f"http://[::ffff:7f00:2]:{two.port}/"}
+    assert captured[server.base_url + "/a"] == 302  # the allowed hop is archived as a redirect
+    assert set(errors) == {
+        f"http://127.0.0.2:{two.port}/secret",
+        f"http://127.0.0.3:{three.port}/",
+        f"http://[::ffff:7f00:2]:{two.port}/",
+    }
     assert all("SSRF guard" in reason for reason in errors.values())

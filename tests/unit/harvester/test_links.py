@@ -122,9 +122,7 @@ def test_kitchen_sink_kinds():
 def test_kitchen_sink_sources_and_order():
     links = extract_links(KITCHEN_SINK, PAGE, "text/html")
     by_url = {link.url: link for link in links}
-    assert by_url["http://example.com/dir/a.html"] == Link(
-        "http://example.com/dir/a.html", NAVIGATION, "a@href"
-    )
+    assert by_url["http://example.com/dir/a.html"] == Link("http://example.com/dir/a.html", NAVIGATION, "a@href")
     assert by_url["http://example.com/img/a-2x.png"].source == "img@srcset"
     assert by_url["http://example.com/img/lazy.png"].source == "img@data-src"
     assert by_url["http://example.com/img/inline.png"].source == "div@style"
@@ -248,24 +246,21 @@ def test_css_pathological_input_is_fast():
 
 
 def test_gbk_page_with_meta_charset():
-    page = '<html><head><meta charset="gbk"><title>图书馆</title></head><body><a href="/中文/页面.html">链接</a></body></html>'
+    page = (
+        '<html><head><meta charset="gbk"><title>图书馆</title></head><body><a '
+        'href="/中文/页面.html">链接</a></body></html>'
+    )
     links = extract_links(page.encode("gbk"), PAGE, "text/html")
     assert urls(links) == ["http://example.com/%E4%B8%AD%E6%96%87/%E9%A1%B5%E9%9D%A2.html"]
 
 
 def test_gbk_page_with_http_equiv_and_header_charset_wins():
     page = '<meta http-equiv="Content-Type" content="text/html; charset=GB2312"><a href="/中文">x</a>'
-    assert urls(extract_links(page.encode("gbk"), PAGE, "text/html")) == [
-        "http://example.com/%E4%B8%AD%E6%96%87"
-    ]
+    assert urls(extract_links(page.encode("gbk"), PAGE, "text/html")) == ["http://example.com/%E4%B8%AD%E6%96%87"]
     # The header charset wins over <meta>.
     utf8 = '<meta charset="gbk"><a href="/中文">x</a>'.encode()
-    assert urls(extract_links(utf8, PAGE, "text/html; charset=UTF-8")) == [
-        "http://example.com/%E4%B8%AD%E6%96%87"
-    ]
-    assert urls(extract_links(utf8, PAGE, "text/html", charset="utf-8")) == [
-        "http://example.com/%E4%B8%AD%E6%96%87"
-    ]
+    assert urls(extract_links(utf8, PAGE, "text/html; charset=UTF-8")) == ["http://example.com/%E4%B8%AD%E6%96%87"]
+    assert urls(extract_links(utf8, PAGE, "text/html", charset="utf-8")) == ["http://example.com/%E4%B8%AD%E6%96%87"]
 
 
 @pytest.mark.parametrize("bogus", ["bogus-charset", "rot13", "utf-7", "x\x00y", "undefined", ""])

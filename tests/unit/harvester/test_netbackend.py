@@ -28,7 +28,7 @@ from tests.conftest import free_port
 from tests.integration.test_worker import _Proxy
 
 TEXT = ("<!DOCTYPE html><title>t</title>" + "<p>Strata harvests, line by line.</p>\n" * 4000).encode()
-BLOB = os.urandom(3 * 1024 * 1024 + 17)   # bigger than a socket read, incompressible
+BLOB = os.urandom(3 * 1024 * 1024 + 17)  # bigger than a socket read, incompressible
 
 
 class Model:
@@ -91,7 +91,7 @@ def test_chunked_gzip_and_large_bodies_are_stored_byte_exact(server):
             return out
 
     out = asyncio.run(go())
-    zipped = gzip.compress(TEXT, mtime=0)   # what the server sends: still content-encoded in the record
+    zipped = gzip.compress(TEXT, mtime=0)  # what the server sends: still content-encoded in the record
     assert out["/chunked"][0] == TEXT and "Transfer-Encoding" not in out["/chunked"][1]
     assert out["/gzip"][0] == zipped and out["/gzip"][1]["Content-Encoding"] == "gzip"
     assert out["/chunked-gzip"][0] == zipped
@@ -100,8 +100,9 @@ def test_chunked_gzip_and_large_bodies_are_stored_byte_exact(server):
 
 
 def test_a_server_that_never_answers_is_a_read_timeout():
-    listener = socket.create_server(("127.0.0.1", 0))   # the kernel completes the handshake; no one reads
+    listener = socket.create_server(("127.0.0.1", 0))  # the kernel completes the handshake; no one reads
     try:
+
         async def go():
             async with client(timeout=0.3) as c:
                 return await fetch(c, f"http://127.0.0.1:{listener.getsockname()[1]}/")
@@ -127,6 +128,7 @@ def test_a_refused_connection_is_connection_failed():
 def test_a_write_to_a_peer_that_does_not_read_times_out():
     listener = socket.create_server(("127.0.0.1", 0))
     try:
+
         async def go():
             stream = await AsyncioBackend().connect_tcp("127.0.0.1", listener.getsockname()[1], timeout=5)
             try:
@@ -159,11 +161,12 @@ def test_socket_options_and_local_address_are_applied(server):
 
 class _Forward(_Proxy):
     """Answers "via proxy" to any GET (and notes the request target), with keep-alive."""
+
     protocol_version = "HTTP/1.1"
 
 
 class _DropsIdle(_Forward):
-    timeout = 0.2   # an idle keep-alive connection is closed after this, without a word
+    timeout = 0.2  # an idle keep-alive connection is closed after this, without a word
 
 
 def _serve(handler):
@@ -177,6 +180,7 @@ def _serve(handler):
 def test_make_client_proxy_goes_through_the_new_backend():
     proxy = _serve(_Forward)
     try:
+
         async def go():
             async with client(proxy=f"http://127.0.0.1:{proxy.server_address[1]}") as c:
                 result = await fetch(c, "http://example.invalid/page")
@@ -194,13 +198,14 @@ def test_make_client_proxy_goes_through_the_new_backend():
 def test_a_connection_the_server_dropped_while_idle_is_replaced():
     httpd = _serve(_DropsIdle)
     try:
+
         async def go():
             async with client() as c:
                 url = f"http://127.0.0.1:{httpd.server_address[1]}/"
                 first = await c.get(url)
                 stream = first.extensions["network_stream"]
                 await asyncio.sleep(0.6)
-                assert stream.get_extra_info("is_readable") is True   # EOF is waiting
+                assert stream.get_extra_info("is_readable") is True  # EOF is waiting
                 second = await c.get(url)
                 assert second.extensions["network_stream"] is not stream
                 return first.text, second.text
@@ -222,18 +227,26 @@ def _self_signed(tmp_path):
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
     now = datetime.datetime.now(datetime.UTC)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(days=1))
-            .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost"),
-                                                        x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-                           critical=False)
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .sign(key, hashes.SHA256()))
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
     cert_file, key_file = tmp_path / "cert.pem", tmp_path / "key.pem"
     cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
+    key_file.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
     return cert_file, key_file
 
 
@@ -249,6 +262,7 @@ def test_tls_round_trip_with_keep_alive_and_verification(tmp_path):
     port = httpd.server_address[1]
     trusting = ssl.create_default_context(cafile=str(cert_file))
     try:
+
         async def go():
             async with httpx.AsyncClient(transport=AsyncioTransport(verify=trusting)) as c:
                 streams = set()
@@ -261,7 +275,7 @@ def test_tls_round_trip_with_keep_alive_and_verification(tmp_path):
                     assert ssl_object is not None and ssl_object.version().startswith("TLS")
                     streams.add(id(stream))
                 assert len(streams) == 1
-            async with client() as c:   # the harvest's client trusts only real CAs
+            async with client() as c:  # the harvest's client trusts only real CAs
                 return await fetch(c, f"https://localhost:{port}/d")
 
         refused = asyncio.run(go())

@@ -42,8 +42,10 @@ class DelaySite:
 
 
 def _harvest(root, server, **fields):
-    job = validate_job("polite", {"seeds": [server.base_url + "/"], "delay": 0.0, "depth": 2, "timeout": 10.0,
-                                  "fulltext": False, **fields})
+    job = validate_job(
+        "polite",
+        {"seeds": [server.base_url + "/"], "delay": 0.0, "depth": 2, "timeout": 10.0, "fulltext": False, **fields},
+    )
     coll = Collection.open(root, "polite", create=True)
     return asyncio.run(Harvest(coll, job).run())
 
@@ -72,14 +74,17 @@ def test_without_crawl_delay_the_job_s_zero_delay_holds(root):
     assert time.monotonic() - started < 5
 
 
-@pytest.mark.parametrize("asked, delay, cap, expected", [
-    (None, 1.0, 30.0, 1.0),     # no Crawl-delay: the job's delay
-    (2.0, 0.0, 30.0, 2.0),      # the larger of the two
-    (0.5, 1.0, 30.0, 1.0),
-    (120.0, 0.0, 30.0, 30.0),   # capped by max_crawl_delay
-    (120.0, 60.0, 30.0, 60.0),  # the job's own delay is never cut by the cap
-    (0.0, 0.0, 30.0, 0.0),
-])
+@pytest.mark.parametrize(
+    "asked, delay, cap, expected",
+    [
+        (None, 1.0, 30.0, 1.0),  # no Crawl-delay: the job's delay
+        (2.0, 0.0, 30.0, 2.0),  # the larger of the two
+        (0.5, 1.0, 30.0, 1.0),
+        (120.0, 0.0, 30.0, 30.0),  # capped by max_crawl_delay
+        (120.0, 60.0, 30.0, 60.0),  # the job's own delay is never cut by the cap
+        (0.0, 0.0, 30.0, 0.0),
+    ],
+)
 def test_effective_delay(asked, delay, cap, expected):
     assert effective_delay(asked, delay, cap) == expected
 

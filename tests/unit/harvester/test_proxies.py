@@ -3,7 +3,8 @@ credentials), https goes through an http:// proxy with CONNECT or through a SOCK
 where every proxy failed fails, and proxies of other kinds are refused when the job is read.
 
 The proxies are small ones written here on 127.0.0.1: a forwarding HTTP proxy (absolute-form GET
-and CONNECT tunnels) and a SOCKS5 one (RFC 1928, no authentication, CONNECT); the https origin is a local TLS server with a certificate from a throwaway CA
+and CONNECT tunnels) and a SOCKS5 one (RFC 1928, no authentication, CONNECT); the https origin is a local TLS server
+with a certificate from a throwaway CA
 (trustme); the dead proxy is a closed port."""
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from tests.conftest import free_port
 LOCAL = NetworkPolicy.from_strings(["127.0.0.1/32"])
 PAGES = {
     "/": b'<!DOCTYPE html><title>home</title><a href="/a.html">a</a> <a href="/b.html">b</a> '
-         b'<a href="/c.html">c</a> <img src="/d.png">',
+    b'<a href="/c.html">c</a> <img src="/d.png">',
     "/a.html": b"<!DOCTYPE html><title>a</title><p>a</p>",
     "/b.html": b"<!DOCTYPE html><title>b</title><p>b</p>",
     "/c.html": b"<!DOCTYPE html><title>c</title><p>c</p>",
@@ -195,18 +196,33 @@ def servers(ca):
     cert = ca.issue_cert("127.0.0.1", "localhost")
     tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     cert.configure_cert(tls)
-    made = {"plain": _Server(_Origin), "tls": _Server(_Origin, tls), "proxy": _Server(_Proxy),
-            "socks": _Server(_Socks5)}
+    made = {
+        "plain": _Server(_Origin),
+        "tls": _Server(_Origin, tls),
+        "proxy": _Server(_Proxy),
+        "socks": _Server(_Socks5),
+    }
     yield made
     for server in made.values():
         server.stop()
 
 
 def _harvest(root, seed, proxies, ca, **fields):
-    job = validate_job("proxied", {"seeds": [seed], "delay": 0.0, "depth": 2, "timeout": 10.0, "fulltext": False,
-                                   "robots": "ignore", "proxies": proxies, **fields})
+    job = validate_job(
+        "proxied",
+        {
+            "seeds": [seed],
+            "delay": 0.0,
+            "depth": 2,
+            "timeout": 10.0,
+            "fulltext": False,
+            "robots": "ignore",
+            "proxies": proxies,
+            **fields,
+        },
+    )
     client_tls = ssl.create_default_context()
-    ca.configure_trust(client_tls)     # the one boundary faked: the trust store knows the test CA
+    ca.configure_trust(client_tls)  # the one boundary faked: the trust store knows the test CA
     transport = GuardedTransport(LOCAL, proxies=job.proxies, verify=client_tls, dns_timeout=5.0)
     coll = Collection.open(root, "c", create=True)
     return asyncio.run(Harvest(coll, job, transport=transport).run()), coll
@@ -225,8 +241,8 @@ def test_a_dead_proxy_rests_and_its_urls_go_through_the_live_one(root, servers, 
     live = f"http://127.0.0.1:{servers['proxy'].port}"
     summary, coll = _harvest(root, base + "/", [dead, live], ca)
     assert summary["status"] == "finished" and summary["failure"] is None
-    assert _archived(coll) == {base + path for path in PAGES}              # every URL archived
-    assert sorted(origin.seen) == sorted(PAGES)                            # each fetched once
+    assert _archived(coll) == {base + path for path in PAGES}  # every URL archived
+    assert sorted(origin.seen) == sorted(PAGES)  # each fetched once
     if scheme == "https":
         assert ("CONNECT", f"127.0.0.1:{origin.port}") in servers["proxy"].seen
     else:
@@ -234,7 +250,7 @@ def test_a_dead_proxy_rests_and_its_urls_go_through_the_live_one(root, servers, 
     dead_name = dead.replace("user:s3cret@", "")
     named = [e for e in summary["recent_errors"] if e["url"] == dead_name]
     assert named and "proxy unreachable" in named[0]["error"] and "out of rotation for 60 s" in named[0]["error"]
-    assert len(named) == 1                      # resting: tried once, not every second URL
+    assert len(named) == 1  # resting: tried once, not every second URL
     assert any(f"proxy {dead_name} failed 1 time(s)" in note for note in summary["notes"])
     assert "s3cret" not in repr(summary)
 
@@ -266,6 +282,7 @@ def test_a_run_where_every_proxy_failed_fails_and_names_them(root, servers, ca):
 
 def test_https_through_an_http_proxy_verifies_the_origin_s_certificate(servers, ca):
     """CONNECT tunnels TLS end to end: a certificate nobody trusts fails, and the proxy stays in rotation."""
+
     async def get(url, verify):
         transport = GuardedTransport(LOCAL, proxies=[f"http://127.0.0.1:{servers['proxy'].port}"], verify=verify)
         async with httpx.AsyncClient(transport=transport, trust_env=False, timeout=10) as client:
@@ -282,12 +299,15 @@ def test_https_through_an_http_proxy_verifies_the_origin_s_certificate(servers, 
     assert asyncio.run(get(url, trusted)).content == PAGES["/a.html"]
 
 
-@pytest.mark.parametrize("proxy, message", [
-    ("socks4://127.0.0.1:1080", "SOCKS4 is not supported; write socks5://"),
-    ("socks4a://u:pw@127.0.0.1:1080", "socks4a://127.0.0.1:1080: SOCKS4 is not supported"),
-    ("https://u:pw@127.0.0.1:3128", "https://127.0.0.1:3128: only http:// and socks5:// proxies are supported"),
-    ("ftp://127.0.0.1:21", "only http:// and socks5:// proxies are supported"),
-])
+@pytest.mark.parametrize(
+    "proxy, message",
+    [
+        ("socks4://127.0.0.1:1080", "SOCKS4 is not supported; write socks5://"),
+        ("socks4a://u:pw@127.0.0.1:1080", "socks4a://127.0.0.1:1080: SOCKS4 is not supported"),
+        ("https://u:pw@127.0.0.1:3128", "https://127.0.0.1:3128: only http:// and socks5:// proxies are supported"),
+        ("ftp://127.0.0.1:21", "only http:// and socks5:// proxies are supported"),
+    ],
+)
 def test_unsupported_proxies_are_refused_when_the_job_is_read(proxy, message):
     validate_job("j", {"seeds": ["http://example.org/"], "proxies": ["http://p:3128", "socks5://u:pw@p:1080"]})
     with pytest.raises(ConfigError, match="field 'proxies'") as exc:

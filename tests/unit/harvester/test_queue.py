@@ -39,7 +39,7 @@ def test_claim_takes_oldest_and_keeps_one_run_per_collection(queue):
     first = queue.claim("w1", now=T0)
     assert first.id == a.id and first.status == "running" and first.worker == "w1"
     second = queue.claim("w2", now=T0)
-    assert second.id == c.id          # c1 is busy: b waits
+    assert second.id == c.id  # c1 is busy: b waits
     assert queue.claim("w3", now=T0) is None
     queue.finish(a.id, "finished", {"run_id": "r1", "new": 3}, now=T0)
     third = queue.claim("w1", now=T0)
@@ -85,14 +85,19 @@ def test_a_run_interrupted_by_a_restart_is_marked_and_retried(tmp_path):
     queue.claim(ghost, now=T0)
     queue.close()
 
-    queue = SQLiteQueue.for_root(tmp_path)          # "after the restart"
+    queue = SQLiteQueue.for_root(tmp_path)  # "after the restart"
     marked = queue.recover(now=T0 + timedelta(seconds=1))
     assert [m.id for m in marked] == [entry.id]
     old = queue.get(entry.id)
     assert old.status == "interrupted" and "queued again" in old.error
     retry = queue.entries(statuses=("queued",))[0]
-    assert (retry.retry_of, retry.attempt, retry.mode, retry.reason, retry.requested_by) == \
-        (entry.id, 2, "full", "retry", "ana")
+    assert (retry.retry_of, retry.attempt, retry.mode, retry.reason, retry.requested_by) == (
+        entry.id,
+        2,
+        "full",
+        "retry",
+        "ana",
+    )
     queue.close()
 
 
@@ -104,14 +109,16 @@ def test_stale_heartbeats_from_another_host_and_attempt_limit(queue):
         marked = queue.recover(now=T0 + timedelta(seconds=61 * attempt), stale_after=60)
         assert len(marked) == 1
         if attempt < MAX_ATTEMPTS:
-            assert queue.claim("elsewhere.example:42:aa", now=T0 + timedelta(seconds=61 * attempt)).attempt == attempt + 1
+            assert (
+                queue.claim("elsewhere.example:42:aa", now=T0 + timedelta(seconds=61 * attempt)).attempt == attempt + 1
+            )
     assert "not retried" in queue.get(marked[0].id).error
     assert queue.entries(statuses=("queued", "running")) == []
 
 
 def test_a_live_local_worker_is_trusted_longer_than_a_silent_remote_one(queue):
     entry, _ = queue.enqueue("c", "a", now=T0)
-    queue.claim(worker_id(), now=T0)            # this very process: alive
+    queue.claim(worker_id(), now=T0)  # this very process: alive
     assert queue.stale(now=T0 + timedelta(seconds=120), stale_after=60) == []
     assert [e.id for e in queue.stale(now=T0 + timedelta(seconds=601), stale_after=60)] == [entry.id]
 

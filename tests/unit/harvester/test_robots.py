@@ -254,7 +254,9 @@ def test_cache_failures_disallow_for_a_while_then_retry():
         assert await cache.allowed("http://down.example/x") is False
         assert await cache.allowed("http://gone.example/x") is False
         assert await cache.allowed("http://missing.example/x") is True
-        assert (await cache.rules_for("http://gone.example/")).reason == "unreachable (connection refused): disallow all"
+        assert (
+            await cache.rules_for("http://gone.example/")
+        ).reason == "unreachable (connection refused): disallow all"
         assert len(fetch.calls) == 3
         now[0] = 61.0
         fetch.responses["http://down.example/robots.txt"] = (200, b"")

@@ -10,9 +10,7 @@ SCOPES = {
     "default": Scope(SEEDS, max_depth=2),
     "domain": Scope(SEEDS, hosts="same-domain", max_depth=2),
     "any": Scope(SEEDS, hosts="any", max_depth=2),
-    "filtered": Scope(
-        SEEDS, include=[r"/news/", r"\.pdf$"], exclude=[r"/private/", r"[?&]sessionid="], max_depth=2
-    ),
+    "filtered": Scope(SEEDS, include=[r"/news/", r"\.pdf$"], exclude=[r"/private/", r"[?&]sessionid="], max_depth=2),
     "no-offsite": Scope(SEEDS, hosts="same-domain", embeds_offsite=False, exclude=[r"\.exe$"], max_depth=2),
     "ip": Scope(["http://192.0.2.10:8080/", "http://[2001:db8::1]/"], hosts="same-domain", max_depth=0),
     "cctld": Scope(["https://news.bbc.co.uk/"], hosts="same-domain"),

@@ -23,19 +23,33 @@ DATE = "2026-11-30T01:02:03.456789Z"
 
 def response(url: str, status: str, headers: list, body: bytes):
     http = StatusAndHeaders(status, headers, protocol="HTTP/1.1")
-    return BUILDER.create_warc_record(url, "response", payload=io.BytesIO(body), length=len(body),
-                                      http_headers=http, warc_headers_dict={"WARC-Date": DATE})
+    return BUILDER.create_warc_record(
+        url,
+        "response",
+        payload=io.BytesIO(body),
+        length=len(body),
+        http_headers=http,
+        warc_headers_dict={"WARC-Date": DATE},
+    )
 
 
 def request(url: str, method: str = "GET", body: bytes = b"", concurrent_to: str | None = None):
-    http = StatusAndHeaders(f"{method} /{url.rsplit('/', 1)[-1]}", [("Host", "example.org"),
-                            ("Content-Type", "application/x-www-form-urlencoded"),
-                            ("Content-Length", str(len(body)))], protocol="HTTP/1.1", is_http_request=True)
+    http = StatusAndHeaders(
+        f"{method} /{url.rsplit('/', 1)[-1]}",
+        [
+            ("Host", "example.org"),
+            ("Content-Type", "application/x-www-form-urlencoded"),
+            ("Content-Length", str(len(body))),
+        ],
+        protocol="HTTP/1.1",
+        is_http_request=True,
+    )
     headers = {"WARC-Date": DATE}
     if concurrent_to:
         headers["WARC-Concurrent-To"] = concurrent_to
-    return BUILDER.create_warc_record(url, "request", payload=io.BytesIO(body), length=len(body),
-                                      http_headers=http, warc_headers_dict=headers)
+    return BUILDER.create_warc_record(
+        url, "request", payload=io.BytesIO(body), length=len(body), http_headers=http, warc_headers_dict=headers
+    )
 
 
 def record_id(record) -> str:
@@ -44,15 +58,29 @@ def record_id(record) -> str:
 
 def pairs():
     """Response-like records, each with its GET request, as the harvester writes them."""
-    html = response("http://example.org/a.html", "200 OK", [("Content-Type", "text/html; charset=utf-8")],
-                    b"<html><body>hello</body></html>")
-    same = BUILDER.create_revisit_record("http://example.org/copy.html", "sha1:AAAA", "http://example.org/a.html",
-                                         DATE, http_headers=StatusAndHeaders("200 OK", [("Content-Type", "text/html")],
-                                                                             protocol="HTTP/1.1"),
-                                         warc_headers_dict={"WARC-Date": DATE})
+    html = response(
+        "http://example.org/a.html",
+        "200 OK",
+        [("Content-Type", "text/html; charset=utf-8")],
+        b"<html><body>hello</body></html>",
+    )
+    same = BUILDER.create_revisit_record(
+        "http://example.org/copy.html",
+        "sha1:AAAA",
+        "http://example.org/a.html",
+        DATE,
+        http_headers=StatusAndHeaders("200 OK", [("Content-Type", "text/html")], protocol="HTTP/1.1"),
+        warc_headers_dict={"WARC-Date": DATE},
+    )
     same.rec_headers.add_header("WARC-Truncated", "length")
-    not_modified = BUILDER.create_revisit_record("http://example.org/b.css", "sha1:BBBB", "http://example.org/b.css",
-                                                 DATE, http_headers=None, warc_headers_dict={"WARC-Date": DATE})
+    not_modified = BUILDER.create_revisit_record(
+        "http://example.org/b.css",
+        "sha1:BBBB",
+        "http://example.org/b.css",
+        DATE,
+        http_headers=None,
+        warc_headers_dict={"WARC-Date": DATE},
+    )
     redirect = response("http://example.org/old", "301 Moved Permanently", [("Location", "/new")], b"")
     untyped = response("http://example.org/blob", "200", [], b"\x00\x01\x02")
     missing = response("http://example.org/gone", "404 Not Found", [("Content-Type", "text/plain")], b"no")
@@ -66,14 +94,20 @@ def write(records_groups, indexer=True) -> tuple[list, list[bytes] | None, bytes
     """Write the groups with a roller; return (file names, lines handed over, pywb's lines)."""
     with tempfile.TemporaryDirectory() as tmp:
         sealed: list = []
-        roller = WarcRoller(tmp, "t", {"software": "test"}, max_size=10**9,
-                            on_sealed=lambda name, size, lines: sealed.append((name, lines)),
-                            indexer=cdxj.RecordIndexer() if indexer else None)
+        roller = WarcRoller(
+            tmp,
+            "t",
+            {"software": "test"},
+            max_size=10**9,
+            on_sealed=lambda name, size, lines: sealed.append((name, lines)),
+            indexer=cdxj.RecordIndexer() if indexer else None,
+        )
         for group in records_groups:
             roller.write(group)
         roller.close()
-        (name, lines), = sealed
+        ((name, lines),) = sealed
         from pathlib import Path
+
         theirs = cdxj.index_warc(Path(tmp) / name, name)
         return name, lines, theirs
 
@@ -91,7 +125,7 @@ def test_a_post_is_handed_back_to_the_file_indexer():
     main = response("http://example.org/form", "200 OK", [("Content-Type", "text/html")], b"ok")
     groups.append([main, request("http://example.org/form", "POST", b"q=1", record_id(main))])
     _, ours, theirs = write(groups)
-    assert ours is None             # the whole file is then read back by index_warc
+    assert ours is None  # the whole file is then read back by index_warc
     assert any(b"__wb_method=post" in line for line in theirs)
 
 

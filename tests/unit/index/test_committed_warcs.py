@@ -35,25 +35,56 @@ CDXJ = {
     ],
 }
 
-RECORDS = {   # type, target URI, WARC-Date, payload digest, revisit profile (last part), refers-to date
+RECORDS = {  # type, target URI, WARC-Date, payload digest, revisit profile (last part), refers-to date
     "tiny-revisits.warc.gz": [
         ("response", PAGE, "2020-01-01T00:00:00Z", "sha1:MS5QCATAZQPSK52PMHGGC3FTOVFYACV6", "", None),
-        ("revisit", PAGE, "2020-02-01T00:00:00Z", "sha1:MS5QCATAZQPSK52PMHGGC3FTOVFYACV6", "identical-payload-digest",
-         "2020-01-01T00:00:00Z"),
-        ("revisit", PAGE, "2020-03-01T00:00:00Z", "sha1:MS5QCATAZQPSK52PMHGGC3FTOVFYACV6", "server-not-modified",
-         "2020-01-01T00:00:00Z"),
+        (
+            "revisit",
+            PAGE,
+            "2020-02-01T00:00:00Z",
+            "sha1:MS5QCATAZQPSK52PMHGGC3FTOVFYACV6",
+            "identical-payload-digest",
+            "2020-01-01T00:00:00Z",
+        ),
+        (
+            "revisit",
+            PAGE,
+            "2020-03-01T00:00:00Z",
+            "sha1:MS5QCATAZQPSK52PMHGGC3FTOVFYACV6",
+            "server-not-modified",
+            "2020-01-01T00:00:00Z",
+        ),
         ("response", PAGE, "2020-04-01T00:00:00Z", "sha1:IIVQGGWQKDWSPFXPWX4WNU22VRGSODN2", "", None),
     ],
     "wget-1.21-contact.warc.gz": [
         ("warcinfo", None, "2026-12-01T09:36:42Z", None, "", None),
         ("request", "http://127.0.0.1:39241/contact.html", "2026-12-01T09:36:42Z", None, "", None),
-        ("response", "http://127.0.0.1:39241/contact.html", "2026-12-01T09:36:42Z",
-         "sha1:7SADTMTTTYDOJVHPUCNJZIHYGA5CRYZX", "", None),
+        (
+            "response",
+            "http://127.0.0.1:39241/contact.html",
+            "2026-12-01T09:36:42Z",
+            "sha1:7SADTMTTTYDOJVHPUCNJZIHYGA5CRYZX",
+            "",
+            None,
+        ),
         ("request", "http://127.0.0.1:39241/robots.txt", "2026-12-01T09:36:42Z", None, "", None),
-        ("response", "http://127.0.0.1:39241/robots.txt", "2026-12-01T09:36:42Z",
-         "sha1:TPDHOBA5IOSTX7ZY77WY2ASJORYTJ4LH", "", None),
+        (
+            "response",
+            "http://127.0.0.1:39241/robots.txt",
+            "2026-12-01T09:36:42Z",
+            "sha1:TPDHOBA5IOSTX7ZY77WY2ASJORYTJ4LH",
+            "",
+            None,
+        ),
         ("metadata", "metadata://gnu.org/software/wget/warc/MANIFEST.txt", "2026-12-01T09:36:42Z", None, "", None),
-        ("resource", "metadata://gnu.org/software/wget/warc/wget_arguments.txt", "2026-12-01T09:36:42Z", None, "", None),
+        (
+            "resource",
+            "metadata://gnu.org/software/wget/warc/wget_arguments.txt",
+            "2026-12-01T09:36:42Z",
+            None,
+            "",
+            None,
+        ),
     ],
 }
 
@@ -68,11 +99,17 @@ def test_exact_cdxj_lines_from_strata_and_from_pywb(name):
 @pytest.mark.parametrize("name", sorted(RECORDS))
 def test_exact_record_fields(name):
     with open(DATA / name, "rb") as fh:
-        found = [(r.rec_type, r.rec_headers.get_header("WARC-Target-URI"), r.rec_headers.get_header("WARC-Date"),
-                  r.rec_headers.get_header("WARC-Payload-Digest"),
-                  (r.rec_headers.get_header("WARC-Profile") or "").rsplit("/", 1)[-1],
-                  r.rec_headers.get_header("WARC-Refers-To-Date"))
-                 for r in ArchiveIterator(fh, check_digests=True)]
+        found = [
+            (
+                r.rec_type,
+                r.rec_headers.get_header("WARC-Target-URI"),
+                r.rec_headers.get_header("WARC-Date"),
+                r.rec_headers.get_header("WARC-Payload-Digest"),
+                (r.rec_headers.get_header("WARC-Profile") or "").rsplit("/", 1)[-1],
+                r.rec_headers.get_header("WARC-Refers-To-Date"),
+            )
+            for r in ArchiveIterator(fh, check_digests=True)
+        ]
     assert found == RECORDS[name]
 
 
@@ -83,13 +120,14 @@ def test_capture_kinds_once_imported(tmp_path):
         shutil.copy(DATA / name, tmp_path / name)
     import_files(root, "tiny", [tmp_path / n for n in names], fulltext=False)
     with HarvestState(Collection(root, "tiny").db_path) as state:
-        kinds = [(c["url"], c["timestamp"], c["record_type"], c["class"], c["status"])
-                 for c in state.captures()]
-    assert sorted(kinds) == sorted([
-        (PAGE, "20200101000000", "response", "new", 200),
-        (PAGE, "20200201000000", "revisit", "unchanged", 200),
-        (PAGE, "20200301000000", "revisit", "not_modified", 304),
-        (PAGE, "20200401000000", "response", "changed", 200),
-        ("http://127.0.0.1:39241/contact.html", "20261201093642", "response", "new", 200),
-        ("http://127.0.0.1:39241/robots.txt", "20261201093642", "response", "new", 200),
-    ])
+        kinds = [(c["url"], c["timestamp"], c["record_type"], c["class"], c["status"]) for c in state.captures()]
+    assert sorted(kinds) == sorted(
+        [
+            (PAGE, "20200101000000", "response", "new", 200),
+            (PAGE, "20200201000000", "revisit", "unchanged", 200),
+            (PAGE, "20200301000000", "revisit", "not_modified", 304),
+            (PAGE, "20200401000000", "response", "changed", 200),
+            ("http://127.0.0.1:39241/contact.html", "20261201093642", "response", "new", 200),
+            ("http://127.0.0.1:39241/robots.txt", "20261201093642", "response", "new", 200),
+        ]
+    )

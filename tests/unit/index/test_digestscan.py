@@ -33,9 +33,27 @@ def wget_warcs(tmp_path_factory) -> dict[str, Path]:
     out = tmp_path_factory.mktemp("wget")
     with serve_sample_site(version=1) as site:
         for name, extra in (("gz", []), ("plain", ["--no-warc-compression"])):
-            subprocess.run(["wget", "-q", "-r", "-l", "2", "-e", "robots=off", "--no-proxy", "--tries=1",
-                            "--timeout=10", f"--warc-file={out / name}", *extra, "-P", str(out / f"{name}-files"),
-                            site.base_url + "/"], check=False, timeout=120)
+            subprocess.run(
+                [
+                    "wget",
+                    "-q",
+                    "-r",
+                    "-l",
+                    "2",
+                    "-e",
+                    "robots=off",
+                    "--no-proxy",
+                    "--tries=1",
+                    "--timeout=10",
+                    f"--warc-file={out / name}",
+                    *extra,
+                    "-P",
+                    str(out / f"{name}-files"),
+                    site.base_url + "/",
+                ],
+                check=False,
+                timeout=120,
+            )
     return {"gz": out / "gz.warc.gz", "plain": out / "plain.warc"}
 
 
@@ -71,7 +89,7 @@ def test_damage_in_a_plain_warc_is_the_record_whose_digest_fails(wget_warcs, tmp
     data = bytearray(wget_warcs["plain"].read_bytes())
     records = [r for r in scan(wget_warcs["plain"]) if isinstance(r, Record)]
     target = next(r for r in records if r.rec_type == "response" and r.length > 600)
-    data[target.offset + target.length - 100] ^= 0x20      # a payload byte
+    data[target.offset + target.length - 100] ^= 0x20  # a payload byte
     path = tmp_path / "bad.warc"
     path.write_bytes(bytes(data))
     bad = [r for r in scan(path) if isinstance(r, Damage) or r.problem]
@@ -90,11 +108,11 @@ def test_a_flipped_gzip_member_and_a_truncated_end(wget_warcs, tmp_path):
     items = list(scan(path))
     damage = [i for i in items if isinstance(i, Damage)]
     assert len(damage) == 1 and damage[0].offset == target.offset
-    assert damage[0].end == target.offset + target.length       # reading went on at the next member
+    assert damage[0].end == target.offset + target.length  # reading went on at the next member
     assert len([i for i in items if isinstance(i, Record)]) == len(records) - 1
     assert check_record_at(path, target.offset, target.length) != ""
     cut = tmp_path / "cut.warc.gz"
-    cut.write_bytes(src.read_bytes()[:target.offset + 50])
+    cut.write_bytes(src.read_bytes()[: target.offset + 50])
     items = list(scan(cut))
     assert isinstance(items[-1], Damage) and items[-1].offset == target.offset and "truncated" in items[-1].reason
     # zero padding after the last member is not damage
@@ -108,12 +126,13 @@ def _b32(data: bytes) -> str:
 
 
 def _chunked_record(payload_digest: str) -> bytes:
-    block = (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
-             b"5\r\nhello\r\ne\r\n chunked world\r\n0\r\n\r\n")
-    head = ("WARC/1.0\r\nWARC-Type: response\r\nWARC-Target-URI: http://example.org/\r\n"
-            "WARC-Date: 2014-01-01T00:00:00Z\r\nWARC-Record-ID: <urn:uuid:00000000-0000-0000-0000-000000000001>\r\n"
-            f"Content-Type: application/http; msgtype=response\r\nWARC-Block-Digest: {_b32(block)}\r\n"
-            f"WARC-Payload-Digest: {payload_digest}\r\nContent-Length: {len(block)}\r\n\r\n")
+    block = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\ne\r\n chunked world\r\n0\r\n\r\n"
+    head = (
+        "WARC/1.0\r\nWARC-Type: response\r\nWARC-Target-URI: http://example.org/\r\n"
+        "WARC-Date: 2014-01-01T00:00:00Z\r\nWARC-Record-ID: <urn:uuid:00000000-0000-0000-0000-000000000001>\r\n"
+        f"Content-Type: application/http; msgtype=response\r\nWARC-Block-Digest: {_b32(block)}\r\n"
+        f"WARC-Payload-Digest: {payload_digest}\r\nContent-Length: {len(block)}\r\n\r\n"
+    )
     return gzip.compress(head.encode() + block + b"\r\n\r\n")
 
 
@@ -128,9 +147,15 @@ def test_a_chunked_payload_is_checked_de_chunked(tmp_path):
     assert record.problem == "payload digest does not match WARC-Payload-Digest"
 
 
-@pytest.mark.parametrize("encode", [
-    lambda d: base64.b32encode(d).decode(), lambda d: base64.b32encode(d).decode().rstrip("="),
-    lambda d: d.hex(), lambda d: d.hex().upper()])
+@pytest.mark.parametrize(
+    "encode",
+    [
+        lambda d: base64.b32encode(d).decode(),
+        lambda d: base64.b32encode(d).decode().rstrip("="),
+        lambda d: d.hex(),
+        lambda d: d.hex().upper(),
+    ],
+)
 @pytest.mark.parametrize("alg", ["sha1", "sha256", "md5"])
 def test_digest_labels_in_base32_or_hex(alg, encode):
     data = b"archive" * 99

@@ -15,8 +15,9 @@ from tests.conftest import harvest
 
 
 def sha256sum_check(coll: Collection) -> subprocess.CompletedProcess:
-    return subprocess.run(["sha256sum", "--strict", "-c", "fixity/manifest-sha256.txt"], cwd=coll.path,
-                          capture_output=True, text=True)
+    return subprocess.run(
+        ["sha256sum", "--strict", "-c", "fixity/manifest-sha256.txt"], cwd=coll.path, capture_output=True, text=True
+    )
 
 
 def test_each_sealed_warc_is_in_the_manifest_with_the_digest_of_its_bytes(root, site):
@@ -25,7 +26,7 @@ def test_each_sealed_warc_is_in_the_manifest_with_the_digest_of_its_bytes(root, 
         assert harvest(root, site, name="c", warc_max_size=20_000)["status"] == "finished"
     coll = Collection(root, "c")
     files = coll.warc_files()
-    assert len(files) > 2                  # rolled over: several files per run
+    assert len(files) > 2  # rolled over: several files per run
     fixity = Fixity(coll.fixity_dir)
     assert sorted(fixity.digests()) == files
     assert fixity.sizes() == {n: (coll.archive_dir / n).stat().st_size for n in files}
@@ -35,7 +36,8 @@ def test_each_sealed_warc_is_in_the_manifest_with_the_digest_of_its_bytes(root, 
     ingest = [json.loads(x) for x in fixity.events_path.read_text().splitlines()]
     assert [e["file"] for e in ingest] == [f"archive/{n}" for n in files]
     assert {(e["type"], e["algorithm"], e["outcome"], e["agent"]) for e in ingest} == {
-        ("ingest", "sha256", "recorded", "harvest")}
+        ("ingest", "sha256", "recorded", "harvest")
+    }
     assert oct((coll.fixity_dir / "manifest-sha256.txt").stat().st_mode & 0o777) == "0o644"
 
 
@@ -51,8 +53,9 @@ def test_recovery_seals_a_torn_file_into_the_manifest_and_adopts_one_sealed_befo
     torn = coll.archive_dir / (first + ".open")
     shutil.move(coll.archive_dir / first, torn)
     torn.write_bytes(torn.read_bytes()[:-700])
-    fixity.manifest_path.write_text("".join(x for x in fixity.manifest_path.read_text().splitlines(True)
-                                            if first not in x))
+    fixity.manifest_path.write_text(
+        "".join(x for x in fixity.manifest_path.read_text().splitlines(True) if first not in x)
+    )
     with HarvestState(coll.db_path) as state:
         state.warc_state(first, "open")
         state.warc_state(second, "open")
@@ -76,8 +79,11 @@ def test_the_last_verification_is_read_from_the_end_of_a_long_log(tmp_path):
     assert fixity.last_verification()["n"] == 2
     events = list(fixity.events_reversed())
     assert len(events) == 5003 and events[-1]["n"] == 1 and events[1]["n"] == 2
-    assert [e["file"] for e in events[2:5]] == ["archive/f4999.warc.gz", "archive/f4998.warc.gz",
-                                               "archive/f4997.warc.gz"]
+    assert [e["file"] for e in events[2:5]] == [
+        "archive/f4999.warc.gz",
+        "archive/f4998.warc.gz",
+        "archive/f4997.warc.gz",
+    ]
 
 
 def test_a_name_already_in_the_manifest_is_not_added_twice(tmp_path):

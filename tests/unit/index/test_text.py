@@ -18,11 +18,11 @@ def test_visible_text_only():
     page = html(
         '<header><nav><a href="/">Home</a> menuword</nav></header>'
         "<script>var scriptword = 1;</script><style>.styleword{}</style><noscript>noscriptword</noscript>"
-        '<main><h1>Heading</h1><p>First <b>bold</b> para.</p><div hidden>hiddenword</div>'
+        "<main><h1>Heading</h1><p>First <b>bold</b> para.</p><div hidden>hiddenword</div>"
         '<div aria-hidden="true">ariaword</div><article><header>Article header kept</header></article></main>'
         '<div role="navigation">rolenavword</div><footer>Visits: 123 footerword</footer>',
         head='<title>The title</title><meta name="description" content="Desc here">'
-             '<meta name="Keywords" content="alpha, beta">',
+        '<meta name="Keywords" content="alpha, beta">',
     )
     out = extract(page.encode(), "text/html; charset=utf-8")
     assert out.title == "The title" and out.description == "Desc here" and out.keywords == "alpha, beta"
@@ -37,10 +37,10 @@ def test_inline_elements_do_not_split_cjk_words():
 
 def test_charset_from_meta_header_and_detection():
     body = html("<p>古籍数字化是图书馆保护文化遗产的重要手段。</p>", head='<meta charset="gbk">')
-    assert "古籍数字化" in extract(body.encode("gbk"), "text/html").text              # meta only
+    assert "古籍数字化" in extract(body.encode("gbk"), "text/html").text  # meta only
     plain = html("<p>古籍数字化是图书馆保护文化遗产的重要手段，数据安全。</p>")
-    assert "古籍数字化" in extract(plain.encode("gbk"), "text/html; charset=GBK").text   # header
-    detected = extract(plain.encode("gb18030"), "text/html")                          # nothing declared
+    assert "古籍数字化" in extract(plain.encode("gbk"), "text/html; charset=GBK").text  # header
+    detected = extract(plain.encode("gb18030"), "text/html")  # nothing declared
     assert "古籍数字化" in detected.text
     sjis = html("<p>国立国会図書館は、日本国内で発行されたウェブサイトを収集し、長く保存しています。</p>")
     assert "国立国会図書館" in extract(sjis.encode("shift_jis"), "text/html").text
@@ -51,7 +51,7 @@ def test_content_encoding_is_undone_with_a_cap():
     body = html("<p>compressed words</p>").encode()
     assert extract(gzip.compress(body), "text/html", "gzip").text == "compressed words"
     assert extract(zlib.compress(body), "text/html", "deflate").text == "compressed words"
-    bomb = gzip.compress(b"<p>" + b"a " * (50 * 1024 * 1024))       # 100 MB of text, 100 KB compressed
+    bomb = gzip.compress(b"<p>" + b"a " * (50 * 1024 * 1024))  # 100 MB of text, 100 KB compressed
     out = extract(bomb, "text/html", "gzip")
     assert len(out.text) <= MAX_TEXT_CHARS and out.truncated
     assert extract(b"not gzip at all", "text/html", "gzip").error
@@ -60,9 +60,15 @@ def test_content_encoding_is_undone_with_a_cap():
 
 def test_hostile_html_never_raises():
     deep = "<div>" * 100_000 + "deep words" + "</div>" * 100_000 + "<p>after</p>"
-    assert "deep words" in extract(deep.encode(), "text/html").text                  # no depth-256 cut
-    for body in (b"", b"   ", b"\x00\xff\xfe garbage", b'<?xml version="1.0" encoding="bogus"?><p>x y</p>',
-                 b"<p>" * 50_000, b"<html><body><p>unclosed <b>tags"):
+    assert "deep words" in extract(deep.encode(), "text/html").text  # no depth-256 cut
+    for body in (
+        b"",
+        b"   ",
+        b"\x00\xff\xfe garbage",
+        b'<?xml version="1.0" encoding="bogus"?><p>x y</p>',
+        b"<p>" * 50_000,
+        b"<html><body><p>unclosed <b>tags",
+    ):
         out = extract(body, "text/html")
         assert out.error == "" and isinstance(out.text, str)
     assert "x y" in extract(b'<?xml version="1.0" encoding="bogus"?><p>x y</p>', "text/html").text
@@ -71,7 +77,7 @@ def test_hostile_html_never_raises():
 def test_text_is_capped_and_normalised():
     out = extract(html("<p>" + "word " * 100_000 + "</p>").encode(), "text/html")
     assert len(out.text) == MAX_TEXT_CHARS and out.truncated
-    assert extract(html("<p>ＡＢＣ ｶﾀｶﾅ</p>").encode(), "text/html").text == "ABC カタカナ"   # NFKC
+    assert extract(html("<p>ＡＢＣ ｶﾀｶﾅ</p>").encode(), "text/html").text == "ABC カタカナ"  # NFKC
 
 
 def test_pdf_and_plain_text():
@@ -84,20 +90,42 @@ def test_pdf_and_plain_text():
 
 
 def test_mime_groups():
-    assert [mime_group(m) for m in ("text/html", "application/xhtml+xml", "application/pdf", "image/png",
-                                    "text/plain", "text/css", "application/javascript", "application/json",
-                                    "video/webm", "application/octet-stream", None)] == [
-        "html", "html", "pdf", "image", "text", "css", "script", "data", "video", "other", "other"]
+    assert [
+        mime_group(m)
+        for m in (
+            "text/html",
+            "application/xhtml+xml",
+            "application/pdf",
+            "image/png",
+            "text/plain",
+            "text/css",
+            "application/javascript",
+            "application/json",
+            "video/webm",
+            "application/octet-stream",
+            None,
+        )
+    ] == ["html", "html", "pdf", "image", "text", "css", "script", "data", "video", "other", "other"]
 
 
 def test_bigrams_and_positions():
     analyzer = CJKBigramAnalyzer()
     tokens = [(t.text, t.pos) for t in analyzer("AI技术 国家图书馆。会议", positions=True, mode="index")]
-    assert tokens == [("ai", 0), ("技术", 1), ("术", 1), ("国家", 2), ("家图", 3), ("图书", 4), ("书馆", 5),
-                      ("馆", 5), ("会议", 6), ("议", 6)]
+    assert tokens == [
+        ("ai", 0),
+        ("技术", 1),
+        ("术", 1),
+        ("国家", 2),
+        ("家图", 3),
+        ("图书", 4),
+        ("书馆", 5),
+        ("馆", 5),
+        ("会议", 6),
+        ("议", 6),
+    ]
     assert [t.text for t in analyzer("国会", mode="query")] == ["国会"]
     assert [t.text for t in analyzer("图书馆", mode="query")] == ["图书", "书馆"]
-    assert [t.text for t in analyzer("The library of a", mode="query")] == ["library"]   # stop words, 1 letter
+    assert [t.text for t in analyzer("The library of a", mode="query")] == ["library"]  # stop words, 1 letter
 
 
 def _positions(text: str) -> dict[str, set[int]]:
@@ -143,18 +171,20 @@ def test_phrase_in_follows_the_analyzers_positions():
         if len(tokens) < 2:
             continue
         chained = all(len(t) == 2 and is_cjk(t) for t in tokens) and all(
-            a[1] == b[0] for a, b in zip(tokens, tokens[1:], strict=False))
+            a[1] == b[0] for a, b in zip(tokens, tokens[1:], strict=False)
+        )
         if chained:
             expected = tokens[0] + "".join(t[1] for t in tokens[1:]) in text
         else:
             positions = _positions(text)
-            expected = any(all(p + i in positions.get(t, ()) for i, t in enumerate(tokens))
-                           for p in positions.get(tokens[0], ()))
+            expected = any(
+                all(p + i in positions.get(t, ()) for i, t in enumerate(tokens)) for p in positions.get(tokens[0], ())
+            )
         assert phrase_in(tokens, text) == expected, (tokens, text)
         compared += 1
     assert compared > 1000
-    assert phrase_in(["reading", "room"], "the Reading of the room") is True      # stop words take no position
-    assert phrase_in(["reading", "room"], "x.reading room") is False              # x.reading is one token
+    assert phrase_in(["reading", "room"], "the Reading of the room") is True  # stop words take no position
+    assert phrase_in(["reading", "room"], "x.reading room") is False  # x.reading is one token
     assert phrase_in(["图书", "书馆"], "图书。书馆") is False
     assert phrase_in(["图书", "书馆"], "国家图书馆") is True
-    assert phrase_in(["馆", "会议"], "图书馆，会议") is True                           # the run's last character
+    assert phrase_in(["馆", "会议"], "图书馆，会议") is True  # the run's last character

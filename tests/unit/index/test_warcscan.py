@@ -15,8 +15,10 @@ FORMATS = [("1.0", True), ("1.0", False), ("1.1", True), ("1.1", False)]
 
 
 def _file(tmp_path, version, gz):
-    caps = [Cap(f"http://example.test/p{i}", f"2020-01-0{i + 1}T00:00:00Z", b"<html>" + b"x" * 3000 + b"</html>")
-            for i in range(5)]
+    caps = [
+        Cap(f"http://example.test/p{i}", f"2020-01-0{i + 1}T00:00:00Z", b"<html>" + b"x" * 3000 + b"</html>")
+        for i in range(5)
+    ]
     name = f"w{version}.warc" + (".gz" if gz else "")
     return write_warc(tmp_path / name, caps, gzip=gz, version=version, warcinfo={"software": "warcio"})
 
@@ -45,12 +47,12 @@ def test_whole_file_passes(tmp_path, version, gz):
 def test_truncated_mid_record_names_the_record(tmp_path, version, gz):
     path = _file(tmp_path, version, gz)
     records = _offsets(path)
-    _, start, length = records[5]          # the third response
-    path.write_bytes(path.read_bytes()[:start + length // 2])
+    _, start, length = records[5]  # the third response
+    path.write_bytes(path.read_bytes()[: start + length // 2])
     scan = scan_file(path)
     assert scan.damage is not None and scan.damage.offset == start
     assert scan.records == 5 and scan.good_end <= start
-    assert ("cut short" in scan.damage.reason), scan.damage.reason
+    assert "cut short" in scan.damage.reason, scan.damage.reason
 
 
 @pytest.mark.parametrize(("version", "gz"), FORMATS)
@@ -92,8 +94,10 @@ def test_one_gzip_stream_for_the_whole_file_is_refused_with_the_fix(tmp_path):
     assert scan.damage.offset == 0 and scan.good_end == 0 and "warcio recompress" in scan.damage.reason
 
 
-@pytest.mark.parametrize(("content", "reason"), [(b"", "empty"), (b"hello world\n", "Unknown archive format"),
-                                                 (b"\x1f\x8b\x08\x00garbage", "gzip")])
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [(b"", "empty"), (b"hello world\n", "Unknown archive format"), (b"\x1f\x8b\x08\x00garbage", "gzip")],
+)
 def test_not_an_archive(tmp_path, content, reason):
     path = tmp_path / "x.warc.gz"
     path.write_bytes(content)
@@ -118,13 +122,16 @@ def test_cut_arc(tmp_path):
 
 def test_wrong_content_length_without_digest(tmp_path, capfd):
     def record(body: bytes, length: int) -> bytes:
-        return (b"WARC/1.0\r\nWARC-Type: resource\r\nWARC-Target-URI: http://x.test/\r\n"
-                b"WARC-Date: 2020-01-01T00:00:00Z\r\nWARC-Record-ID: <urn:uuid:00000000-0000-0000-0000-000000000001>\r\n"
-                b"Content-Type: text/plain\r\nContent-Length: " + str(length).encode() + b"\r\n\r\n" + body + b"\r\n\r\n")
+        return (
+            b"WARC/1.0\r\nWARC-Type: resource\r\nWARC-Target-URI: http://x.test/\r\n"
+            b"WARC-Date: 2020-01-01T00:00:00Z\r\nWARC-Record-ID: <urn:uuid:00000000-0000-0000-0000-000000000001>\r\n"
+            b"Content-Type: text/plain\r\nContent-Length: " + str(length).encode() + b"\r\n\r\n" + body + b"\r\n\r\n"
+        )
+
     first = record(b"0123456789", 10)
     path = tmp_path / "hand.warc"
     path.write_bytes(first + record(b"0123456789", 5) + record(b"abc", 3))
     scan = scan_file(path)
     assert scan.records == 1 and scan.damage.offset == len(first)
     assert "blank lines" in scan.damage.reason
-    assert capfd.readouterr().err == ""      # warcio's own warning is not printed
+    assert capfd.readouterr().err == ""  # warcio's own warning is not printed

@@ -27,7 +27,7 @@ def test_passwords_are_stored_as_scrypt_hashes(users, tmp_path):
     stored = users.conn.execute("SELECT password FROM users WHERE name='ana'").fetchone()[0]
     assert stored.startswith("scrypt$32768$8$1$") and "correct horse" not in stored
     assert verify_password("correct horse battery", stored) and not verify_password("correct horse batterY", stored)
-    assert hash_password("x" * 12) != hash_password("x" * 12)          # salted
+    assert hash_password("x" * 12) != hash_password("x" * 12)  # salted
     assert not verify_password("anything", "md5$abc") and not verify_password("anything", "garbage")
     assert oct(os.stat(users.path).st_mode & 0o777) == "0o600"
 
@@ -54,16 +54,16 @@ def test_repeated_failures_lock_the_account_for_a_while(users):
 def test_sessions_expire_and_end(users):
     token, session = users.start_session("ana", now=T0)
     assert users.session(token, now=T0 + timedelta(minutes=30)).user == "ana"
-    assert users.session(token, now=T0 + timedelta(hours=2, minutes=31)) is None     # idle too long
+    assert users.session(token, now=T0 + timedelta(hours=2, minutes=31)) is None  # idle too long
     token, _ = users.start_session("ana", now=T0)
     for hours in range(1, 12):
         assert users.session(token, now=T0 + timedelta(hours=hours)) is not None
-    assert users.session(token, now=T0 + timedelta(hours=12, minutes=1)) is None     # lifetime over
+    assert users.session(token, now=T0 + timedelta(hours=12, minutes=1)) is None  # lifetime over
     token, _ = users.start_session("ana")
     users.end_session(token)
     assert users.session(token) is None
     token, _ = users.start_session("ana")
-    users.add("ana", "a brand new password", replace=True)                           # new password ends sessions
+    users.add("ana", "a brand new password", replace=True)  # new password ends sessions
     assert users.session(token) is None
     stored = users.conn.execute("SELECT token_hash FROM sessions").fetchall()
     assert all(token not in row[0] for row in stored)
@@ -74,8 +74,11 @@ def test_user_commands(tmp_path):
     root = str(tmp_path / "collections")
     out = runner.invoke(cli, ["user", "add", "ana", "--root", root], input="long enough pw\nlong enough pw\n")
     assert out.exit_code == 0 and "User ana added" in out.output and "long enough" not in out.output
-    out = runner.invoke(cli, ["user", "add", "bob", "--root", root], input="long enough pw\nother words!!\n"
-                                                                          "long enough pw\nlong enough pw\n")
+    out = runner.invoke(
+        cli,
+        ["user", "add", "bob", "--root", root],
+        input="long enough pw\nother words!!\nlong enough pw\nlong enough pw\n",
+    )
     assert out.exit_code == 0 and "do not match" in out.output
     out = runner.invoke(cli, ["user", "add", "cy", "--root", root, "--password-stdin"], input="tiny\n")
     assert isinstance(out.exception, ConfigError)

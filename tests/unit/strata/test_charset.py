@@ -18,8 +18,13 @@ from strata.charset import DocumentCharset, decode, detect_codec, sniff_html
 from tests.support.cjk_site import LIVE_CHARSET, CjkSite
 
 # Chromium's document.characterSet -> (decoder, query encoder) in Python codecs.
-CHROMIUM = {"GBK": ("gb18030", "gbk"), "gb18030": ("gb18030", "gb18030"), "Shift_JIS": ("cp932", "cp932"),
-            "windows-1252": ("cp1252", "cp1252"), "UTF-8": ("utf-8", "utf-8")}
+CHROMIUM = {
+    "GBK": ("gb18030", "gbk"),
+    "gb18030": ("gb18030", "gb18030"),
+    "Shift_JIS": ("cp932", "cp932"),
+    "windows-1252": ("cp1252", "cp1252"),
+    "UTF-8": ("utf-8", "utf-8"),
+}
 PAGES = CjkSite().pages
 
 
@@ -33,8 +38,10 @@ def test_each_page_is_read_as_chromium_reads_it(target):
     page = PAGES[target]
     found = sniff_html(page.body, header_charset(page.content_type))
     assert (found.codec, found.query_codec) == CHROMIUM[LIVE_CHARSET[page.group]], target
-    assert found.source == {"none": "detected", "meta": "meta", "wrong-header": "header",
-                            "header": "header"}[page.declared]
+    assert (
+        found.source
+        == {"none": "detected", "meta": "meta", "wrong-header": "header", "header": "header"}[page.declared]
+    )
     if page.declared != "wrong-header":
         assert page.marker in decode(page.body, found.codec)
 
@@ -60,7 +67,7 @@ def test_change_detection_and_full_text_read_undeclared_pages_right():
         ("big5", ("big5hkscs", "big5hkscs")),
         ("latin1", ("cp1252", "cp1252")),
         ("us-ascii", ("cp1252", "cp1252")),
-        ("utf-16", ("utf-8", "utf-8")),     # a <meta> read as ASCII cannot mean UTF-16
+        ("utf-16", ("utf-8", "utf-8")),  # a <meta> read as ASCII cannot mean UTF-16
     ],
 )
 def test_meta_labels_give_the_browsers_decoder_and_query_encoder(label, expected):

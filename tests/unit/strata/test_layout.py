@@ -47,7 +47,7 @@ def _imports(name: str, path: Path, modules: dict[str, Path]) -> list[tuple[int,
                 target = ".".join(base + ([node.module] if node.module else []))
             else:
                 target = node.module or ""
-            for alias in node.names:   # `from pkg import module` imports pkg.module
+            for alias in node.names:  # `from pkg import module` imports pkg.module
                 sub = f"{target}.{alias.name}"
                 out.append((node.lineno, sub if sub in modules else target))
     return [(line, target) for line, target in out if target.split(".")[0] in RANK]
@@ -75,7 +75,7 @@ def test_no_module_cycles():
     on_stack: set[str] = set()
     cycles = []
 
-    def visit(node: str) -> None:   # Tarjan's strongly connected components
+    def visit(node: str) -> None:  # Tarjan's strongly connected components
         index[node] = low[node] = len(index)
         stack.append(node)
         on_stack.add(node)

@@ -23,37 +23,37 @@ from tests.conftest import harvest
 
 PSL_CASES = [
     # host, registrable domain                        # the rule that decides
-    ("pref.kyoto.lg.jp", "kyoto.lg.jp"),                # lg.jp (ICANN)
+    ("pref.kyoto.lg.jp", "kyoto.lg.jp"),  # lg.jp (ICANN)
     ("pref.osaka.lg.jp", "osaka.lg.jp"),
     ("www.city.kyoto.lg.jp", "kyoto.lg.jp"),
-    ("www.city.kyoto.jp", "city.kyoto.jp"),             # kyoto.jp
-    ("kyoto.jp", "kyoto.jp"),                           # a suffix itself
-    ("foo.city.kawasaki.jp", "city.kawasaki.jp"),       # *.kawasaki.jp with !city.kawasaki.jp
-    ("bar.kawasaki.jp", "bar.kawasaki.jp"),             # *.kawasaki.jp: bar.kawasaki.jp is a suffix
-    ("www.nhk.or.jp", "nhk.or.jp"),                     # or.jp
-    ("a.b.example.co.jp", "example.co.jp"),             # co.jp
-    ("www.beijing.gov.cn", "beijing.gov.cn"),           # gov.cn
+    ("www.city.kyoto.jp", "city.kyoto.jp"),  # kyoto.jp
+    ("kyoto.jp", "kyoto.jp"),  # a suffix itself
+    ("foo.city.kawasaki.jp", "city.kawasaki.jp"),  # *.kawasaki.jp with !city.kawasaki.jp
+    ("bar.kawasaki.jp", "bar.kawasaki.jp"),  # *.kawasaki.jp: bar.kawasaki.jp is a suffix
+    ("www.nhk.or.jp", "nhk.or.jp"),  # or.jp
+    ("a.b.example.co.jp", "example.co.jp"),  # co.jp
+    ("www.beijing.gov.cn", "beijing.gov.cn"),  # gov.cn
     ("www.shanghai.gov.cn", "shanghai.gov.cn"),
     ("gov.cn", "gov.cn"),
-    ("www.edu.cn", "www.edu.cn"),                       # edu.cn
-    ("www.xn--55qx5d.cn", "www.xn--55qx5d.cn"),         # 公司.cn, IDNA form
-    ("www.example.xn--fiqs8s", "example.xn--fiqs8s"),   # 中国
-    ("news.bbc.co.uk", "bbc.co.uk"),                    # co.uk
-    ("www.gov.uk", "www.gov.uk"),                       # gov.uk
-    ("x.y.ox.ac.uk", "ox.ac.uk"),                       # ac.uk
-    ("www.bl.uk", "bl.uk"),                             # uk
-    ("www.example.com.au", "example.com.au"),           # com.au
-    ("a.b.pvt.k12.ma.us", "b.pvt.k12.ma.us"),           # pvt.k12.ma.us
-    ("www.ck", "www.ck"),                               # *.ck with !www.ck
+    ("www.edu.cn", "www.edu.cn"),  # edu.cn
+    ("www.xn--55qx5d.cn", "www.xn--55qx5d.cn"),  # 公司.cn, IDNA form
+    ("www.example.xn--fiqs8s", "example.xn--fiqs8s"),  # 中国
+    ("news.bbc.co.uk", "bbc.co.uk"),  # co.uk
+    ("www.gov.uk", "www.gov.uk"),  # gov.uk
+    ("x.y.ox.ac.uk", "ox.ac.uk"),  # ac.uk
+    ("www.bl.uk", "bl.uk"),  # uk
+    ("www.example.com.au", "example.com.au"),  # com.au
+    ("a.b.pvt.k12.ma.us", "b.pvt.k12.ma.us"),  # pvt.k12.ma.us
+    ("www.ck", "www.ck"),  # *.ck with !www.ck
     ("www.a.ck", "www.a.ck"),
-    ("alice.github.io", "alice.github.io"),             # github.io (private section)
+    ("alice.github.io", "alice.github.io"),  # github.io (private section)
     ("bob.github.io", "bob.github.io"),
     ("github.io", "github.io"),
-    ("x.github.com", "github.com"),                     # github.com is not a suffix
-    ("a.b.c.blogspot.com", "c.blogspot.com"),           # blogspot.com (private)
-    ("example.s3.amazonaws.com", "example.s3.amazonaws.com"),   # s3.amazonaws.com (private)
-    ("myapp.herokuapp.com", "myapp.herokuapp.com"),     # herokuapp.com (private)
-    ("intranet.corp", "intranet.corp"),                 # no listed suffix: the default rule *
+    ("x.github.com", "github.com"),  # github.com is not a suffix
+    ("a.b.c.blogspot.com", "c.blogspot.com"),  # blogspot.com (private)
+    ("example.s3.amazonaws.com", "example.s3.amazonaws.com"),  # s3.amazonaws.com (private)
+    ("myapp.herokuapp.com", "myapp.herokuapp.com"),  # herokuapp.com (private)
+    ("intranet.corp", "intranet.corp"),  # no listed suffix: the default rule *
     ("localhost", "localhost"),
     ("foo.localhost", "foo.localhost"),
     ("127.0.0.1", "127.0.0.1"),
@@ -78,8 +78,8 @@ SCOPE_CASES = [
     ("http://www.beijing.gov.cn/", "http://www.shanghai.gov.cn/", "same-domain", False),
     ("http://www.beijing.gov.cn/", "http://www.gov.cn/", "same-domain", False),
     ("http://a.blogspot.com/", "http://b.blogspot.com/", "same-domain", False),
-    ("http://news.bbc.co.uk/", "http://www.bbc.co.uk:8080/", "same-domain", True),   # any port
-    ("http://127.0.0.1:8001/", "http://127.0.0.1:8002/", "same-domain", True),       # IP: exact host
+    ("http://news.bbc.co.uk/", "http://www.bbc.co.uk:8080/", "same-domain", True),  # any port
+    ("http://127.0.0.1:8001/", "http://127.0.0.1:8002/", "same-domain", True),  # IP: exact host
     ("http://127.0.0.1:8001/", "http://127.0.0.2:8001/", "same-domain", False),
     ("http://localhost:8001/", "http://app.localhost:8001/", "same-domain", False),
     # same-host: the port counts (default ports are dropped, so http and https of one host agree)
@@ -100,10 +100,12 @@ def test_scope(seed, url, hosts, accepted):
 
 def test_same_host_any_port_is_a_job_setting():
     seed = "http://127.0.0.1:8001/"
-    assert Scope([seed], same_host_any_port=True).decide("http://127.0.0.1:8002/", 1, "navigation") == \
-        Decision(True, "in scope")
-    assert Scope([seed], same_host_any_port=True).decide("http://127.0.0.2:8001/", 1, "navigation") == \
-        Decision(False, "out-of-scope host")
+    assert Scope([seed], same_host_any_port=True).decide("http://127.0.0.1:8002/", 1, "navigation") == Decision(
+        True, "in scope"
+    )
+    assert Scope([seed], same_host_any_port=True).decide("http://127.0.0.2:8001/", 1, "navigation") == Decision(
+        False, "out-of-scope host"
+    )
     # Embeds from another port are still fetched (embeds_offsite), only navigation is held back.
     assert Scope([seed]).decide("http://127.0.0.1:8002/a.png", 1, "embed").accept
 
@@ -122,7 +124,7 @@ def test_the_list_is_read_without_the_network_or_a_cache(monkeypatch, tmp_path):
     public_suffix._extractor.cache_clear()
     public_suffix.registrable_domain.cache_clear()
     assert registrable_domain("pref.osaka.lg.jp") == "osaka.lg.jp"
-    assert list(tmp_path.iterdir()) == []   # nothing written under HOME or the cache directory
+    assert list(tmp_path.iterdir()) == []  # nothing written under HOME or the cache directory
 
 
 @pytest.mark.slow
@@ -135,9 +137,13 @@ def test_an_incremental_run_from_another_port_leaves_the_first_sites_urls_alone(
         run = harvest(root, second, mode="incremental")
         assert run["status"] == "finished" and run["urls_fetched"] > 0
         with HarvestState(Collection.open(root, "sample").db_path) as state:
-            navigation = {urlsplit(row["url"]).path for row in state.known_urls()
-                          if row["link_kind"] != "embed" and url_host(row["url"]) == "127.0.0.1"
-                          and urlsplit(row["url"]).port == first.port}
+            navigation = {
+                urlsplit(row["url"]).path
+                for row in state.known_urls()
+                if row["link_kind"] != "embed"
+                and url_host(row["url"]) == "127.0.0.1"
+                and urlsplit(row["url"]).port == first.port
+            }
         assert len(navigation) > 10
         # Not one page of the other port is rechecked. (Its embeds still are: a known embed is
         # rechecked on any host when embeds_offsite is on; keeping jobs apart is another change.)

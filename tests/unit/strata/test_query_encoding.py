@@ -17,25 +17,25 @@ BASE = "http://127.0.0.1:8000"
 
 
 def hrefs(body: bytes, content_type: str = "text/html", page: str = "/g/") -> list[str]:
-    return [link.url[len(BASE):] for link in extract_links(body, BASE + page, content_type)]
+    return [link.url[len(BASE) :] for link in extract_links(body, BASE + page, content_type)]
 
 
 @pytest.mark.parametrize(
     ("href", "codec", "expected"),
     [
         ("?s=大", "gbk", "?s=%B4%F3"),
-        ("?s=大", "utf-8", "?s=大"),                      # left to normalize_url
-        ("a/大?s=大#大", "gbk", "a/大?s=%B4%F3#大"),       # path and fragment untouched
-        ("a#x?s=大", "gbk", "a#x?s=大"),                   # a "?" in the fragment
+        ("?s=大", "utf-8", "?s=大"),  # left to normalize_url
+        ("a/大?s=大#大", "gbk", "a/大?s=%B4%F3#大"),  # path and fragment untouched
+        ("a#x?s=大", "gbk", "a#x?s=大"),  # a "?" in the fragment
         ("a?s=abc", "gbk", "a?s=abc"),
-        ("list.html?k=乗车", "gbk", "list.html?k=%81\\%B3%B5"),   # second byte 5C stays a character
+        ("list.html?k=乗车", "gbk", "list.html?k=%81\\%B3%B5"),  # second byte 5C stays a character
         ("list.html?k=表示", "cp932", "list.html?k=%95\\%8E%A6"),
         ("name?n=𠮷", "gb18030", "name?n=%954%B25"),
-        ("name?n=𠮷", "gbk", "name?n=%26%23134071%3B"),          # GBK cannot: &#134071;
-        ("a?q=€", "gbk", "a?q=%80"),                             # as Chromium, unlike Python's gbk
+        ("name?n=𠮷", "gbk", "name?n=%26%23134071%3B"),  # GBK cannot: &#134071;
+        ("a?q=€", "gbk", "a?q=%80"),  # as Chromium, unlike Python's gbk
         ("a?q=\x81\x8d", "cp1252", "a?q=%81%8D"),
         ("a?q=\u0416", "cp1251", "a?q=%C6"),
-        ("a?q=\ud800", "gbk", "a?q=%26%2365533%3B"),           # a lone surrogate is U+FFFD first
+        ("a?q=\ud800", "gbk", "a?q=%26%2365533%3B"),  # a lone surrogate is U+FFFD first
         ("a?q=大", "no-such-codec", "a?q=%E5%A4%A7"),
     ],
 )
@@ -52,10 +52,11 @@ def test_links_of_a_gbk_page_are_requested_as_chromium_requests_them():
 
 
 def test_srcset_base_and_css_urls():
-    body = ('<meta charset="gbk"><base href="/b/?x=大"><a href="">self</a><img srcset="i.png?t=大 2x">'
-            '<div style="background: url(c.png?t=大)"></div>').encode("gbk")
-    assert hrefs(body) == ["/b/?x=%B4%F3", "/b/i.png?t=%B4%F3",
-                           "/b/c.png?t=%E5%A4%A7"]   # url() in CSS is UTF-8
+    body = (
+        '<meta charset="gbk"><base href="/b/?x=大"><a href="">self</a><img srcset="i.png?t=大 2x">'
+        '<div style="background: url(c.png?t=大)"></div>'
+    ).encode("gbk")
+    assert hrefs(body) == ["/b/?x=%B4%F3", "/b/i.png?t=%B4%F3", "/b/c.png?t=%E5%A4%A7"]  # url() in CSS is UTF-8
 
 
 # What Chromium's a.href gave on the pages a wrong header misleads it on (recorded).

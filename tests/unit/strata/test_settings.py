@@ -25,7 +25,7 @@ def test_every_setting_has_help_and_a_default_its_own_check_accepts(table):
     assert len(names) == len(set(names))
     for setting in table:
         assert setting.help and len(setting.help) > 15, setting.name
-        if setting.name != "seeds":   # a job has no default seed
+        if setting.name != "seeds":  # a job has no default seed
             setting.check(setting.default)
 
 
@@ -36,8 +36,17 @@ def test_strata_settings_prints_every_job_setting():
 
 
 def test_job_round_trips_through_toml():
-    job = validate_job("j", {"seeds": ["http://127.0.0.1:9/"], "depth": 2, "exclude": ["/x/"], "min_interval": "2d",
-                             "store_soft_changes": False, "login_form_fields": ["user=a"]})
+    job = validate_job(
+        "j",
+        {
+            "seeds": ["http://127.0.0.1:9/"],
+            "depth": 2,
+            "exclude": ["/x/"],
+            "min_interval": "2d",
+            "store_soft_changes": False,
+            "login_form_fields": ["user=a"],
+        },
+    )
     again = validate_job("j", tomllib.loads(job.to_toml()))
     assert again.values == job.values
 
@@ -79,17 +88,20 @@ def test_job_settings_dataclass_has_one_typed_field_per_row_of_the_table():
     extra = [name for name in by_name if name not in rows]
     assert not extra, f"JobSettings fields with no row in JOB_SETTINGS: {extra}; remove them or add the rows"
     assert list(by_name) == rows, "JobSettings fields must follow JOB_SETTINGS' order:\n" + "\n".join(
-        _field_line(s) for s in JOB_SETTINGS)
+        _field_line(s) for s in JOB_SETTINGS
+    )
     for setting in JOB_SETTINGS:
         field = by_name[setting.name]
         assert field.default == setting.default and type(field.default) is type(setting.default), (
             f"JobSettings.{setting.name} defaults to {field.default!r}, the table to {setting.default!r}; "
-            f"use the line:\n{_field_line(setting)}")
+            f"use the line:\n{_field_line(setting)}"
+        )
         assert hints[setting.name] == _checked_type(setting), (
             f"JobSettings.{setting.name} is typed {hints[setting.name]}, its checker returns "
-            f"{_checked_type(setting)}; use the line:\n{_field_line(setting)}")
+            f"{_checked_type(setting)}; use the line:\n{_field_line(setting)}"
+        )
         kind = typing.get_origin(hints[setting.name]) or hints[setting.name]
-        if setting.name != "seeds":   # `()` stands for "no seed yet": validate_job refuses it
+        if setting.name != "seeds":  # `()` stands for "no seed yet": validate_job refuses it
             assert isinstance(setting.check(setting.default), kind), setting.name
 
 
@@ -102,4 +114,4 @@ def test_job_settings_values_and_attributes_are_the_checked_values():
     with pytest.raises(dataclasses.FrozenInstanceError):
         job.depth = 5
     with pytest.raises(AttributeError):
-        job.colour   # noqa: B018  # no row, no attribute
+        job.colour  # noqa: B018  # no row, no attribute
