@@ -93,7 +93,7 @@ class _Writer:
         spool.write(body)
         return FetchResult(
             url,
-            request_line="GET /" + url.split("/", 3)[-1],
+            request_line="GET /" + url.split("/", 3)[-1] + " HTTP/1.1",
             request_headers=[("Host", "bench.example"), ("User-Agent", "Strata bench")],
             status=200,
             reason="OK",
@@ -105,7 +105,8 @@ class _Writer:
 
     def response(self, url: str, body: bytes, ctype: str, date: str) -> Original:
         result = self.fetch(url, body, ctype)
-        resp = records.response_record(result, date, ip="127.0.0.1")
+        result.ip = "127.0.0.1"
+        resp = records.response_record(result, date)
         rid = records.record_id(resp)
         self.roller.write([resp, records.request_record(result, date, rid)])
         return Original(url, date, rid)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-CLASSES = ("new", "changed", "soft", "unchanged", "not_modified", "deleted", "error")
+CLASSES = ("new", "changed", "soft", "unchanged", "not_modified", "deleted", "redirect", "error")
 
 
 @dataclasses.dataclass
@@ -17,6 +17,7 @@ class RunFigures:
     unchanged: int = 0  # identical payload, written as a revisit
     not_modified: int = 0  # 304, written as a server-not-modified revisit
     deleted: int = 0  # was 2xx, now 404/410
+    redirect: int = 0  # a 3xx (other than 304): written in full
     errors: int = 0
     revisits: int = 0  # revisit records written (unchanged, not_modified, duplicate payloads)
     skipped: int = 0  # known URLs not fetched (robots, not due)

@@ -15,9 +15,9 @@ fields to write to the URL's row, and the digest-index entry the capture provide
 Classes: ``new`` (first capture of the URL), ``changed`` (payload differs from the last one),
 ``soft`` (payload differs, main text the same: enters only through ``main_text_same``),
 ``unchanged`` (same payload), ``not_modified`` (the server answered 304), ``deleted`` (2xx before,
-404/410 now), ``error`` (no HTTP response: nothing is written and the row does not change).
-A redirect (3xx) is classed by its payload like any response, so its class says whether the
-redirect itself changed; ``Decision.redirect`` carries its target.
+404/410 now), ``redirect`` (a 3xx other than 304, written in full; it counts as a change of the URL
+when its payload, the redirect itself, differs from the one held; ``Decision.redirect`` carries its
+target), ``error`` (no HTTP response: nothing is written and the row does not change).
 
 ``not_stored(previous, outcome, at, run_id)`` is the same for looks that wrote no record: a soft
 change the job does not store, and a content page found vanished from every listing.
@@ -81,6 +81,13 @@ def classify(previous: dict | None, status: int | None, digest: str | None, main
         return "error"
     if status == 304:
         return "not_modified"
+    if 300 <= status < 400:
+        return "redirect"
+    return payload_class(previous, status, digest, main_text_same)
+
+
+def payload_class(previous: dict | None, status: int, digest: str | None, main_text_same: bool = False) -> str:
+    """What the payload says, whatever the status: new, unchanged, soft, changed (or deleted)."""
     prev_status = previous.get("last_status") if previous else None
     if status in GONE_STATUSES and is_success(prev_status):
         return "deleted"
@@ -149,7 +156,9 @@ def decide(previous: dict | None, capture: Observation) -> Decision:
     elif is_success(status) or status == 304:
         state["deleted_at"] = None
     state["checks"] = ((previous or {}).get("checks") or 0) + 1
-    if cls in ("changed", "deleted"):
+    if cls in ("changed", "deleted") or (
+        cls == "redirect" and status is not None and payload_class(previous, status, capture.digest) == "changed"
+    ):
         state["changes"] = ((previous or {}).get("changes") or 0) + 1
     if capture.digest != (previous or {}).get("digest") and capture.fingerprint is None:
         state["fingerprint"] = None  # it described the payload held before

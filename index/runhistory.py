@@ -51,7 +51,7 @@ URL_FIELDS = (
 )
 CHECK_FIELDS = ("url", "outcome", "reason", "at")
 FROM_FILES = ("bytes_stored", "warc_files")  # figures the rebuild takes from the files
-CAPTURE_CLASSES = ("new", "changed", "soft", "unchanged", "not_modified", "deleted")
+CAPTURE_CLASSES = ("new", "changed", "soft", "unchanged", "not_modified", "deleted", "redirect")
 
 
 def run_uri(run_id: str) -> str:

@@ -5,7 +5,7 @@
   payload bytes its revisits and 304s did not store again, and the pages it skipped at their last
   known size).
 - ``classes_chart``: per run, the URLs it looked at, stacked by class (new, changed, soft,
-  unchanged, not modified, deleted, errors).
+  unchanged, not modified, deleted, redirect, errors).
 
 Each bar links to the run's snapshot in replay when the console knows the archive's address.
 """
@@ -25,6 +25,7 @@ CLASS_COLOURS = (
     ("unchanged", "#b9b9b9", "unchanged"),
     ("not_modified", "#d9d9d9", "not modified"),
     ("deleted", "#c0392b", "deleted"),
+    ("redirect", "#9b7fc4", "redirect"),
     ("errors", "#e08a2c", "errors"),
 )
 

@@ -17,7 +17,7 @@ from strata.errors import StrataError
 
 bp = Blueprint("runs", __name__)
 
-CLASSES = ("new", "changed", "soft", "unchanged", "not_modified", "deleted", "errors")
+CLASSES = ("new", "changed", "soft", "unchanged", "not_modified", "deleted", "redirect", "errors")
 
 
 def _entry_or_404(entry_id: int) -> QueuedRun:

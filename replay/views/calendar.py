@@ -21,6 +21,7 @@ KIND_LABELS = {
     "unchanged": "unchanged (revisit)",
     "not_modified": "not modified (304)",
     "deleted": "deleted",
+    "redirect": "redirect",
     "error": "error",
 }
 

@@ -44,9 +44,11 @@ def test_first_run_is_full_and_complete(two_runs, root):
     assert set(caps) == expected_paths(1)
     for path, cap in caps.items():
         assert cap["record_type"] == "response", path
-        assert cap["class"] == "new", path
+        redirect = 300 <= SampleSite.resource(1, path).status < 400
+        assert cap["class"] == ("redirect" if redirect else "new"), path
     assert "/private/secret.html" not in caps  # robots.txt obeyed
-    assert run1["new"] == len(caps) and run1["revisits"] == 0
+    assert run1["redirect"] == sum(1 for c in caps.values() if c["class"] == "redirect") > 0
+    assert run1["new"] + run1["redirect"] == len(caps) and run1["revisits"] == 0
 
 
 def test_second_run_writes_revisits_for_unchanged_payloads(two_runs, root, site):
@@ -63,7 +65,9 @@ def test_second_run_writes_revisits_for_unchanged_payloads(two_runs, root, site)
                 assert (cap["record_type"], cap["class"], cap["status"]) == ("revisit", "not_modified", 304), path
             elif resource.body and resource.status < 300:
                 assert (cap["record_type"], cap["class"]) == ("revisit", "unchanged"), path
-            else:  # an empty payload or a redirect is always written in full
+            elif resource.status >= 300:  # a redirect is always written in full
+                assert (cap["record_type"], cap["class"]) == ("response", "redirect"), path
+            else:  # so is an empty payload
                 assert (cap["record_type"], cap["class"]) == ("response", "unchanged"), path
         elif kind in ("changed", "soft"):
             assert (cap["record_type"], cap["class"]) == ("response", "changed"), (path, kind)
@@ -76,7 +80,7 @@ def test_second_run_writes_revisits_for_unchanged_payloads(two_runs, root, site)
             pytest.fail(f"{path}: unexpected change kind {kind}")
     counts = {
         c: sum(1 for cap in caps.values() if cap["class"] == c)
-        for c in ("new", "changed", "unchanged", "not_modified", "deleted")
+        for c in ("new", "changed", "unchanged", "not_modified", "deleted", "redirect")
     }
     for cls, count in counts.items():
         assert run2[cls] == count, cls

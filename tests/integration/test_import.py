@@ -145,7 +145,9 @@ def test_wget_warcs(tmp_path, root):
     seen: dict[str, tuple] = {}
     for url, run, cls, digest, status in rows:
         before = seen.get(url)
-        if before is None:
+        if 300 <= status < 400:
+            assert cls == "redirect", (url, run)
+        elif before is None:
             assert cls == "new", (url, run)
         elif status in (404, 410) and 200 <= before[1] < 300:
             assert cls == "deleted", url

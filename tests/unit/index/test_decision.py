@@ -431,10 +431,10 @@ CASES = [
         "redirect first",
         SEEN,
         response(status=301, digest=D2, location="/b.html"),
-        "new",
+        "redirect",
         {
             **SEEN_AT,
-            "last_class": "new",
+            "last_class": "redirect",
             "last_status": 301,
             "digest": D2,
             **NO_ORIG,
@@ -449,10 +449,10 @@ CASES = [
         "the same redirect again",
         REDIRECTED,
         response(status=301, digest=D2, location="/b.html"),
-        "unchanged",
+        "redirect",
         {
             **SEEN_AT,
-            "last_class": "unchanged",
+            "last_class": "redirect",
             "last_status": 301,
             "digest": D2,
             **NO_ORIG,
@@ -466,10 +466,10 @@ CASES = [
         "a page that now redirects",
         HELD,
         response(status=302, digest=D2, location="/c.html"),
-        "changed",
+        "redirect",
         {
             **SEEN_AT,
-            "last_class": "changed",
+            "last_class": "redirect",
             "last_status": 302,
             "digest": D2,
             **NO_ORIG,
@@ -569,7 +569,16 @@ def test_decision_table(name, previous, capture, cls, state, provides):
 
 
 def test_every_class_is_in_the_table():
-    assert {c[3] for c in CASES} == {"new", "changed", "soft", "unchanged", "not_modified", "deleted", "error"}
+    assert {c[3] for c in CASES} == {
+        "new",
+        "changed",
+        "soft",
+        "unchanged",
+        "not_modified",
+        "deleted",
+        "redirect",
+        "error",
+    }
 
 
 def test_a_redirect_carries_its_target_and_nothing_else_does():
