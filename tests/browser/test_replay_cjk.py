@@ -24,6 +24,7 @@ def cjk_client(cjk_archive):
     return create_app(cjk_archive).test_client()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.path)
 def test_rewritten_links_keep_the_characters_and_delimiters_the_page_wrote(cjk_client, live_visit, page):
     response = cjk_client.get(f"/{COLL}/{TIMESTAMP}/{live_visit.base_url}{page.path}")

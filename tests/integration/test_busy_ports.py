@@ -70,6 +70,7 @@ def test_the_demo_site_port_is_fixed_by_default():
     assert "--site-port" in done.stdout and "default: 8765" in done.stdout
 
 
+@pytest.mark.slow
 def test_a_second_demo_is_incremental_over_the_same_urls(root):
     port = str(free_port())
     first = json.loads(strata("demo", "--json", "--site-port", port, root=root).stdout)

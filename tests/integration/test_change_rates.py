@@ -120,6 +120,7 @@ def first_queued(scheduler: Scheduler, clock: Clock, queue: SQLiteQueue, days: i
     return seen
 
 
+@pytest.mark.slow
 def test_an_adaptive_job_comes_back_sooner_after_runs_that_saw_changes(tmp_path):
     root = tmp_path / "collections"
     history(root, "c", "busy", changed=40)  # 40% of pages changed in a week

@@ -19,6 +19,7 @@ STRATEGY = {
 }
 
 
+@pytest.mark.slow
 def test_the_estimate_counts_skipped_pages_in_the_report_and_the_chart(staff, staff_root):
     with serve_sample_site(1) as site:
         write_job_file(staff_root, "c", "news", site.base_url + "/", **STRATEGY)

@@ -58,6 +58,7 @@ def sites():
         yield one, two
 
 
+@pytest.mark.slow
 def test_two_jobs_in_one_collection_recheck_only_their_own_urls(tmp_path, sites):
     root = tmp_path / "collections"
     one, two = sites
@@ -101,6 +102,7 @@ def test_two_jobs_in_one_collection_recheck_only_their_own_urls(tmp_path, sites)
     assert text[0].split()[:2] == ["run", "job"] and text[-1].split()[1] == "-"
 
 
+@pytest.mark.slow
 def test_the_console_shows_runs_from_the_command_line_and_collections_of_no_job(tmp_path, staff, staff_root):
     with serve_sample_site(1) as site:
         write_job_file(staff_root, "c", "news", site.base_url + "/")
@@ -187,6 +189,7 @@ def test_a_bad_job_file_creates_no_archive(tmp_path):
     assert sorted(p.name for p in (root / "c").iterdir()) == ["jobs"]
 
 
+@pytest.mark.slow
 def test_an_older_database_is_rebuilt_with_each_url_owned_by_its_job(tmp_path, sites):
     """A database of schema 1 (no record of which job queued a URL) is rebuilt from the WARCs before
     the next run, and the jobs' URLs come back from the runs' warcinfo records."""

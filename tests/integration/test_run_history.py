@@ -10,6 +10,7 @@ import sqlite3
 import subprocess
 import time
 
+import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from demo.sample_site import SampleSite
@@ -128,6 +129,7 @@ def run_records(archive):
     return found
 
 
+@pytest.mark.slow
 def test_every_run_ends_with_its_report_last_in_its_last_file(root, site):
     write_job(root, site, warc_max_size=60_000)  # several files: the report goes in the last
     summary = cli_harvest(root)
@@ -152,6 +154,7 @@ def test_every_run_ends_with_its_report_last_in_its_last_file(root, site):
     assert {"index", "content"} <= kinds
 
 
+@pytest.mark.slow
 def test_a_killed_run_comes_back_interrupted_with_the_figures_of_its_warcs(root, site):
     """SIGKILL: no report. Recovery and the rebuild both count the run from what its WARCs hold,
     and agree; what only the report holds (URLs seen but not fetched, page kinds, the run's checks)
@@ -224,6 +227,7 @@ def _wait_for_captures(root, proc, count, run_index=0):
     raise AssertionError("the harvest wrote too few captures in 60 s")
 
 
+@pytest.mark.slow
 def test_rebuild_in_process_restores_the_state_of_three_runs(root, site):
     """rebuild_state() itself (what `strata import` builds on): the same tables after v1, v2 (the
     paging strategy) and v3 (every URL again: soft changes)."""
@@ -239,6 +243,7 @@ def test_rebuild_in_process_restores_the_state_of_three_runs(root, site):
     assert_same(before, views(root))
 
 
+@pytest.mark.slow
 def test_a_cancelled_first_full_run_leaves_the_next_run_full(root, site):
     """No baseline until a full run has finished: after a first run stopped by SIGTERM the next
     run is full, unless the command says otherwise."""
@@ -267,6 +272,7 @@ def test_a_cancelled_first_full_run_leaves_the_next_run_full(root, site):
     assert cli_harvest(root)["mode"] == "incremental"
 
 
+@pytest.mark.slow
 def test_rebuild_after_three_harvests_one_cancelled_by_sigterm_gives_everything_back(root, site):
     """v1 full, v2 incremental, then a run stopped by SIGTERM mid-run through the CLI: delete
     harvest.sqlite and the CDXJ, `strata index rebuild`, and `strata runs --json`, `strata report

@@ -55,6 +55,7 @@ def _gaps(log):
     return [b - a for a, b in zip(starts, starts[1:], strict=False)]
 
 
+@pytest.mark.slow
 def test_crawl_delay_spaces_request_starts_with_no_delay_in_the_job(root):
     site = DelaySite(b"User-agent: *\nCrawl-delay: 2\nDisallow: /private/\n")
     with SiteServer(_Empty(), routes=site) as server:
