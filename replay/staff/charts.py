@@ -154,6 +154,6 @@ def classes_chart(runs: list[dict]) -> Markup:
             f'<rect x="{lx}" y="{HEIGHT - 15}" width="10" height="10" fill="{colour}"/>'
             f'<text x="{lx + 14}" y="{HEIGHT - 6}" class="axis">{escape(label)}</text>'
         )
-        lx += 14 + 8 * len(label) + 12
+        lx += 14 + int(6.5 * len(label)) + 10  # the axis font is 11 px: about 6.5 px a character
     out.append("</svg>")
     return Markup("".join(out))
