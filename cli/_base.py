@@ -46,7 +46,9 @@ class ProgressLine:
         self.last_line = now
         text = (
             f"fetched {p['urls_fetched']} | queued {p['queued']} | new {p['new']} changed {p['changed']} "
-            f"unchanged {p['unchanged']} 304 {p['not_modified']} deleted {p['deleted']} errors {p['errors']} "
+            f"unchanged {p['unchanged']} 304 {p['not_modified']} deleted {p['deleted']} "
+            f"redirect {p.get('redirect', 0)} "
+            f"errors {p['errors']} "
             f"| {human_size(p['bytes_downloaded'])} down, {human_size(p['bytes_stored'])} stored"
         )
         if self.tty:

@@ -46,7 +46,8 @@ def print_summary(s: dict, coll) -> None:
     )
     click.echo(
         f"  new {s['new']}  changed {s['changed']}  unchanged {s['unchanged']}  "
-        f"not modified {s['not_modified']}  deleted {s['deleted']}" + (f"  soft {s['soft']}" if s.get("soft") else "")
+        f"not modified {s['not_modified']}  deleted {s['deleted']}  redirect {s.get('redirect', 0)}"
+        + (f"  soft {s['soft']}" if s.get("soft") else "")
     )
     click.echo(
         f"  downloaded {human_size(s['bytes_downloaded'])}, stored {human_size(s['bytes_stored'])} of WARC, "
