@@ -110,9 +110,10 @@ def main() -> None:
     for _ in it:
         it.read_to_end()
         offsets.append((it.get_record_offset(), it.get_record_length()))
-    for start, length in offsets:
+    ends = [start for start, _ in offsets[1:]] + [len(data)]  # each record with its trailing CRLF CRLF
+    for (start, _), end in zip(offsets, ends, strict=True):
         comp = zlib.compressobj(9, zlib.DEFLATED, -15)
-        raw = data[start : start + length]
+        raw = data[start:end]
         body = comp.compress(raw) + comp.flush()
         crc = zlib.crc32(raw)
         out += (
