@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import html
 import json
-import shutil
 import subprocess
 import time
 
@@ -23,34 +22,19 @@ import pytest
 from demo.site_server import Resource, SiteServer
 from strata.urls import normalize_url
 from tests.conftest import VENV_BIN
+from tests.support.chromium import launched
 from tests.support.cjk_site import GROUPS, LIVE_CHARSET, start_cjk_site
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = "/usr/bin/chromium"
-FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 MAX_PAGES = 300
 DEADLINE = 120.0
 
 
 @pytest.fixture(scope="module")
 def browser():
-    if not shutil.which(CHROMIUM):
-        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium (.ci/run does)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
+    with launched() as browser:
         yield browser
-        browser.close()
 
 
 @pytest.fixture

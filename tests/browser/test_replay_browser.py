@@ -7,7 +7,6 @@ and a screenshot is saved under ``tests/artifacts/`` for a person to look at.
 
 from __future__ import annotations
 
-import shutil
 import socket
 from urllib.parse import urlsplit
 
@@ -16,32 +15,17 @@ import pytest
 
 from demo.sample_site import MARKERS, SampleSite
 from tests.conftest import REPO
+from tests.support.chromium import launched
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = REPO / "tests" / "artifacts"
-FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 
 @pytest.fixture(scope="module")
 def browser():
-    if not shutil.which(CHROMIUM):
-        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium (.ci/run does)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
+    with launched() as browser:
         yield browser
-        browser.close()
 
 
 def latest_titles(version: int) -> list[str]:

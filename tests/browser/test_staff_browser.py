@@ -11,7 +11,6 @@ gets nothing. Screenshots go to ``tests/artifacts/``.
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 import time
@@ -23,21 +22,12 @@ from demo.sample_site import MARKERS, serve_sample_site
 from demo.site_server import Resource, SiteServer
 from harvester.jobs.queue import open_queue
 from tests.conftest import REPO, VENV_BIN, free_port, harvest
+from tests.support.chromium import launched
 from tests.support.staff_helpers import PASSWORD, USER, add_user
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = REPO / "tests" / "artifacts"
-FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 SERVER = """
 import sys
 from pathlib import Path
@@ -80,14 +70,8 @@ fetch("{self.staff}/jobs/sample/site/harvest", {{method: "POST", credentials: "i
 
 @pytest.fixture
 def chromium():
-    if not shutil.which(CHROMIUM):
-        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium (.ci/run does)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
+    with launched() as browser:
         yield browser
-        browser.close()
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import shutil
 import time
-from pathlib import Path
 from urllib.parse import quote
 
 import pytest
@@ -13,20 +12,10 @@ from lxml import html as lxml_html
 
 from cli import cli
 from tests.conftest import REPO
+from tests.support.chromium import launched
 from tests.support.replay_fixtures import StrataServer
 
 ARTIFACTS = REPO / "tests" / "artifacts"
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 
 @pytest.fixture
@@ -133,17 +122,11 @@ def test_cli_search_and_rebuild(searched, tmp_path):
 @pytest.mark.slow
 @pytest.mark.browser
 def test_browser_search_filter_and_follow_into_replay(searched, tmp_path):
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium")
-    from playwright.sync_api import sync_playwright
-
     server = StrataServer(searched.root, tmp_path / "serve.log")
     ARTIFACTS.mkdir(exist_ok=True)
     lo, hi = searched.window(2)
     try:
-        with sync_playwright() as p:
-            # Playwright gives each launch a fresh profile directory of its own
-            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+        with launched() as browser:
             page = browser.new_page(viewport={"width": 1200, "height": 900})
             page.goto(server.base_url + "/search")
             page.fill("#q", "quinquennial OR 国会 OR 数据")
@@ -170,6 +153,5 @@ def test_browser_search_filter_and_follow_into_replay(searched, tmp_path):
             texts = [frame.content() for frame in page.frames]
             assert any("国立国会図書館" in t for t in texts)
             page.screenshot(path=str(ARTIFACTS / "search-replay.png"))
-            browser.close()
     finally:
         server.stop()

@@ -11,8 +11,6 @@ site is stopped by then. ``cjk_server`` runs ``strata serve`` on that root.
 
 from __future__ import annotations
 
-import contextlib
-import shutil
 from pathlib import Path
 
 import pytest
@@ -20,37 +18,22 @@ import pytest
 from demo.site_server import Resource, SiteServer
 from index import cdxj
 from index.collection import Collection
+from tests.support.chromium import launched
 from tests.support.replay_cjk_pages import (
-    CHROMIUM,
     COLL,
     IRI_PATH,
     PAGES,
     CjkSite,
     LiveVisit,
     click_each_link,
-    launch,
     target_body,
     write_warc,
 )
 
 
-@contextlib.contextmanager
-def running_chromium():
-    """Chromium under Playwright's sync API, whose event loop runs only while this is open (a
-    harvest fixture of another module, ``asyncio.run``, cannot start inside it)."""
-    if not shutil.which(CHROMIUM):
-        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium (.ci/run does)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        browser = launch(pw)
-        yield browser
-        browser.close()
-
-
 @pytest.fixture(scope="module")
 def chromium():
-    with running_chromium() as browser:
+    with launched() as browser:
         yield browser
 
 
@@ -58,7 +41,7 @@ def chromium():
 def live_visit() -> LiveVisit:
     site = SiteServer(CjkSite()).start()
     try:
-        with running_chromium() as browser:
+        with launched() as browser:
             return visit(browser, site)
     finally:
         site.stop()

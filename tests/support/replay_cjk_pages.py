@@ -19,16 +19,6 @@ from warcio.warcwriter import WARCWriter
 
 from demo.site_server import Resource
 
-CHROMIUM = "/usr/bin/chromium"
-FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 COLL = "cjk"
 WARC_DATE = "2024-05-01T10:00:00Z"
 TIMESTAMP = "20240501100000"
@@ -237,10 +227,6 @@ class LiveVisit:
     clicks: dict[str, list[str]]  # page path -> raw request path of each link, in order
     target_text: dict[str, str]  # raw request path -> text shown after the click
     responses: dict[str, Resource]  # raw request path -> the live response
-
-
-def launch(pw):
-    return pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
 
 
 def click_each_link(page, url: str, count: int, on_each) -> None:

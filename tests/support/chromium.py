@@ -1,0 +1,43 @@
+"""Headless Chromium as the browser tests start it: Debian's binary, the flags FIELD-NOTES gives
+for these closed machines, and a clear failure when it is not installed (``.ci/run`` installs it).
+Playwright gives each launch a fresh profile directory of its own."""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+CHROMIUM = "/usr/bin/chromium"
+FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+def launch(pw) -> Any:
+    """A headless browser from a running ``sync_playwright()``."""
+    return pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
+
+
+@contextlib.contextmanager
+def launched() -> Iterator[Any]:
+    """Playwright and a headless browser for the block; fails the test if Chromium is missing."""
+    if not shutil.which(CHROMIUM):
+        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium (.ci/run does)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = launch(pw)
+        try:
+            yield browser
+        finally:
+            browser.close()
