@@ -34,12 +34,11 @@ links from.
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from strata.public_suffix import registrable_domain
+from strata.public_suffix import is_ip, registrable_domain
 from strata.urls import normalize_url, url_host
 
 __all__ = ["HOST_MODES", "Decision", "Scope", "registrable_domain"]
@@ -121,7 +120,7 @@ class Scope:
         port: in ``same-host`` scope the port is checked by :meth:`decide`, not here."""
         if self.hosts == "any":
             return bool(host)
-        if self.hosts == "same-host" or _is_ip(host):
+        if self.hosts == "same-host" or is_ip(host):
             return host in self._seed_hosts
         return registrable_domain(host) in self._seed_domains
 
@@ -157,11 +156,3 @@ def _compile_all(patterns: Iterable[str], field: str) -> tuple[re.Pattern[str], 
         except re.error as exc:
             raise ValueError(f"{field} pattern {pattern!r} is not a valid regular expression: {exc}") from None
     return tuple(compiled)
-
-
-def _is_ip(host: str) -> bool:
-    try:
-        ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return True

@@ -18,14 +18,14 @@ from __future__ import annotations
 import functools
 import ipaddress
 
-__all__ = ["registrable_domain"]
+__all__ = ["is_ip", "registrable_domain"]
 
 
 @functools.lru_cache(maxsize=32_768)
 def registrable_domain(host: str) -> str:
     """The registrable domain of a normalised *host* (as :func:`strata.urls.url_host` gives it)."""
     host = host.strip("[]").lower()
-    if not host or _is_ip(host):
+    if not host or is_ip(host):
         return host
     parts = _extractor()(host)
     if parts.suffix and parts.domain:
@@ -45,7 +45,8 @@ def _extractor():
     )
 
 
-def _is_ip(host: str) -> bool:
+def is_ip(host: str) -> bool:
+    """An IPv4 or IPv6 address (which has no registrable domain), not a name."""
     try:
         ipaddress.ip_address(host)
     except ValueError:
