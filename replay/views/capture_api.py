@@ -9,13 +9,12 @@ percent-escapes and query string are looked up as they are.
 
 from __future__ import annotations
 
-from urllib.parse import quote
-
-from flask import Blueprint, jsonify, request
+from flask import Blueprint, jsonify
 
 from replay.address import Address, check_url
 from replay.context import ext
 from replay.views import calendar
+from replay.views.rawpath import raw_rest
 from strata.errors import StrataError
 
 bp = Blueprint("capture_api", __name__)
@@ -25,17 +24,7 @@ bp = Blueprint("capture_api", __name__)
 def captures(coll: str, url: str):
     try:
         ext()["collections"].require(coll)
-        address = Address(coll, "calendar", check_url(coll, _raw_url(coll)))
+        address = Address(coll, "calendar", check_url(coll, raw_rest(f"/api/captures/{coll}/")))
         return calendar.render_json(address)
     except StrataError as exc:
         return jsonify({"error": exc.message}), exc.http_status
-
-
-def _raw_url(coll: str) -> str:
-    prefix = f"{request.script_root}/api/captures/{coll}/"
-    raw = request.environ.get("REQUEST_URI") or request.environ.get("RAW_URI") or ""
-    if not raw.startswith(prefix):
-        raw = quote(request.script_root + request.path, safe="/:@!$&'()*+,;=~%")
-        if request.query_string:
-            raw += "?" + request.query_string.decode("latin-1")
-    return raw[len(prefix) :]

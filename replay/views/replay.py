@@ -7,14 +7,13 @@ part of what is looked up.
 
 from __future__ import annotations
 
-from urllib.parse import quote
-
 from flask import Blueprint, Response, request, url_for
 
 from replay.address import Address, parse_address
 from replay.asof import pad_as_of
 from replay.context import ext
 from replay.views import calendar
+from replay.views.rawpath import raw_rest
 
 bp = Blueprint("replay", __name__)
 METHODS = ["GET", "HEAD", "POST"]
@@ -23,7 +22,7 @@ METHODS = ["GET", "HEAD", "POST"]
 @bp.route("/<coll>/<path:rest>", methods=METHODS)
 def replay(coll: str, rest: str):
     ext()["collections"].require(coll)
-    addr = parse_address(coll, _raw_rest(coll))
+    addr = parse_address(coll, raw_rest(f"/{coll}/"))
     if addr.kind == "calendar":
         return calendar.render(addr)
     status, headers, body = ext()["engine"].replay(request.environ, addr, {"strata": _links(addr)})
@@ -31,16 +30,6 @@ def replay(coll: str, rest: str):
     if not any(k.lower() == "content-type" for k, _ in headers):
         del response.headers["Content-Type"]  # werkzeug adds a default; the archive had none
     return response
-
-
-def _raw_rest(coll: str) -> str:
-    prefix = request.script_root + "/" + coll + "/"
-    raw = request.environ.get("REQUEST_URI") or request.environ.get("RAW_URI") or ""
-    if not raw.startswith(prefix):
-        raw = quote(request.script_root + request.path, safe="/:@!$&'()*+,;=~%")
-        if request.query_string:
-            raw += "?" + request.query_string.decode("latin-1")
-    return raw[len(prefix) :]
 
 
 def _links(addr: Address) -> dict:
