@@ -29,15 +29,12 @@ from harvester.scope import Scope
 from index import decision
 from index.state import HarvestState
 from strata.media import HTML_TYPES
+from strata.times import iso
 
 
 def _section(url: str) -> str:
     """A listing's or an article's section: the first segment of its path (``/news/...``)."""
     return url.split("://", 1)[-1].partition("/")[2].split("/", 1)[0]
-
-
-def _iso(dt: datetime) -> str:
-    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
 
 
 class PagingStrategy:
@@ -96,9 +93,9 @@ class PagingStrategy:
             self.run_id,
             row["url"],
             "not_due",
-            f"not due until {_iso(when)} (estimated {rate:.3f} changes/day, "
+            f"not due until {iso(when)} (estimated {rate:.3f} changes/day, "
             f"{row.get('changes') or 0} changes in {row.get('checks') or 0} checks)",
-            _iso(datetime.now(UTC)),
+            iso(datetime.now(UTC)),
         )
         return False
 
@@ -147,7 +144,7 @@ class PagingStrategy:
                         link.url,
                         "not_followed",
                         f"listing {item.url} holds no links newer than the last run",
-                        _iso(datetime.now(UTC)),
+                        iso(datetime.now(UTC)),
                     )
                 continue
             self.follow(item, link.url, link.kind, depth)
@@ -203,7 +200,7 @@ class PagingStrategy:
             if self._maybe_on_unread_page(row["url"]):
                 unsure += 1  # as old as links on pages not read: it may just have moved there
                 continue
-            now = _iso(datetime.now(UTC))
+            now = iso(datetime.now(UTC))
             self.state.add_check(
                 self.run_id,
                 row["url"],

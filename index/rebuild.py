@@ -28,6 +28,7 @@ from index import cdxj, runhistory, warcscan
 from index.collection import Collection
 from index.decision import NOT_MODIFIED_PROFILE, Observation, decide
 from index.state import SCHEMA_VERSION, Capture, HarvestState, Original, schema_version
+from strata.times import digits14
 
 
 def _warcinfo_fields(block: bytes) -> dict[str, str]:
@@ -37,10 +38,6 @@ def _warcinfo_fields(block: bytes) -> dict[str, str]:
         if sep:
             fields[name.strip()] = value.strip()
     return fields
-
-
-def _ts14(warc_date: str) -> str:
-    return "".join(ch for ch in warc_date if ch.isdigit())[:14]
 
 
 def _iso(warc_date: str) -> str:
@@ -159,7 +156,7 @@ def _restore_run(state: HarvestState, collection: Collection, run_id: str, run: 
             "status": "finished",
             "started": _iso(run["first"]) if run["first"] else None,
             "finished": _iso(run["last"]) if run["last"] else None,
-            "snapshot": _ts14(run["last"]) if run["last"] else None,
+            "snapshot": digits14(run["last"]) if run["last"] else None,
             "figures": figures,
         }
     )
@@ -392,7 +389,7 @@ def _derive_capture(
         Capture(
             run_id=run_id,
             url=url,
-            timestamp=_ts14(date),
+            timestamp=digits14(date),
             warc_date=date,
             record_type=record.rec_type,
             cls=decided.cls,

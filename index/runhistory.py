@@ -33,6 +33,7 @@ from warcio.archiveiterator import ArchiveIterator
 
 from index.decision import not_stored
 from index.state import HarvestState
+from strata.times import digits14
 
 RUN_URI_PREFIX = "urn:strata:run:"
 CONTENT_TYPE = "application/json"
@@ -159,4 +160,4 @@ def interrupted_run(state: HarvestState, run_id: str, started: str | None, files
         "warc_files": list(files),
     }
     last = state.last_capture_timestamp(run_id)
-    return {"figures": figures, "snapshot": last or "".join(ch for ch in started or "" if ch.isdigit())[:14] or None}
+    return {"figures": figures, "snapshot": last or digits14(started or "") or None}

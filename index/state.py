@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from index.db import connect, immediate_transaction
-from strata.times import ts14_of
+from strata.times import digits14, ts14_of
 
 SCHEMA_VERSION = 2  # 2: url_jobs (which job found or reached each URL); runs.job NULL for --seed runs
 
@@ -700,7 +700,7 @@ def full_harvest_estimate(conn: sqlite3.Connection, run: dict) -> int:
     ).fetchone()
     if not run.get("started"):
         return stored - revisits + originals
-    before = "".join(ch for ch in run["started"] if ch.isdigit())[:14]
+    before = digits14(run["started"])
     if conn.execute("SELECT 1 FROM sqlite_master WHERE name='url_jobs'").fetchone() is None:
         return stored - revisits + originals  # a database of schema 1, opened read-only: not rebuilt yet
     count, unfetched = conn.execute(
@@ -746,10 +746,7 @@ def page_checks(conn: sqlite3.Connection, run_id: str) -> list[tuple[str, str, b
         (run_id,),
     ).fetchall()
     out = [(r["host"], r["page_kind"], r["class"] in CHANGED_CLASSES, r["timestamp"], r["previous"]) for r in rows]
-    out += [
-        (r["host"], r["page_kind"], False, "".join(ch for ch in r["at"] if ch.isdigit())[:14], r["previous"])
-        for r in soft
-    ]
+    out += [(r["host"], r["page_kind"], False, digits14(r["at"]), r["previous"]) for r in soft]
     return out
 
 

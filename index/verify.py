@@ -37,6 +37,7 @@ from index.collection import Collection
 from index.digestscan import Damage, Record, bare_digest, scan
 from index.fixity import ALGORITHM, Fixity, now_iso
 from index.state import open_readonly, record_locations
+from strata.times import digits14
 
 MODES = ("quick", "fixity", "full")
 OPEN_SUFFIX = ".open"
@@ -96,10 +97,6 @@ class VerifyReport:
 
 def _payload(name: str) -> str:
     return f"archive/{name}"
-
-
-def _ts14(warc_date: str) -> str:
-    return "".join(ch for ch in warc_date if ch.isdigit())[:14]
 
 
 _SCHEMA = """
@@ -630,7 +627,7 @@ class Verifier:
         """Where the CDXJ index and the harvest state say the original was."""
         if rt_uri and rt_date:
             yield from self.db.execute(
-                "SELECT file, offset FROM cdx WHERE url = ? AND ts = ?", (rt_uri, _ts14(rt_date))
+                "SELECT file, offset FROM cdx WHERE url = ? AND ts = ?", (rt_uri, digits14(rt_date))
             ).fetchall()
         if harvest_db is not None and refers_to:
             yield from record_locations(harvest_db, refers_to)

@@ -42,6 +42,11 @@ def ts14(dt: datetime) -> str:
     return dt.strftime("%Y%m%d%H%M%S")
 
 
+def digits14(date: str) -> str:
+    """The first 14 digits of a WARC-Date or ISO 8601 date ("" for none): its timestamp, unpadded."""
+    return "".join(ch for ch in date if ch.isdigit())[:14]
+
+
 def ts14_of(warc_date: str) -> str:
     """The 14-digit timestamp of a WARC-Date (or any ISO 8601 date), padded with zeros."""
-    return "".join(ch for ch in warc_date if ch.isdigit())[:14].ljust(14, "0")
+    return digits14(warc_date).ljust(14, "0")
