@@ -623,7 +623,7 @@ class Harvest:
     ) -> tuple[decision.Observation, RecordLocation]:
         """A response record, or an identical-payload revisit when an indexed original holds the payload."""
         date = warc_date(now)
-        original = self.state.lookup_digest(result.digest) if self.mode == "incremental" and result.digest else None
+        original = self._original_of(result.digest)
         write = decide.dedup_decision(result.digest, result.truncated, result.body_length, original, result.status)
         if write.kind == "revisit" and write.original is not None:
             main = records.identical_revisit(result, date, write.original)
@@ -634,6 +634,17 @@ class Harvest:
         loc = self._write_pair(result, date, main)
         holds = write.kind == "response" and bool(result.digest) and not result.truncated and result.body_length > 0
         return self._observation(item, result, now, main, loc, result.digest, write.original, look, holds), loc
+
+    def _original_of(self, digest: str | None) -> Original | None:
+        """The record a payload may refer to. URL-agnostic: any URL's payload counts. An incremental
+        run refers to any indexed file or earlier in its open one; a full run only to its own files,
+        so that it stays complete on its own."""
+        if not digest:
+            return None
+        original = self.state.lookup_digest(digest, self.roller.current_file)
+        if original is not None and self.mode != "incremental" and original.warc not in self.roller.files:
+            return None
+        return original
 
     def _write_pair(self, result: FetchResult, date: str, main) -> RecordLocation:
         request = records.request_record(result, date, records.record_id(main))

@@ -350,10 +350,14 @@ class HarvestState:
             (digest, original.url, original.warc_date, original.record_id, original.warc),
         )
 
-    def lookup_digest(self, digest: str) -> Original | None:
+    def lookup_digest(self, digest: str, open_warc: str | None = None) -> Original | None:
+        """The original holding ``digest``: in an indexed file, or earlier in ``open_warc``, the file
+        the caller is writing (a torn file is cut back to a prefix, so an original written before its
+        revisit in one file always survives it)."""
         row = self.conn.execute(
-            "SELECT d.* FROM digests d JOIN warcs w ON w.filename = d.warc WHERE d.digest=? AND w.state='indexed'",
-            (digest,),
+            "SELECT d.* FROM digests d JOIN warcs w ON w.filename = d.warc"
+            " WHERE d.digest=? AND (w.state='indexed' OR d.warc=?)",
+            (digest, open_warc),
         ).fetchone()
         if row is None:
             return None

@@ -8,12 +8,14 @@ import random
 import signal
 import subprocess
 import time
+import zlib
 from urllib.parse import urlsplit
 
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from demo.sample_site import SampleSite
+from demo.site_server import Resource, SiteServer
 from index import cdxj
 from index.collection import Collection
 from index.state import HarvestState
@@ -104,3 +106,62 @@ def test_sigkill_at_random_points(root, site):
     # the site as it stands now, plus every URL the collection ever saw (deleted ones are rechecked)
     assert SampleSite.paths(3, obey_robots=True) <= caps
     assert {p for p in known if SampleSite.robots_allowed(p)} == caps
+
+
+class TwinsThenStall:
+    """/a.html and /b.html carry one payload; /slow.html never finishes, so the harvest is killed
+    with the twins in its open file."""
+
+    BODY = b"<html><body>" + b"one report under two addresses. " * 100 + b"</body></html>"
+
+    def resolve(self, version, path, headers=None):
+        html = (("Content-Type", "text/html"),)
+        if path == "/":
+            return Resource(200, html, b'<a href="/a.html">a</a><a href="/b.html">b</a><a href="/slow.html">s</a>')
+        if path in ("/a.html", "/b.html"):
+            return Resource(200, html, self.BODY)
+        if path == "/slow.html":
+            return Resource(200, html, stream=lambda stop: (b"x" for _ in iter(lambda: stop.wait(0.05), True)))
+        return None
+
+
+def written(archive) -> bytes:
+    """What the open WARC file holds so far: its whole gzip members, inflated."""
+    out = b""
+    for path in archive.glob("*.open"):
+        data = path.read_bytes()
+        while data:
+            member = zlib.decompressobj(31)
+            try:
+                out += member.decompress(data)
+            except zlib.error:
+                break
+            if not member.eof:
+                break
+            data = member.unused_data
+    return out
+
+
+def test_a_torn_file_keeps_every_same_file_original_its_surviving_revisits_need(root):
+    archive = root / "c" / "archive"
+    with SiteServer(TwinsThenStall()) as server:
+        proc = subprocess.Popen(
+            [STRATA, "harvest", "c", "--seed", server.base_url + "/", "--delay", "0"] + ["--root", str(root), "--json"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and b"WARC-Type: revisit" not in written(archive):
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    (torn,) = archive.glob("*.open")
+    with open(torn, "rb") as fh:
+        records = [
+            (record.rec_type, record.rec_headers.get_header("WARC-Target-URI")) for record in ArchiveIterator(fh)
+        ]
+    assert sum(kind == "revisit" for kind, _ in records) == 1 and sum(kind == "response" for kind, _ in records) >= 2
+    torn.write_bytes(torn.read_bytes()[:-7])  # the last record torn: a revisit, a request or a response
+    recovered = subprocess.run([STRATA, "recover", "c", "--root", str(root)], capture_output=True, text=True)
+    assert recovered.returncode == 0, recovered.stderr
+    check_collection(root)

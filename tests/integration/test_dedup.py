@@ -61,3 +61,45 @@ def test_warc_files_roll_over_and_each_is_sealed_and_indexed(site, root):
     assert indexed_files == set(summary["warc_files"])
     for name in summary["warc_files"]:
         assert name.startswith("sample-") and name.endswith(".warc.gz")
+
+
+class Twins:
+    """One page linking two URLs whose payloads are the same bytes (a report published under two
+    addresses), and an image reachable under two paths."""
+
+    def resolve(self, version, path, headers=None):
+        html = (("Content-Type", "text/html"),)
+        if path == "/":
+            return Resource(200, html, b'<a href="/a.html">a</a> <a href="/b.html">b</a> <img src="/i/1.png">')
+        if path in ("/a.html", "/b.html"):
+            return Resource(200, html, SHARED + b'<img src="/i/2.png">')
+        if path in ("/i/1.png", "/i/2.png"):
+            return Resource(200, (("Content-Type", "image/png"),), b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 8)
+        return None
+
+
+def test_same_run_copies_are_revisits_of_the_first_and_both_replay(root, wayback_factory):
+    from replay import create_app
+
+    with SiteServer(Twins(), version=1) as server:
+        first = run(root, server)
+        base = server.base_url
+    assert first["mode"] == "full"
+    with HarvestState(Collection.open(root, "m").db_path) as state:
+        by_url = {c["url"]: c for c in state.captures(run_id=first["run_id"])}
+    copies = [by_url[base + "/b.html"], by_url[base + "/i/2.png"]]
+    originals = [by_url[base + "/a.html"], by_url[base + "/i/1.png"]]
+    for copy, original in zip(copies, originals, strict=True):
+        assert copy["record_type"] == "revisit" and copy["class"] == "new"
+        assert (copy["refers_to_uri"], copy["warc"]) == (original["url"], original["warc"])
+        assert original["record_type"] == "response" and original["offset"] < copy["offset"]
+    assert first["bytes_saved"] == len(SHARED) + len(b'<img src="/i/2.png">') + 8 + 256 * 8
+
+    wayback = wayback_factory(root)
+    client = create_app(root).test_client()
+    for path in ("/a.html", "/b.html", "/i/1.png", "/i/2.png"):
+        expected = Twins().resolve(1, path).body
+        unmodified = httpx.get(f"{wayback.base_url}/m/{first['snapshot']}id_/{base}{path}", timeout=10)
+        assert (unmodified.status_code, unmodified.content) == (200, expected), path
+        strata = client.get(f"/m/{first['snapshot']}id_/{base}{path}")
+        assert (strata.status_code, strata.data) == (200, expected), path
