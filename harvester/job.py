@@ -206,6 +206,13 @@ JOB_SETTINGS: tuple[Setting, ...] = (
         check_bool,
         "Store soft-changed pages in full (lossless); false writes nothing for them.",
     ),
+    Setting(
+        "request_records",
+        "changed",
+        check_choice("changed", "all"),
+        "Which captures get a WARC request record: 'changed' (every response; a revisit, which stores no "
+        "payload, none) or 'all' (also every revisit: the request as sent, about 0.5 KB more per unchanged URL).",
+    ),
     Setting("min_interval", 86400.0, check_duration, "Shortest recheck interval for a content page."),
     Setting("max_interval", 90 * 86400.0, check_duration, "Longest recheck interval for a content page."),
     Setting("login_cookies", (), check_str_list, "Cookies sent with every request, as 'name=value' strings (secret)."),
@@ -278,6 +285,7 @@ class JobSettings:
     noise_patterns: tuple[str, ...] = _default("noise_patterns")
     change_threshold: float = _default("change_threshold")
     store_soft_changes: bool = _default("store_soft_changes")
+    request_records: str = _default("request_records")
     min_interval: float = _default("min_interval")
     max_interval: float = _default("max_interval")
     login_cookies: tuple[str, ...] = _default("login_cookies")

@@ -647,6 +647,10 @@ class Harvest:
         return original
 
     def _write_pair(self, result: FetchResult, date: str, main) -> RecordLocation:
+        """The capture's record and, unless the job keeps requests of changed captures only and this
+        is a revisit, the request it answered (``WARC-Concurrent-To`` the capture)."""
+        if main.rec_type == "revisit" and self.job.request_records == "changed":
+            return self.roller.write([main])[0]
         request = records.request_record(result, date, records.record_id(main))
         return self.roller.write([main, request])[0]
 

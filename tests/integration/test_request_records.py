@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import subprocess
+
 import h11
 from warcio.archiveiterator import ArchiveIterator
 
 from index.collection import Collection
-from tests.conftest import harvest
+from tests.conftest import VENV_BIN, harvest
 
 
 def records(root, name="sample"):
@@ -64,3 +66,27 @@ def test_every_capture_says_the_address_it_was_fetched_from(root, site):
             kinds[kind] = kinds.get(kind, 0) + 1
             assert headers.get_header("WARC-IP-Address") == "127.0.0.1", (kind, uri)
         assert kinds.get("response") and kinds.get("request") and kinds.get("revisit"), kinds
+
+
+def test_revisits_get_a_request_record_only_when_the_job_asks_for_all(root, site):
+    """Default ``request_records = "changed"``: every response keeps the request it answered, a
+    revisit (which stores no payload) none; ``"all"``: a revisit too. Either way warcio's checker
+    accepts the files and every revisit replays (tests/integration/test_replay_revisits.py)."""
+    for setting in ("changed", "all"):
+        name = f"rr-{setting}"
+        harvest(root, site, name=name, depth=2, request_records=setting)
+        harvest(root, site, name=name, depth=2, request_records=setting)
+        ids = {}
+        concurrent = []
+        for kind, _, headers, _ in records(root, name):
+            ids[headers.get_header("WARC-Record-ID")] = kind
+            if kind == "request":
+                concurrent.append(headers.get_header("WARC-Concurrent-To"))
+        answered = [ids[record_id] for record_id in concurrent]
+        assert answered.count("response") == list(ids.values()).count("response") > 0
+        revisits = list(ids.values()).count("revisit")
+        assert revisits > 0
+        assert answered.count("revisit") == (revisits if setting == "all" else 0), setting
+        for path in Collection.open(root, name).archive_dir.glob("*.warc.gz"):
+            checked = subprocess.run([str(VENV_BIN / "warcio"), "check", str(path)], capture_output=True, text=True)
+            assert checked.returncode == 0, checked.stdout + checked.stderr
