@@ -205,7 +205,7 @@ def show(collection: str, name: str):
     for run in runs:
         entry = by_run.get(run["run_id"])
         run["entry_id"] = entry.id if entry else None
-    secrets = {s: len(job.values[s]) for s in SECRET_SETTINGS}
+    secrets = {s: len(job.values[s]) for s in sorted(SECRET_SETTINGS)}
     shown = [
         (s.name, job.values[s.name])
         for s in JOB_SETTINGS
