@@ -24,6 +24,8 @@ class RunFigures:
     bytes_downloaded: int = 0  # wire bytes received
     bytes_stored: int = 0  # WARC bytes written by this run
     bytes_saved: int = 0  # payload bytes not stored again thanks to revisits and 304s
+    request_records: int = 0  # request records written (none for a revisit unless request_records = "all")
+    request_bytes: int = 0  # their WARC bytes
     warc_files: list[str] = dataclasses.field(default_factory=list)
     failed_hosts: list[str] = dataclasses.field(default_factory=list)  # host[:port]s every request to which failed
     # Set when the run ends (harvester.run_end): what a full harvest would have stored instead, and

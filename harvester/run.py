@@ -652,7 +652,10 @@ class Harvest:
         if main.rec_type == "revisit" and self.job.request_records == "changed":
             return self.roller.write([main])[0]
         request = records.request_record(result, date, records.record_id(main))
-        return self.roller.write([main, request])[0]
+        written, request_written = self.roller.write([main, request])
+        self.figures.request_records += 1
+        self.figures.request_bytes += request_written.length
+        return written
 
     def _observation(
         self,

@@ -717,14 +717,18 @@ def full_harvest_estimate(conn: sqlite3.Connection, run: dict) -> int:
         ") WHERE length IS NOT NULL AND status BETWEEN 200 AND 399",
         (before, before, run.get("job") or "", run_id),
     ).fetchone()
-    request = 0
-    if count:
-        # The run's request records: what it stored beyond its captures' records (and a warcinfo per file).
-        captured, captured_bytes = conn.execute(
-            "SELECT COUNT(*), COALESCE(SUM(length), 0) FROM captures WHERE run_id=?", (run_id,)
-        ).fetchone()
+    captured, captured_bytes = conn.execute(
+        "SELECT COUNT(*), COALESCE(SUM(length), 0) FROM captures WHERE run_id=?", (run_id,)
+    ).fetchone()
+    if figures.get("request_records"):
+        # A full harvest writes a request record beside every capture; a revisit may have had none.
+        request = figures["request_bytes"] // figures["request_records"]
+        unrequested = max(0, captured - figures["request_records"])
+    else:
+        # Older runs: a request per capture, what the run stored beyond its captures' records.
         request = max(0, stored - captured_bytes) // captured if captured else 0
-    return int(stored - revisits + originals + unfetched + count * request)
+        unrequested = 0
+    return int(stored - revisits + originals + unfetched + (count + unrequested) * request)
 
 
 # A page checked again: a capture classed so, or a soft change checked but not stored.
