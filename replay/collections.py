@@ -7,6 +7,7 @@ import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
+from index.access import RuleSet, rules_for
 from index.collection import Collection, list_collections
 from index.state import Deletion, deletion, open_readonly
 from replay.errors import UnknownCollection
@@ -39,6 +40,13 @@ class Collections:
         finally:
             if conn is not None:
                 conn.close()
+
+    def rules(self, name: str) -> RuleSet:
+        """The collection's access rules (``index.access``); empty for an unknown name."""
+        try:
+            return rules_for(Collection(self.root, name).path)
+        except CollectionError:
+            return RuleSet()
 
     def deletion(self, name: str, url: str, timestamp: str) -> Deletion | None:
         with self.db(name) as conn:

@@ -14,6 +14,10 @@ NOTICES = {
     "deleted": "Job deleted. Its harvests stay in the archive; its file was kept beside the others with "
     "a .deleted-<time> suffix.",
     "already_active": "This job already has a run queued or running; here it is.",
+    "rule_added": "Rule added: it applies from the next request, on every surface.",
+    "rule_removed": "Rule removed: it no longer applies from the next request.",
+    "taken_down": "Taken down: from the next request it is withdrawn from replay, listings and search.",
+    "revoked": "Your restricted-host sessions have ended.",
 }
 
 

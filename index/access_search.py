@@ -1,0 +1,92 @@
+"""Access rules in full-text search: the documents and capture dates a level may find.
+
+A search document is one payload of one URL with its capture dates (``index.fulltext``). For a
+level, each document is visible (every capture visible), hidden (none visible) or partly visible
+(an embargo hides its recent captures). ``SearchAccess.allowed`` gives the documents a query may
+rank, so hits, totals, facets and the histogram are counted over visible ones only, and
+``stamps`` the capture dates a hit may show; a snippet or title only ever comes from a ranked
+(visible) document. The split is computed once per index generation, rule set and level (again
+every minute when a rule has a date condition) and shared by every query.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from index.access import RuleSet, urlkey
+
+_REFRESH = 60.0  # seconds a split stays valid when rules depend on the date
+
+
+class _Split:
+    __slots__ = ("visible", "partial", "made")
+
+    def __init__(self, visible: set[int], partial: set[int], made: float):
+        self.visible, self.partial, self.made = visible, partial, made
+
+
+class SearchAccess:
+    """Per (index view, rule set, level): which documents are visible. Thread-safe."""
+
+    def __init__(self) -> None:
+        self._splits: dict[tuple, _Split] = {}
+        self._lock = threading.Lock()
+
+    def _split(self, view, rules: RuleSet, level: str) -> _Split:
+        key = (id(view), id(rules), level)
+        now = time.monotonic()
+        split = self._splits.get(key)
+        if split is not None and (not rules.dated or now - split.made < _REFRESH):
+            return split
+        with self._lock:
+            split = self._splits.get(key)
+            if split is None or (rules.dated and now - split.made >= _REFRESH):
+                split = self._compute(view, rules, level, now)
+                if len(self._splits) > 64:
+                    self._splits.clear()
+                self._splits[key] = split
+        return split
+
+    @staticmethod
+    def _compute(view, rules: RuleSet, level: str, now: float) -> _Split:
+        urls = view.columns["url"]
+        captures = view.captures
+        visible: set[int] = set()
+        partial: set[int] = set()
+        for docnum in range(view.count):
+            try:
+                url = urls[docnum]
+            except IndexError:
+                break
+            if not url:
+                continue
+            key = urlkey(url)
+            seen = [rules.verdict_key(key, ts, level).visible for ts in captures.of(docnum)]
+            if all(seen):
+                visible.add(docnum)
+            elif any(seen):
+                partial.add(docnum)
+        return _Split(visible, partial, now)
+
+    def allowed(self, view, rules: RuleSet, level: str, date_from: str | None, date_to: str | None) -> set[int] | None:
+        """Documents with at least one visible capture in the range; None when nothing is hidden."""
+        if not rules.hides_from(level):
+            return None
+        split = self._split(view, rules, level)
+        if not split.partial:
+            return split.visible
+        urls = view.columns["url"]
+        extra = {d for d in split.partial if self.stamps(view, rules, level, d, urls[d], date_from, date_to)}
+        return split.visible | extra
+
+    @staticmethod
+    def stamps(
+        view, rules: RuleSet, level: str, docnum: int, url: str, date_from: str | None, date_to: str | None
+    ) -> list[str]:
+        """The document's capture dates in the range that ``level`` may see."""
+        stamps = view.captures.of(docnum, date_from, date_to)
+        if not rules.hides_from(level):
+            return stamps
+        key = urlkey(url)
+        return [ts for ts in stamps if rules.verdict_key(key, ts, level).visible]
