@@ -452,8 +452,13 @@ def compile_lines(lines: Iterable[tuple[str, dict]]) -> RuleSet:
             default = rule
         else:
             compiled.append(rule)
-    # user lines beside a Strata rule's line for everyone are part of it; others grant on their own
-    own = {k for r in compiled for k in r.keys} | ({ANY} if default else set())
+    # user lines beside a Strata rule's line for everyone are part of it (its level says the same);
+    # pywb's own user lines grant their level and those above it
+    own = {k for r in compiled if not r.id.startswith("pywb:") for k in r.keys}
+    if default is not None and not default.id.startswith("pywb:"):
+        own.add(ANY)
+    for levels, _ in grants.values():
+        levels.update(LEVELS[min(_RANK[lv] for lv in levels) :])
     loose = [(key, levels, dates) for key, (levels, dates) in grants.items() if key not in own]
     return RuleSet(compiled, default, loose)
 
