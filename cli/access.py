@@ -39,11 +39,14 @@ def _who(by: str | None) -> str:
 
 @cli.group("access")
 @click.argument("coll")
-@root_option
 @click.pass_context
-def access(ctx, coll: str, root) -> None:
+def access(ctx, coll: str) -> None:
     """Access rules of collection COLL: public, reading room, staff only, embargo, takedown."""
-    ctx.obj = AccessRules(_collection(root, coll).path)
+    ctx.obj = coll
+
+
+def _rules(coll: str, root) -> AccessRules:
+    return AccessRules(_collection(root, coll).path)
 
 
 @access.command("add")
@@ -53,20 +56,22 @@ def access(ctx, coll: str, root) -> None:
 @click.option("--embargo", metavar="DURATION", help="Only captures newer than this (30d, 6m, 1y): pywb's newer.")
 @click.option("--reason", default="", help="Why (kept with the rule and in the audit log).")
 @click.option("--by", help="Who sets the rule (default: your login name).")
+@root_option
 @click.pass_obj
-def add(rules: AccessRules, prefix, access_, level, embargo, reason, by) -> None:
+def add(coll: str, prefix, access_, level, embargo, reason, by, root) -> None:
     """Add a rule for PREFIX: a URL (http://example.gov/news/ and below; .../a.html one URL; ...*
     what starts so), a host (example.gov), a whole site (*.example.gov) or * (the default)."""
-    rule = rules.add(Rule.new(prefix, access_, level, embargo, reason, _who(by)))
+    rule = _rules(coll, root).add(Rule.new(prefix, access_, level, embargo, reason, _who(by)))
     click.echo(f"added {rule.id}: {rule.describe()}")
 
 
 @access.command("list")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object with every rule.")
+@root_option
 @click.pass_obj
-def list_rules(rules: AccessRules, as_json: bool) -> None:
+def list_rules(coll: str, as_json: bool, root) -> None:
     """List the rules, most specific first."""
-    found = sorted(rules.rules().rules_with_default(), key=lambda r: r.keys, reverse=True)
+    found = sorted(_rules(coll, root).rules().rules_with_default(), key=lambda r: r.keys, reverse=True)
     if as_json:
         click.echo(json.dumps({"rules": [r.as_dict() for r in found]}, indent=2, ensure_ascii=False))
         return
@@ -81,10 +86,11 @@ def list_rules(rules: AccessRules, as_json: bool) -> None:
 @click.argument("rule")
 @click.option("--reason", default="", help="Why (kept in the audit log).")
 @click.option("--by", help="Who removes it (default: your login name).")
+@root_option
 @click.pass_obj
-def remove(rules: AccessRules, rule: str, reason: str, by: str | None) -> None:
+def remove(coll: str, rule: str, reason: str, by: str | None, root) -> None:
     """Remove RULE (its id from `list`, or its prefix as given)."""
-    gone = rules.remove(rule, _who(by), reason)
+    gone = _rules(coll, root).remove(rule, _who(by), reason)
     click.echo(f"removed {gone.id}: {gone.describe()}")
 
 
@@ -92,8 +98,9 @@ def remove(rules: AccessRules, rule: str, reason: str, by: str | None) -> None:
 @click.argument("url")
 @click.option("--at", "at", metavar="TS", help="Capture time, 4 to 14 digits (default: now).")
 @click.option("--as", "as_", default="public", show_default=True, help=f"Request level: {', '.join(LEVELS)}.")
+@root_option
 @click.pass_obj
-def check(rules: AccessRules, url: str, at: str | None, as_: str) -> None:
+def check(coll: str, url: str, at: str | None, as_: str, root) -> None:
     """Print what a request at level --as gets for URL captured at --at, and the deciding rule."""
     check_level(as_, "--as")
     if at is not None and not re.fullmatch(r"\d{4,14}", at):
@@ -102,7 +109,7 @@ def check(rules: AccessRules, url: str, at: str | None, as_: str) -> None:
     if not url.strip() or any(c.isspace() for c in url.strip()):
         raise ConfigError(f"URL: {url!r} is not a URL")
     target = url if "://" in url else "http://" + url
-    verdict = rules.rules().verdict_key(urlkey(target), stamp, as_)
+    verdict = _rules(coll, root).rules().verdict_key(urlkey(target), stamp, as_)
     answer = "visible" if verdict.visible else f"{verdict.access} ({verdict.status})"
     click.echo(f"{answer}: needs {verdict.level}; as {as_}")
     click.echo(f"rule: {verdict.rule.id} {verdict.rule.describe()}" if verdict.rule else "rule: none (default)")

@@ -50,9 +50,7 @@ def test_a_common_word_lists_counts_and_quotes_only_visible_pages(ruled, level):
     from index.access import rules_for
 
     rules = rules_for(ruled.root / ruled.name)
-    result = search(
-        ruled.root, SearchParams(q="sample", collections=[ruled.name], per_page=100), access_level=level
-    )
+    result = search(ruled.root, SearchParams(q="sample", collections=[ruled.name], per_page=100), access_level=level)
     everything = search(ruled.root, SearchParams(q="sample", collections=[ruled.name], per_page=100))
     assert everything["total_urls"] > result["total_urls"] > 0
     for hit in result["hits"]:
