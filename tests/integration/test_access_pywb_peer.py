@@ -1,10 +1,11 @@
 """An unmodified pywb given the same ``.aclj`` file with ``acl_paths`` blocks what Strata blocks.
 
-pywb's ``wayback`` (its own server, its own warcserver and access checker) replays a copy of the ruled
-collection configured with ``acl_paths: [rules/rules.aclj]`` (the file Strata wrote, moved out of the collection). Without a user it must
-answer every path as Strata answers the public (451, 404 or a capture), dates (the embargo) included:
-it fails closed on every line it reads. With ``X-Pywb-ACL-User`` (which pywb takes from the client,
-and Strata never does), pywb grants what Strata grants that level.
+pywb's ``wayback`` (its own server, warcserver and access checker) replays a copy of the ruled
+collection configured with ``acl_paths: [rules/rules.aclj]``, the file Strata wrote, moved out of the
+collection. Without a user it must answer every path as Strata answers the public (451, 404 or a
+capture), dates (the embargo) included: it fails closed on every line it reads. With
+``X-Pywb-ACL-User`` (which pywb takes from the client, and Strata never does), pywb grants what
+Strata grants that level.
 """
 
 from __future__ import annotations
