@@ -122,7 +122,12 @@ def open_restricted():
     if not target.startswith("/") or target.startswith("//"):
         target = "/"
     token = granting.issue(g.user, host)
-    return redirect(f"{base}{ENTRY_PATH}?{urlencode({'token': token, 'next': quote(target, safe='/:?=&%*~')})}")
+    entry_url = f"{base}{ENTRY_PATH}?{urlencode({'token': token, 'next': quote(target, safe='/:?=&%*~')})}"
+    # a page that moves on, not a redirect: the console's form-action policy keeps form POSTs on this
+    # origin (redirects included), and the token never appears in a Referer (same-origin policy)
+    return render_template(
+        "staff/access_enter.html", entry_url=entry_url, next_path=target, minutes=granting.minutes
+    ), 200
 
 
 @bp.post("/access/restricted/revoke")
