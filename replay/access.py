@@ -150,7 +150,7 @@ def register(app: Flask, policy: AccessPolicy) -> None:
 
     @app.after_request
     def _headers(response):
-        if g.get("access") is not None and g.access.level != "public":
+        if response.status_code == 451 or (g.get("access") is not None and g.access.level != "public"):
             response.headers["Cache-Control"] = "private, no-store"  # no shared cache keeps a restricted answer
             response.vary.add("Cookie")
         return response
