@@ -31,6 +31,7 @@ import bisect
 import contextlib
 import dataclasses
 import fcntl
+import itertools
 import json
 import os
 import re
@@ -244,6 +245,7 @@ class Verdict:
 
 
 _DEFAULT = Verdict(True, "allow", "public", None)
+_SERIALS = itertools.count(1)
 
 
 def _date_cutoff(condition: dict, now: datetime) -> str:
@@ -295,6 +297,7 @@ class RuleSet:
             node.parent = stack[-1] if stack else None
             stack.append(node)
         self._cutoffs: dict[int, tuple[float, str]] = {}
+        self.serial = next(_SERIALS)  # tells rule sets apart for caches (never id(), which is reused)
         self.dated = any(n.conditions for n in self._nodes) or any(n.conditions for n in exact.values())
 
     def __len__(self) -> int:

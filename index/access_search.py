@@ -6,13 +6,15 @@ level, each document is visible (every capture visible), hidden (none visible) o
 rank, so hits, totals, facets and the histogram are counted over visible ones only, and
 ``stamps`` the capture dates a hit may show; a snippet or title only ever comes from a ranked
 (visible) document. The split is computed once per index generation, rule set and level (again
-every minute when a rule has a date condition) and shared by every query.
+every minute when a rule has a date condition: a capture crossing an embargo's boundary changes
+sides within a minute) and shared by every query.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+import weakref
 
 from index.access import RuleSet, urlkey
 
@@ -30,22 +32,26 @@ class SearchAccess:
     """Per (index view, rule set, level): which documents are visible. Thread-safe."""
 
     def __init__(self) -> None:
-        self._splits: dict[tuple, _Split] = {}
+        # per index view (gone with it), per (rule set serial, level); never keyed by id(), which a
+        # later object may reuse
+        self._splits: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
 
     def _split(self, view, rules: RuleSet, level: str) -> _Split:
-        key = (id(view), id(rules), level)
+        key = (rules.serial, level)
         now = time.monotonic()
-        split = self._splits.get(key)
+        per_view = self._splits.get(view) or {}
+        split = per_view.get(key)
         if split is not None and (not rules.dated or now - split.made < _REFRESH):
             return split
         with self._lock:
-            split = self._splits.get(key)
+            per_view = self._splits.setdefault(view, {})
+            split = per_view.get(key)
             if split is None or (rules.dated and now - split.made >= _REFRESH):
                 split = self._compute(view, rules, level, now)
-                if len(self._splits) > 64:
-                    self._splits.clear()
-                self._splits[key] = split
+                if len(per_view) > 16:  # older rule sets of this view
+                    per_view.clear()
+                per_view[key] = split
         return split
 
     @staticmethod
@@ -77,16 +83,21 @@ class SearchAccess:
         if not split.partial:
             return split.visible
         urls = view.columns["url"]
-        extra = {d for d in split.partial if self.stamps(view, rules, level, d, urls[d], date_from, date_to)}
+        extra = {d for d in split.partial if self._partial_stamps(view, rules, level, d, urls[d], date_from, date_to)}
         return split.visible | extra
 
-    @staticmethod
     def stamps(
-        view, rules: RuleSet, level: str, docnum: int, url: str, date_from: str | None, date_to: str | None
+        self, view, rules: RuleSet, level: str, docnum: int, url: str, date_from: str | None, date_to: str | None
     ) -> list[str]:
         """The document's capture dates in the range that ``level`` may see."""
         stamps = view.captures.of(docnum, date_from, date_to)
-        if not rules.hides_from(level):
+        if not rules.hides_from(level) or docnum in self._split(view, rules, level).visible:
             return stamps
+        return self._partial_stamps(view, rules, level, docnum, url, date_from, date_to, stamps)
+
+    @staticmethod
+    def _partial_stamps(view, rules, level, docnum, url, date_from, date_to, stamps=None) -> list[str]:
+        if stamps is None:
+            stamps = view.captures.of(docnum, date_from, date_to)
         key = urlkey(url)
         return [ts for ts in stamps if rules.verdict_key(key, ts, level).visible]
