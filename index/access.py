@@ -497,6 +497,7 @@ class AccessRules:
     def __init__(self, collection_path: Path):
         self.dir = Path(collection_path) / "acl"
         self._stamp: tuple | None = None
+        self._listing: tuple[tuple, list[Path]] | None = None
         self._compiled = RuleSet()
 
     @property
@@ -510,12 +511,17 @@ class AccessRules:
             return []
 
     def _current_stamp(self) -> tuple:
+        """The directory's and each rule file's identity: the directory is listed again only when it
+        changes (a file added, removed or replaced by rename), the files are stat'ed every time (an
+        edit in place)."""
         try:
             st = os.stat(self.dir)
         except OSError:
             return ()
-        files = self._files()
-        return (st.st_mtime_ns, st.st_ino) + tuple((p.name, *_stat(p)) for p in files)
+        dir_stamp = (st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
+        if self._listing is None or self._listing[0] != dir_stamp:
+            self._listing = (dir_stamp, self._files())
+        return dir_stamp + tuple((p.name, *_stat(p)) for p in self._listing[1])
 
     def rules(self) -> RuleSet:
         stamp = self._current_stamp()

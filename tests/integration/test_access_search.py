@@ -11,6 +11,7 @@ import pytest
 from index.access import AccessRules, Rule
 from index.fulltext.query import SearchParams, search
 from tests.support.access_fixtures import MARKERS, PROXY, RESTRICTED
+from tests.support.search_fixtures import copy_collection
 
 LEVELS = ("public", "reading-room", "staff")
 ENVIRON = {
@@ -91,8 +92,6 @@ def test_search_as_staff_on_the_restricted_host(access_app, ruled):
 
 
 def test_a_takedown_applies_to_the_next_search(ruled, tmp_path):
-    from tests.support.search_fixtures import copy_collection
-
     copy = copy_collection(ruled, tmp_path / "collections", "takedown")
     shutil.rmtree(copy.root / "takedown" / "acl")  # no rules: everything public
     params = SearchParams(q="mkguide", collections=["takedown"])
@@ -102,3 +101,27 @@ def test_a_takedown_applies_to_the_next_search(ruled, tmp_path):
     assert search(copy.root, params, access_level="public")["hits"] == []
     rules.remove(rule.id, "tester", "request withdrawn")
     assert search(copy.root, params, access_level="public")["hits"]
+
+
+def test_a_date_condition_hides_some_captures_of_a_document(searched, tmp_path):
+    """pywb's ``before`` condition on a page captured in every run: the captures before the second
+    run are hidden, the later ones found; each range counts only what it may show."""
+    copy = copy_collection(searched, tmp_path / "collections", "dated")
+    second_start, _ = searched.window(2)
+    key = Rule.new(searched.base_url + "/docs/guide.html", "block").keys[0]
+    acl = copy.root / "dated" / "acl"
+    acl.mkdir()
+    (acl / "rules.aclj").write_text(f'{key} - {{"access": "block", "before": "{second_start}"}}\n')
+    found = search(copy.root, SearchParams(q="mkguide", collections=["dated"]), access_level="public")
+    everything = search(copy.root, SearchParams(q="mkguide", collections=["dated"]))
+    assert found["hits"] and everything["hits"]
+    assert all(ts >= second_start for ts in found["hits"][0]["captures"])
+    assert len(found["hits"][0]["captures"]) < len(everything["hits"][0]["captures"])
+    assert sum(b["count"] for b in found["histogram"]["buckets"]) == len(found["hits"][0]["captures"])
+    first = searched.window(1)
+    hidden = search(
+        copy.root,
+        SearchParams(q="mkguide", collections=["dated"], date_from=first[0], date_to=first[1]),
+        access_level="public",
+    )
+    assert hidden["hits"] == [] and hidden["total_documents"] == 0 and _facet_total(hidden) == 0
