@@ -22,10 +22,11 @@ _REFRESH = 60.0  # seconds a split stays valid when rules depend on the date
 
 
 class _Split:
-    __slots__ = ("visible", "partial", "made")
+    __slots__ = ("visible", "partial", "made", "nothing_hidden")
 
-    def __init__(self, visible: set[int], partial: set[int], made: float):
+    def __init__(self, visible: set[int], partial: set[int], made: float, nothing_hidden: bool):
         self.visible, self.partial, self.made = visible, partial, made
+        self.nothing_hidden = nothing_hidden  # no document of this index is hidden: no filter at all
 
 
 class SearchAccess:
@@ -60,6 +61,7 @@ class SearchAccess:
         captures = view.captures
         visible: set[int] = set()
         partial: set[int] = set()
+        hidden = 0
         for docnum in range(view.count):
             try:
                 url = urls[docnum]
@@ -73,13 +75,17 @@ class SearchAccess:
                 visible.add(docnum)
             elif any(seen):
                 partial.add(docnum)
-        return _Split(visible, partial, now)
+            else:
+                hidden += 1
+        return _Split(visible, partial, now, not hidden and not partial)
 
     def allowed(self, view, rules: RuleSet, level: str, date_from: str | None, date_to: str | None) -> set[int] | None:
         """Documents with at least one visible capture in the range; None when nothing is hidden."""
         if not rules.hides_from(level):
             return None
         split = self._split(view, rules, level)
+        if split.nothing_hidden:
+            return None
         if not split.partial:
             return split.visible
         urls = view.columns["url"]

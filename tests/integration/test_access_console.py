@@ -130,29 +130,35 @@ def test_cli_add_list_check_remove(ruled, tmp_path):
     assert _run(root, "check", ruled.url("/links.html")).output.startswith("visible")
 
 
-@pytest.mark.parametrize(
-    ("args", "field"),
-    [
-        (("add", "ftp://x/", "--access", "block"), "PREFIX:"),
-        (("add", "http://x.gov/ a", "--access", "block"), "PREFIX:"),
-        (("add", "http://x.gov/", "--access", "block", "--level", "boss"), "--level:"),
-        (("add", "http://x.gov/", "--access", "maybe"), "--access:"),
-        (("add", "http://x.gov/", "--access", "block", "--embargo", "soon"), "--embargo:"),
-        (("remove", "r-none"), "RULE:"),
-        (("check", "http://x.gov/", "--as", "admin"), "--as:"),
-        (("check", "http://x.gov/", "--at", "yesterday"), "--at:"),
-    ],
-)
-def test_cli_refuses_bad_input_with_exit_2(ruled, tmp_path, args, field):
+BAD_INPUT = [
+    (("add", "ftp://x/", "--access", "block"), "PREFIX:"),
+    (("add", "http://x.gov/ a", "--access", "block"), "PREFIX:"),
+    (("add", "http://x.gov/", "--access", "block", "--level", "boss"), "--level:"),
+    (("add", "http://x.gov/", "--access", "maybe"), "--access:"),
+    (("add", "http://x.gov/", "--access", "block", "--embargo", "soon"), "--embargo:"),
+    (("remove", "r-none"), "RULE:"),
+    (("check", "http://x.gov/", "--as", "admin"), "--as:"),
+    (("check", "http://x.gov/", "--at", "yesterday"), "--at:"),
+]
+
+
+def test_cli_refuses_bad_input_with_the_field(ruled, tmp_path):
+    from strata.errors import ConfigError
+
+    root = copy_collection(ruled, tmp_path / "collections", "ruled").root
+    for args, field in BAD_INPUT:
+        result = _run(root, *args)
+        assert isinstance(result.exception, ConfigError), (args, result.output)
+        assert result.exception.exit_code == 2 and result.exception.message.startswith(field), args
+
+
+def test_cli_bad_input_exits_2_with_one_line(ruled, tmp_path):
     import subprocess
     import sys
 
     root = copy_collection(ruled, tmp_path / "collections", "ruled").root
-    result = subprocess.run(
-        [sys.executable, "-c", "from cli import main; main()", "access", "ruled", *args, "--root", str(root)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert result.returncode == 2, result.stderr
-    assert result.stderr.startswith(f"Error: {field}") and "Traceback" not in result.stderr
+    for args, field in BAD_INPUT[2:4]:
+        command = [sys.executable, "-c", "from cli import main; main()", "access", "ruled", *args, "--root", str(root)]
+        result = subprocess.run(command, capture_output=True, text=True, timeout=60)
+        assert result.returncode == 2, result.stderr
+        assert result.stderr.startswith(f"Error: {field}") and result.stderr.count("\n") == 1, result.stderr

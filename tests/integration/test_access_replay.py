@@ -18,6 +18,7 @@ from tests.support.access_fixtures import EXPECTED, PROXY, RESTRICTED
 
 LEVEL_INDEX = {"public": 0, "reading-room": 1, "staff": 2}
 MODIFIERS = ("", "id_", "im_", "js_", "cs_", "if_", "mp_", "fr_")
+FULL = ("public", "reading-room", "staff")  # every modifier; the other kinds of client: "" and id_
 
 
 def staff_cookie(app, root) -> str:
@@ -70,7 +71,7 @@ def test_replay_every_modifier_answers_as_the_rules_say(request_as, ruled, kind)
     wrong = []
     for path in EXPECTED:
         want = expected_status(kind, path)
-        for mod in MODIFIERS:
+        for mod in MODIFIERS if kind in FULL else ("", "id_"):
             response = request_as(kind, f"/{ruled.name}/{ruled.snapshot}{mod}/{ruled.url(path)}")
             got = response.status_code
             # a visible capture may answer with its own archived redirect; hidden ones never do
