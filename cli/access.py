@@ -63,6 +63,13 @@ def add(coll: str, prefix, access_, level, embargo, reason, by, root) -> None:
     what starts so), a host (example.gov), a whole site (*.example.gov) or * (the default)."""
     rule = _rules(coll, root).add(Rule.new(prefix, access_, level, embargo, reason, _who(by)))
     click.echo(f"added {rule.id}: {rule.describe()}")
+    if rule.prefix == "*" and rule.level != "public":
+        # pywb's lookup stops at the first key below the URL's top-level domain and may never reach "*,"
+        click.echo(
+            "note: an unmodified pywb does not reach a * rule for every URL; give it default_access: "
+            f"{rule.access} in its config.yaml too",
+            err=True,
+        )
 
 
 @access.command("list")

@@ -176,6 +176,8 @@ class Rule:
             check_level(level)
         level = level or ("public" if access == "allow" else "none")
         keys = tuple(prefix_keys(prefix))
+        if keys == (ANY,) and embargo:
+            raise ConfigError("--embargo: the collection's default (*) takes no embargo; give a prefix")
         if access == "allow" and level == "public" and embargo:
             raise ConfigError("--embargo: an embargo restricts; give --access block or exclude, or a --level")
         deny = access if access != "allow" else "block"

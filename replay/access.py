@@ -164,7 +164,7 @@ def _enter(policy: AccessPolicy):
         page = render_template("errors/restricted_host.html", staff_url=policy.staff_url, status=403)
         return page, 403, {"Cache-Control": "no-store"}
     target = request.args.get("next", "/")
-    if not target.startswith("/") or target.startswith("//"):
+    if not target.startswith("/") or target.startswith(("//", "/\\")) or any(c in target for c in "\r\n"):
         target = "/"
     # A page of this host sends the browser on: the navigation is then the restricted host's own,
     # so its SameSite=Strict cookie goes with it even when the console is another site.

@@ -119,7 +119,7 @@ def open_restricted():
     base = ext()["settings"]["restricted_url"]
     host = base.split("://", 1)[1].split("/", 1)[0].rsplit(":", 1)[0]
     target = request.form.get("next", "/") or "/"
-    if not target.startswith("/") or target.startswith("//"):
+    if not target.startswith("/") or target.startswith(("//", "/\\")) or any(c in target for c in "\r\n"):
         target = "/"
     token = granting.issue(g.user, host)
     entry_url = f"{base}{ENTRY_PATH}?{urlencode({'token': token, 'next': quote(target, safe='/:?=&%*~')})}"

@@ -247,3 +247,36 @@ def test_an_expired_session_is_refused(access_app, ruled):
     with sqlite3.connect(ruled.root / ".strata" / "access.sqlite") as conn:
         conn.execute("UPDATE grants SET expires = 0 WHERE user = 'expiring'")
     assert client.get(target, headers={"Host": RESTRICTED}).status_code == 403
+
+
+def test_a_date_condition_hides_some_captures_of_a_url(searched, tmp_path):
+    """pywb's ``before`` condition: the captures of /contact.html before the second run are hidden,
+    later ones shown; replay as of the first run falls back to a visible capture (never the hidden one),
+    and its id_ (no fallback) is the 451 notice; the calendar and TimeMap list the visible ones only."""
+    from replay import create_app
+    from tests.support.search_fixtures import copy_collection
+
+    copy = copy_collection(searched, tmp_path / "collections", "dated")
+    second_start, _ = searched.window(2)
+    first_snapshot = searched.runs[0]["snapshot"]
+    url = searched.base_url + "/contact.html"
+    acl = copy.root / "dated" / "acl"
+    acl.mkdir()
+    (acl / "rules.aclj").write_text(f'{_key(url)} - {{"access": "block", "before": "{second_start}"}}\n')
+    client = create_app(copy.root).test_client()
+    page = client.get(f"/dated/{first_snapshot}/{url}")
+    assert page.status_code == 200
+    shown = re.search(rb'data-capture="(\d+)"', page.data).group(1).decode()
+    assert shown >= second_start  # the earliest later capture, named as such by the banner
+    assert client.get(f"/dated/{first_snapshot}id_/{url}").status_code == 451
+    calendar = client.get(f"/api/captures/dated/{url}").get_json()["captures"]
+    assert calendar and all(c["timestamp"] >= second_start for c in calendar)
+    timemap = client.get(f"/dated/timemap/json/{url}").get_data(as_text=True)
+    stamps = re.findall(r'"timestamp": "(\d+)"', timemap)
+    assert stamps and all(ts >= second_start for ts in stamps)
+
+
+def _key(url: str) -> str:
+    from index.access import urlkey
+
+    return urlkey(url) + "###"
