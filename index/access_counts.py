@@ -9,8 +9,11 @@ hidden is not listed at all. Byte figures of a run cannot be split by capture, s
 
 from __future__ import annotations
 
+import os
 import sqlite3
-from collections import defaultdict
+import threading
+import time
+from collections import OrderedDict, defaultdict
 
 from index import state
 from index.access import RuleSet, urlkey
@@ -28,8 +31,30 @@ _FIGURES = {
 }
 
 
+_cache: OrderedDict[tuple, tuple] = OrderedDict()  # (database, rule set, level[, minute]) -> counts
+_cache_lock = threading.Lock()
+
+
+def _database_stamp(conn: sqlite3.Connection) -> tuple | None:
+    """The database file's identity and its write-ahead log's: a harvest that adds captures changes it."""
+    row = conn.execute("PRAGMA database_list").fetchone()
+    path = row[2] if row else ""
+    if not path:
+        return None
+    out: list = [path]
+    for name in (path, path + "-wal"):
+        try:
+            st = os.stat(name)
+            out += [st.st_mtime_ns, st.st_size, st.st_ino]
+        except OSError:
+            out.append(None)
+    return tuple(out)
+
+
 class VisibleCounts:
-    """Every count the collection's pages show, over the captures ``level`` may see."""
+    """Every count the collection's pages show, over the captures ``level`` may see. The counts of a
+    (database, rule set, level) are kept for the next page (recounted each minute when a rule has a
+    date condition), so a home page of large collections is not a full scan per request."""
 
     def __init__(self, conn: sqlite3.Connection, rules: RuleSet, level: str):
         self.conn, self.rules, self.level = conn, rules, level
@@ -39,7 +64,17 @@ class VisibleCounts:
         self._visible_urls: set[str] = set()
         self._captures = 0
         if self.filtered:
-            self._count()
+            stamp = _database_stamp(conn)
+            key = (stamp, rules.serial, level, int(time.time() // 60) if rules.dated else 0)
+            cached = _cache.get(key) if stamp is not None else None
+            if cached is None:
+                self._count()
+                cached = (self._hosts, self._runs, self._visible_urls, self._captures)
+                with _cache_lock:
+                    _cache[key] = cached
+                    while len(_cache) > 32:
+                        _cache.popitem(last=False)
+            self._hosts, self._runs, self._visible_urls, self._captures = cached
 
     def _count(self) -> None:
         hosts: dict[str, dict] = {}

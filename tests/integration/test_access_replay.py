@@ -10,6 +10,7 @@ nothing hidden may be named or counted anywhere (leaks: 0).
 from __future__ import annotations
 
 import re
+import shutil
 
 import pytest
 
@@ -280,3 +281,31 @@ def _key(url: str) -> str:
     from index.access import urlkey
 
     return urlkey(url) + "###"
+
+
+def test_a_host_wide_rule_empties_every_public_listing(ruled, tmp_path):
+    from index.access import AccessRules, Rule
+    from replay import create_app
+    from tests.support.search_fixtures import copy_collection
+
+    copy = copy_collection(ruled, tmp_path / "collections", "site")
+    shutil.rmtree(copy.root / "site" / "acl")
+    app = create_app(copy.root, {"reading_room": ["10.20.0.0/16"]})
+    public, room = {"REMOTE_ADDR": "198.51.100.7"}, {"REMOTE_ADDR": "10.20.1.5"}
+    client = app.test_client()
+    before = _cell(client.get("/", environ_base=public).get_data(as_text=True), 'data-collection="site"', 1)
+    assert int(before) > 0
+    host = ruled.base_url.split("://", 1)[1]
+    rule = AccessRules(copy.root / "site").add(Rule.new(host, "allow", "reading-room", reason="legal deposit"))
+    home = client.get("/", environ_base=public).get_data(as_text=True)
+    assert _cell(home, 'data-collection="site"', 1) == "0" and _cell(home, 'data-collection="site"', 2) == "0"
+    page = client.get("/site/", environ_base=public).get_data(as_text=True)
+    assert 'id="sites"' not in page and 'data-run="' not in page and ruled.base_url not in page
+    assert client.get(f"/site/{ruled.snapshot}/{ruled.url('/')}", environ_base=public).status_code == 451
+    assert client.get(f"/site/*/{ruled.base_url}/*", environ_base=public).status_code == 404
+    assert client.get("/api/search?q=sample&c=site", environ_base=public).get_json()["total_urls"] == 0
+    # the reading room sees it all, counted as with no rule
+    assert _cell(client.get("/", environ_base=room).get_data(as_text=True), 'data-collection="site"', 1) == before
+    assert client.get(f"/site/{ruled.snapshot}/{ruled.url('/')}", environ_base=room).status_code == 200
+    AccessRules(copy.root / "site").remove(rule.id, "tester", "")
+    assert _cell(client.get("/", environ_base=public).get_data(as_text=True), 'data-collection="site"', 1) == before
