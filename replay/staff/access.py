@@ -42,7 +42,9 @@ def grants() -> Grants | None:
 
 @bp.get("/access")
 def index():
-    return render_template("staff/access_index.html", collections=list_collections(ext()["root"]))
+    granting = grants()
+    sessions = granting.active() if granting is not None else []
+    return render_template("staff/access_index.html", collections=list_collections(ext()["root"]), sessions=sessions)
 
 
 def _page(collection: str, error: str | None = None, form: dict | None = None, status: int = 200):
@@ -132,7 +134,8 @@ def open_restricted():
 
 @bp.post("/access/restricted/revoke")
 def revoke():
+    """Ends the restricted-host sessions of a staff member (oneself by default) at once."""
     granting = grants()
     if granting is not None:
-        granting.revoke_user(g.user)
+        granting.revoke_user(request.form.get("user") or g.user)
     return redirect(url_for("access.index", notice="revoked"))

@@ -101,6 +101,8 @@ def test_open_restricted_host_through_the_console_and_logout_ends_it(console, ru
     assert entered.status_code == 200
     assert parse_qs(location.query)["next"] == [target]
     assert browser.get(target, headers={"Host": RESTRICTED}).status_code == 200
+    listed = staff.get("/access").text
+    assert 'id="sessions"' in listed and "<td>ana</td>" in listed
     assert browser.get(target).status_code == 404  # the public host: excluded for the public
     staff.post("/logout", data={"csrf_token": staff.csrf})
     assert browser.get(target, headers={"Host": RESTRICTED}).status_code == 403
