@@ -11,9 +11,10 @@ One invocation:
    WSGI interface (werkzeug's test client: no socket, so the figures are the application's own
    work: Flask, access resolution, pywb's rewriter and warcserver, the rule lookups);
 3. copies the collection three times, each with its own ``acl/rules.aclj``: none; 100 rules; 10,000
-   rules (synthetic prefixes on other hosts, a tenth of them on paths of the bench site that no
-   request asks for, some with an embargo), so every request is answered as with no rules (checked:
-   the statuses must be equal) but passes through the filters;
+   rules (two block pages of the bench site that searches find, so search filters documents for
+   real; a tenth are on paths of the site that no request asks for; the rest are synthetic prefixes
+   on other hosts, some with an embargo); no replayed page is hidden, so every request is answered
+   with the status it gets without rules (checked) but passes through the filters;
 4. after one untimed pass over everything, each round times ``--replays`` replay requests (pages in
    default and ``id_`` modes, TimeMaps, calendars) and ``--searches`` search API queries against each
    copy, the copies taking turns in blocks of 10 in a shuffled order (other load on the machine hits
@@ -69,10 +70,15 @@ def build(root: Path) -> tuple[str, str]:
         return site.base_url, snapshot
 
 
+HIDDEN = ("/gallery.html", "/kitchen-sink.html")  # blocked in both rule sets: search filters for real
+
+
 def rules_for_bench(count: int, base_url: str, seed: int = 15) -> list[Rule]:
-    """``count`` rules: a tenth on the bench host (paths no request asks for), the rest elsewhere."""
+    """``count`` rules: two hide pages of the bench site (never replayed here, but found by search
+    words), a tenth are on paths of it no request asks for, the rest on other hosts."""
     rng = random.Random(seed)
-    out, used = [], set()
+    out = [Rule.new(base_url + path, "block") for path in HIDDEN]
+    used = {k for r in out for k in r.keys}
     while len(out) < count:
         if len(out) % 10 == 0:
             prefix = f"{base_url}/withdrawn-{len(out)}/"
@@ -117,6 +123,7 @@ def replay_paths(root: Path, snapshot: str) -> list[str]:
         }
     )
     paths = []
+    urls = [u for u in urls if not u.endswith(HIDDEN)]
     for url in urls:
         paths += [f"/{NAME}/{snapshot}/{url}", f"/{NAME}/2099id_/{url}"]
     paths += [f"/{NAME}/timemap/json/{u}" for u in urls[:10]] + [f"/{NAME}/*/{u}" for u in urls[:10]]

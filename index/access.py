@@ -360,7 +360,9 @@ class RuleSet:
 
     def _default_verdict(self, level: str) -> Verdict:
         rule = self.default
-        if rule is None or _RANK[level] >= _RANK[rule.level]:
+        if rule is None:
+            return _DEFAULT
+        if _RANK[level] >= _RANK[rule.level]:
             return Verdict(True, "allow", rule.level if rule else "public", rule)
         return Verdict(False, rule.access, rule.level, rule)
 
