@@ -538,6 +538,14 @@ def sites(conn: sqlite3.Connection) -> list[dict]:
     return [{**dict(r), "seeds": by_host.get(r["host"], [])} for r in rows]
 
 
+def capture_points(conn: sqlite3.Connection) -> Iterator[tuple[str, str, str, str, str]]:
+    """(url, host, timestamp, run_id, class) of every capture, for counts that access rules filter
+    (``index.access_counts``)."""
+    yield from conn.execute(
+        "SELECT c.url, u.host, c.timestamp, c.run_id, c.class FROM captures c JOIN urls u ON u.url = c.url"
+    )
+
+
 # Seeds are queued as navigation links from nowhere; robots.txt is fetched from nowhere too, as an embed.
 _SEED = "depth=0 AND found_on IS NULL AND link_kind='navigation'"
 

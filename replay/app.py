@@ -35,12 +35,13 @@ def create_app(root: Path, config: dict | None = None) -> Flask:
     app.extensions[EXTENSION] = {
         "settings": settings,
         "collections": collections,
-        "engine": ReplayEngine(Path(root), settings, collections.deletion),
+        "engine": ReplayEngine(Path(root), settings, collections.deletion, collections.rules),
     }
 
-    from replay import filters
+    from replay import access, filters
     from replay.views import capture_api, collection, errors, home, pywb_static, replay
 
+    access.register(app, access.AccessPolicy(Path(root), settings))
     filters.register(app)
     errors.register(app)
     app.register_blueprint(home.bp)

@@ -77,9 +77,10 @@ class AsOfIndexSource(DirectoryIndexSource):
     (filters, from/to clamps, collapsing, limits), so the CDX server API keeps its meaning.
     """
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, rules_for=None, **kwargs):
         super().__init__(*args, **kwargs)
         self._listings: dict[str, tuple[tuple[int, int], list]] = {}
+        self.rules_for = rules_for  # coll -> index.access.RuleSet, for queries carrying ACCESS_PARAM
 
     def _iter_sources(self, params: dict):
         """The index files of the collection, listed again only when its directory changes (a
@@ -104,18 +105,49 @@ class AsOfIndexSource(DirectoryIndexSource):
             params["filter"] = "=mime:" + params["content_type"]
         query = CDXQuery(params)
         cdx_iter, errs = self.load_index(query.params)
+        level = params.get(ACCESS_PARAM)
+        rules = self.rules_for(params.get("param.coll", "")) if level and self.rules_for else None
         if not query.page_count:
-            cdx_iter = _process(cdx_iter, query)
+            cdx_iter = _process(cdx_iter, query, rules, level)
         return cdx_iter, dict(errs)
 
 
-def _process(cdx_iter, query: CDXQuery):
+ACCESS_PARAM = "strata.access"  # the request's access level, set by Strata's own queries only
+ACCESS_MARKER = "strata-access-blocked"
+
+
+class AccessBlocked(Exception):
+    """Every capture the query found is hidden from the level, at least one under a ``block`` rule.
+    Not pywb's ``WbException``: pywb would try the next capture or answer 404."""
+
+    def __init__(self, level_needed: str):
+        super().__init__(f"{ACCESS_MARKER}: {level_needed}")
+        self.level_needed = level_needed
+
+
+def _visible_only(cdx_iter, rules, level: str, closest: bool):
+    if rules is None or not rules.hides_from(level):
+        return cdx_iter
+    if not closest:  # a listing: the hidden are simply absent
+        return rules.filter_cdx(cdx_iter, level)
+    hidden: list = []
+    shown = list(rules.filter_cdx(cdx_iter, level, hidden))
+    if not shown:
+        blocked = [v for v in hidden if v.access == "block"]
+        if blocked:
+            raise AccessBlocked(blocked[0].level)
+    return shown
+
+
+def _process(cdx_iter, query: CDXQuery, rules=None, level: str | None = None):
     if query.resolve_revisits:
         cdx_iter = cdx_resolve_revisits(cdx_iter)
     if query.filters:
         cdx_iter = cdx_filter(cdx_iter, query.filters)
     if query.from_ts or query.to_ts:
         cdx_iter = cdx_clamp(cdx_iter, query.from_ts, query.to_ts)
+    if rules is not None and level:
+        cdx_iter = _visible_only(cdx_iter, rules, level, bool(query.closest))
     if query.collapse_time:
         cdx_iter = cdx_collapse_time_status(cdx_iter, query.collapse_time)
     if query.closest:

@@ -7,7 +7,10 @@ import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
-from index.collection import Collection, list_collections
+from flask import g, has_request_context
+
+from index.access import RuleSet, rules_for
+from index.collection import Collection, check_name, list_collections
 from index.state import Deletion, deletion, open_readonly
 from replay.errors import UnknownCollection
 from strata.errors import CollectionError
@@ -39,6 +42,19 @@ class Collections:
         finally:
             if conn is not None:
                 conn.close()
+
+    def rules(self, name: str) -> RuleSet:
+        """The collection's access rules (``index.access``); empty for an unknown name. Within a
+        request the first answer is kept: every surface of one request sees one rule set."""
+        memo = g.setdefault("strata_rules", {}) if has_request_context() else {}
+        rules = memo.get(name)
+        if rules is None:
+            try:
+                rules = rules_for(self.root / check_name(name))
+            except CollectionError:
+                rules = RuleSet()
+            memo[name] = rules
+        return rules
 
     def deletion(self, name: str, url: str, timestamp: str) -> Deletion | None:
         with self.db(name) as conn:

@@ -11,6 +11,20 @@ from typing import Any
 from strata.settings import Setting, apply_settings, check_bool, check_int
 
 
+def _networks(value: Any) -> tuple[str, ...]:
+    from replay.access import networks
+
+    return networks(value)
+
+
+def _host_names(value: Any) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [value]
+    if not all(isinstance(v, str) and v.strip() and "/" not in v for v in value or ()):
+        raise ValueError("expected a list of host names such as restricted.example.org")
+    return tuple(v.strip().lower() for v in value or ())
+
+
 def _names(value: Any) -> tuple[str, ...]:
     if isinstance(value, str) or not all(isinstance(v, str) and v.strip() for v in value):
         raise ValueError("expected a list of header names")
@@ -48,6 +62,31 @@ REPLAY_SETTINGS: tuple[Setting, ...] = (
     ),
     Setting("nearby_limit", 20, check_int(0, 1000), "How many nearby archived URLs a 'not archived' page lists."),
     Setting("calendar_limit", 1000, check_int(0, 1000), "How many captures the calendar page of a URL lists at most."),
+    Setting(
+        "reading_room",
+        (),
+        _networks,
+        "Client address ranges of the reading room (CIDR, e.g. 10.20.0.0/16): they see reading-room captures.",
+    ),
+    Setting(
+        "trusted_proxies",
+        (),
+        _networks,
+        "Addresses of reverse proxies whose X-Forwarded-For is believed; from anyone else it is ignored.",
+    ),
+    Setting(
+        "restricted_hosts",
+        (),
+        _host_names,
+        "Host names of the restricted replay host (staff, with a cookie the console issues); empty: none.",
+    ),
+    Setting("restricted_minutes", 15, check_int(1, 24 * 60), "How long a restricted-host cookie lasts, in minutes."),
+    Setting(
+        "staff_url",
+        None,
+        _optional_str,
+        "The staff console's address, linked from the restricted host's sign-in notice.",
+    ),
     Setting("debug", False, check_bool, "Let Flask show tracebacks (development only; never on a public server)."),
 )
 

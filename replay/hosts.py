@@ -53,8 +53,12 @@ def build_site(
     archive_url: str | None = None,
     replay_config: dict | None = None,
     staff_config: dict | None = None,
+    restricted_host: str | None = None,
+    restricted_url: str | None = None,
 ):
-    """The WSGI application ``strata serve --staff-host`` runs: replay everywhere, staff on its host."""
+    """The WSGI application ``strata serve --staff-host`` runs: replay everywhere, staff on its host,
+    and with ``restricted_host`` the restricted replay host (replay that answers staff sessions the
+    console issues; ``replay.access``)."""
     from replay import create_app
     from replay.staff import create_staff_app
 
@@ -62,9 +66,20 @@ def build_site(
         raise ConfigError(
             "the staff host and the archive host must differ: archived pages would run next to the staff session"
         )
+    replay_settings = dict(replay_config or {})
     staff_settings = {"staff_hosts": [_bare_host(staff_host)], "archive_url": archive_url, **(staff_config or {})}
+    if restricted_host:
+        restricted = _bare_host(restricted_host)
+        archive = _bare_host(archive_url.split("://", 1)[-1].split("/", 1)[0]) if archive_url else None
+        if restricted in (_bare_host(staff_host), archive):
+            raise ConfigError(
+                "--restricted-host: give it a name of its own, neither the staff host nor the archive host"
+            )
+        replay_settings["restricted_hosts"] = [restricted]
+        replay_settings.setdefault("staff_url", staff_config.get("staff_url") if staff_config else None)
+        staff_settings["restricted_url"] = restricted_url or f"http://{restricted}"
     return HostDispatcher(
-        create_app(Path(root), replay_config), create_staff_app(Path(root), staff_settings), [staff_host]
+        create_app(Path(root), replay_settings), create_staff_app(Path(root), staff_settings), [staff_host]
     )
 
 

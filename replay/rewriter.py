@@ -23,7 +23,7 @@ from pywb.apps.rewriterapp import RewriterApp
 from pywb.utils.io import no_except_close
 from pywb.utils.wbexception import NotFoundException
 
-from replay.asof import pad_as_of
+from replay.asof import ACCESS_PARAM, pad_as_of
 from replay.contentrw import PageContentRewriter
 from replay.errors import CaptureDeleted
 from replay.transport import LocalClient
@@ -68,6 +68,8 @@ class StrataRewriterApp(RewriterApp):
             params["to"] = pad_as_of(wb_url.timestamp)
         if wb_url.mod == "vi_":
             params["content_type"] = self.VIDEO_INFO_CONTENT_TYPE
+        if kwargs.get(ACCESS_PARAM):
+            params[ACCESS_PARAM] = kwargs[ACCESS_PARAM]
         return self.client.post(self.get_upstream_url(wb_url, kwargs, params), data=BytesIO(req_data), headers=headers)
 
     def do_query(self, wb_url, kwargs):
@@ -77,7 +79,7 @@ class StrataRewriterApp(RewriterApp):
             "from": wb_url.timestamp,
             "to": wb_url.end_timestamp,
         }
-        for key in ("memento_format", "limit"):
+        for key in ("memento_format", "limit", ACCESS_PARAM):
             if key in kwargs:
                 params[key] = kwargs[key]
         upstream = self.get_upstream_url(wb_url, kwargs, params).replace("/resource/postreq", "/index")

@@ -53,6 +53,13 @@ def _params(per_page_default: int) -> SearchParams:
     )
 
 
+def _level() -> str:
+    """The request's access level (``replay.access``); public when mounted without it."""
+    from replay.access import level
+
+    return level()
+
+
 def _links(result: dict) -> None:
     base = request.script_root
     for hit in result["hits"]:
@@ -76,7 +83,7 @@ def _href(**changes) -> str:
 @bp.get("/api/search")
 def api():
     try:
-        result = search(_root(), _params(per_page_default=20))
+        result = search(_root(), _params(per_page_default=20), access_level=_level())
     except StrataError as exc:
         return jsonify({"error": exc.message}), exc.http_status
     _links(result)
@@ -91,7 +98,7 @@ def page():
     result, error, status = None, None, 200
     if any(request.args.get(k) for k in ("q", "from", "to", "site", "type")):
         try:
-            result = search(root, _params(per_page_default=10))
+            result = search(root, _params(per_page_default=10), access_level=_level())
             _links(result)
         except StrataError as exc:
             error, status = exc.message, exc.http_status

@@ -246,11 +246,11 @@ class _StrataWARCPathLoader(WARCPathLoader):
         self.resolve_loader = _RevisitLoader(self.resolvers, root)
 
 
-def make_warcserver(root: Path) -> tuple[BaseWarcServer, AsOfIndexSource]:
+def make_warcserver(root: Path, rules_for=None) -> tuple[BaseWarcServer, AsOfIndexSource]:
     """The WSGI app routing ``/<coll>/index`` (CDX queries) and ``/<coll>/resource/postreq``
     (replay), and its index source (for the application's own lookups)."""
     root_dir = os.path.join(os.path.abspath(root), "")
-    index = AsOfIndexSource(base_prefix=root_dir, base_dir=os.path.join("{coll}", "indexes", ""))
+    index = AsOfIndexSource(base_prefix=root_dir, base_dir=os.path.join("{coll}", "indexes", ""), rules_for=rules_for)
     archive_paths = os.path.join(root_dir, "{coll}", "archive", "")
     loader = _StrataWARCPathLoader(archive_paths, index, Path(root_dir))
     handler = ResourceHandler(index, [loader])

@@ -32,6 +32,8 @@ from collections import Counter, defaultdict
 from datetime import UTC, datetime
 from pathlib import Path
 
+from index.access import rules_for
+from index.access_search import SearchAccess
 from index.collection import Collection, list_collections
 from index.fulltext.cjk import CJKBigramAnalyzer, is_cjk, normalize
 from index.fulltext.matching import IndexView, TimeUp, evaluate, rank
@@ -331,7 +333,29 @@ def _view(coll: Collection) -> IndexView | None:
         return view
 
 
-def search(root: Path, params: SearchParams, time_limit: float = TIME_LIMIT) -> dict:
+_access = SearchAccess()
+
+
+def _allowed_for(view: IndexView, p: SearchParams, rules, level: str | None) -> set[int] | None:
+    """Documents the filters allow and, with a level, that have a capture in range it may see."""
+    allowed = _allowed(view, p)
+    if rules is None or not level:
+        return allowed
+    visible = _access.allowed(view, rules, level, p.date_from, p.date_to)
+    if visible is None:
+        return allowed
+    return visible if allowed is None else allowed & visible
+
+
+def _stamps_of(view: IndexView, p: SearchParams, rules, level: str | None, docnum: int, url: str) -> list[str]:
+    if rules is None or not level:
+        return view.captures.of(docnum, p.date_from, p.date_to)
+    return _access.stamps(view, rules, level, docnum, url, p.date_from, p.date_to)
+
+
+def search(root: Path, params: SearchParams, time_limit: float = TIME_LIMIT, access_level: str | None = None) -> dict:
+    """``access_level`` (public, reading-room, staff): only what that level may see is found,
+    counted or quoted (``index.access``); None searches everything (the operator's command line)."""
     started = time.monotonic()
     p = params.checked()
     page, per_page = int(p.page), int(p.per_page)  # ints once checked
@@ -352,9 +376,10 @@ def search(root: Path, params: SearchParams, time_limit: float = TIME_LIMIT) -> 
                 unindexed.append(name)
             continue
         deadline = time.monotonic() + time_limit
+        rules = rules_for(coll.path) if access_level else None
         try:
             matches = evaluate(view, parsed.tree, deadline)
-            allowed = _allowed(view, p)
+            allowed = _allowed_for(view, p, rules, access_level)
             if time.monotonic() > deadline:
                 raise TimeUp
             ranked = rank(matches, allowed, MAX_DOCS, deadline)
@@ -368,10 +393,10 @@ def search(root: Path, params: SearchParams, time_limit: float = TIME_LIMIT) -> 
             exhaustive = False
         url_col, host_col, type_col = (view.columns[c] for c in ("url", "host", "mtype"))
         for position, (score, docnum) in enumerate(ranked.hits):
-            stamps = view.captures.of(docnum, p.date_from, p.date_to)
+            url = url_col[docnum]
+            stamps = _stamps_of(view, p, rules, access_level, docnum, url)
             if not stamps:
                 continue
-            url = url_col[docnum]
             key = (name, url)
             group = groups.get(key)
             if group is None:

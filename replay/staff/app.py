@@ -92,6 +92,14 @@ STAFF_SETTINGS: tuple[Setting, ...] = (
     Setting("session_hours", 12, check_int(1, 24 * 30), "A login lasts at most this long."),
     Setting("idle_minutes", 120, check_int(1, 24 * 60), "A login ends after this long without a request."),
     Setting("queue_backend", "sqlite", _name, "Run queue backend (harvester.jobs.queue.open_queue)."),
+    Setting(
+        "restricted_url",
+        None,
+        _optional_url,
+        "Base URL of the restricted replay host (e.g. http://restricted.example.org), where staff open "
+        "restricted captures with a session of their own; None: no restricted host.",
+    ),
+    Setting("restricted_minutes", 15, check_int(1, 24 * 60), "How long a restricted-host session lasts, in minutes."),
     Setting("debug", False, check_bool, "Let Flask show tracebacks (development only)."),
 )
 
@@ -120,13 +128,15 @@ def create_staff_app(root: Path, config: dict | None = None) -> Flask:
         "policy": NetworkPolicy.from_env(settings["allow_networks"]),
     }
 
-    from replay.staff import auth, filters, jobs, runs, security
+    from replay.staff import access, auth, filters, jobs, runs, security
 
     security.register(app)
     filters.register(app)
     app.register_blueprint(auth.bp)
     app.register_blueprint(jobs.bp)
     app.register_blueprint(runs.bp)
+    app.register_blueprint(access.bp)
+    app.jinja_env.globals["config_restricted"] = lambda: bool(settings["restricted_url"])
     return app
 
 

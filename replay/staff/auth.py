@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from flask import Blueprint, g, redirect, render_template, request, url_for
 
+from replay.staff.access import grants
 from replay.staff.security import LOGIN_COOKIE, SESSION_COOKIE, clear_cookie, cookie_name, set_cookie, users
 from strata.times import utc_now
 
@@ -42,6 +43,9 @@ def login():
 @bp.post("/logout")
 def logout():
     users().end_session(request.cookies.get(cookie_name(SESSION_COOKIE)))
+    granting = grants()
+    if granting is not None and g.user:
+        granting.revoke_user(g.user)  # the restricted host's sessions end with the console's
     response = redirect(url_for("auth.login"))
     clear_cookie(response, SESSION_COOKIE)
     return response

@@ -10,6 +10,7 @@ import itertools
 from flask import jsonify, render_template
 
 from index import state
+from replay import access
 from replay.address import Address
 from replay.asof import pad_as_of
 from replay.context import ext
@@ -29,7 +30,7 @@ KIND_LABELS = {
 def render(addr: Address):
     engine, settings = ext()["engine"], ext()["settings"]
     if addr.prefix:
-        urls = engine.prefix(addr.coll, addr.url, settings["calendar_limit"])
+        urls = engine.prefix(addr.coll, addr.url, settings["calendar_limit"], access.level())
         status = 200 if urls else 404
         return render_template("calendar/prefix.html", coll=addr.coll, url=addr.url, urls=urls), status
     cdx_lines, captures = _captures(addr)
@@ -66,9 +67,9 @@ def render_json(addr: Address):
 
 def _captures(addr: Address) -> tuple[list, list[dict]]:
     engine, settings = ext()["engine"], ext()["settings"]
-    cdx_lines = engine.captures(addr.coll, addr.url, limit=settings["calendar_limit"])
-    if not cdx_lines:
-        raise engine.not_archived(addr)
+    cdx_lines = engine.captures(addr.coll, addr.url, limit=settings["calendar_limit"], level=access.level())
+    if not cdx_lines:  # hidden captures are absent, blocked or excluded: as for a URL never archived
+        raise engine.not_archived(addr, access.level())
     with ext()["collections"].db(addr.coll) as conn:
         details = state.capture_entries_by_location(conn, [c["url"] for c in cdx_lines]) if conn is not None else {}
     return cdx_lines, [_capture(cdx, details) for cdx in cdx_lines]

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from flask import Blueprint, redirect, render_template, request
 
-from index import state
+from index.access_counts import VisibleCounts
+from replay import access
 from replay.address import check_url
 from replay.context import ext
 from replay.filters import replay_url
@@ -27,7 +28,8 @@ def index(coll: str):
         if conn is None:
             sites, runs, seeds = [], [], []
         else:
-            sites, runs, seeds = state.sites(conn), state.runs(conn), state.seeds(conn)
+            counts = VisibleCounts(conn, collections.rules(coll), access.level())
+            sites, runs, seeds = counts.sites(), counts.runs(), counts.seeds()
     return render_template(
         "collection/index.html", coll=coll, sites=sites, runs=runs, seeds=seeds, has_db=conn is not None
     )

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from flask import Blueprint, render_template
 
-from index import state
+from index.access_counts import VisibleCounts
+from replay import access
 from replay.context import ext
 
 bp = Blueprint("home", __name__)
@@ -16,7 +17,8 @@ def index():
     rows = []
     for name in collections.names():
         with collections.db(name) as conn:
-            info = state.summary(conn) if conn is not None else None
-            seeds = state.seeds(conn) if conn is not None else []
+            counts = VisibleCounts(conn, collections.rules(name), access.level()) if conn is not None else None
+            info = counts.summary() if counts is not None else None
+            seeds = counts.seeds() if counts is not None else []
         rows.append({"name": name, "summary": info, "seeds": seeds})
     return render_template("home/index.html", collections=rows)

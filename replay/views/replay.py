@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, request, url_for
 
+from replay import access
 from replay.address import Address, parse_address
 from replay.asof import pad_as_of
 from replay.context import ext
@@ -25,7 +26,7 @@ def replay(coll: str, rest: str):
     addr = parse_address(coll, raw_rest(f"/{coll}/"))
     if addr.kind == "calendar":
         return calendar.render(addr)
-    status, headers, body = ext()["engine"].replay(request.environ, addr, {"strata": _links(addr)})
+    status, headers, body = ext()["engine"].replay(request.environ, addr, {"strata": _links(addr)}, access.level())
     response = Response(body, status=status, headers=headers, direct_passthrough=True)
     if not any(k.lower() == "content-type" for k, _ in headers):
         del response.headers["Content-Type"]  # werkzeug adds a default; the archive had none
