@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from strata.settings import Setting, apply_settings, check_bool, check_int
+from strata.settings import Setting, apply_settings, check_bool, check_float, check_int
 
 
 def _names(value: Any) -> tuple[str, ...]:
@@ -48,6 +48,15 @@ REPLAY_SETTINGS: tuple[Setting, ...] = (
     ),
     Setting("nearby_limit", 20, check_int(0, 1000), "How many nearby archived URLs a 'not archived' page lists."),
     Setting("calendar_limit", 1000, check_int(0, 1000), "How many captures the calendar page of a URL lists at most."),
+    Setting(
+        "cdx_limit",
+        10000,
+        check_int(1, 1000000),
+        "Most lines one /<coll>/cdx answer gives (a larger limit is lowered).",
+    ),
+    Setting(
+        "cdx_time_limit", 10, check_float(0.1, 600), "Seconds one /<coll>/cdx query may take before it is answered 503."
+    ),
     Setting("debug", False, check_bool, "Let Flask show tracebacks (development only; never on a public server)."),
 )
 
