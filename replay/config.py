@@ -57,6 +57,12 @@ REPLAY_SETTINGS: tuple[Setting, ...] = (
     Setting(
         "cdx_time_limit", 10, check_float(0.1, 600), "Seconds one /<coll>/cdx query may take before it is answered 503."
     ),
+    Setting(
+        "search_export_limit",
+        10000,
+        check_int(1, 1000000),
+        "Most hits one download of search results (/search/export.csv, .jsonl) holds; a cut file says so.",
+    ),
     Setting("debug", False, check_bool, "Let Flask show tracebacks (development only; never on a public server)."),
 )
 
