@@ -106,3 +106,33 @@ def test_download_link_streams_and_says_when_cut(many):
     assert client.get("/search/export.jsonl", query_string={"q": "a AND"}).status_code == 400
     assert client.get("/search/export.xml", query_string={"q": WORD}).status_code == 404
     assert client.get("/search/export.csv").status_code == 400
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_browser_downloads_the_results_at_1280_and_390(many, tmp_path):
+    from tests.conftest import REPO
+    from tests.support.chromium import launched
+    from tests.support.replay_fixtures import StrataServer
+
+    root, truth = many
+    artifacts = REPO / "tests" / "artifacts"
+    artifacts.mkdir(exist_ok=True)
+    server = StrataServer(root, tmp_path / "serve.log")
+    try:
+        with launched() as browser:
+            for width in (1280, 390):
+                page = browser.new_page(viewport={"width": width, "height": 900}, accept_downloads=True)
+                page.goto(f"{server.base_url}/search?q={WORD}&site=www2.example.org")
+                page.wait_for_selector("#download")
+                link = page.locator("#download a", has_text="JSON Lines")
+                assert link.is_visible()
+                page.screenshot(path=str(artifacts / f"search-download-{width}.png"))
+                with page.expect_download() as info:
+                    link.click()
+                path = info.value.path()
+                got = {json.loads(line)["url"] for line in open(path, encoding="utf-8")}
+                assert got == {u for u in truth if "//www2." in u}
+                page.close()
+    finally:
+        server.stop()
