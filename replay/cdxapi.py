@@ -130,8 +130,9 @@ class CdxApi:
         """Answer the query string of ``environ`` for collection ``coll`` (already checked to exist)."""
         params = check_params(environ.get("QUERY_STRING", ""), self.max_lines)
         wanted = int(params["limit"]) if "limit" in params else None
-        cap = self.max_lines if wanted is None or wanted > self.max_lines else wanted
-        params["limit"] = str(cap + 1 if cap == self.max_lines else cap)  # one more: tells a cut answer
+        capped = wanted is None or wanted > self.max_lines
+        cap = self.max_lines if wanted is None or capped else wanted
+        params["limit"] = str(cap + 1 if capped else cap)  # one line more: tells an answer cut by the cap
         env = dict(environ)
         env.pop("HTTP_X_PYWB_ACL_USER", None)  # would select pywb access rules; Strata's live in index.exposure
         params.update({"mode": "index", "param.coll": coll, "_input_req": DirectWSGIInputRequest(env)})

@@ -95,6 +95,8 @@ def test_answers_are_capped_and_say_so(replay_root, archives):
     assert "at most 5" in capped.headers["X-Strata-CDX-Truncated"]
     asked_more = client.get(f"/three/cdx?url={base}/*&limit=1000")
     assert len(asked_more.data.splitlines()) == 5 and "X-Strata-CDX-Truncated" in asked_more.headers
+    as_asked = client.get(f"/three/cdx?url={base}/*&limit=5")  # the limit asked for, not the cap, cut it
+    assert len(as_asked.data.splitlines()) == 5 and "X-Strata-CDX-Truncated" not in as_asked.headers
     exact = client.get(f"/three/cdx?url={base}/&limit=5")  # 3 lines: under the cap, not cut
     assert len(exact.data.splitlines()) == 3 and "X-Strata-CDX-Truncated" not in exact.headers
     assert [json.loads(line)["url"] for line in capped.data.splitlines()][0] == f"{base}/"
