@@ -178,9 +178,28 @@ def export_wacz(
     lo, hi, run_warcs = _check_selection(coll, sel)
     created = datetime.now(UTC).replace(microsecond=0)
     figures = _Figures()
-    shown = capture_filter(coll.root, coll.name, "wacz")
     part = out.with_name(out.name + ".part")
-    with tempfile.TemporaryDirectory(dir=out.parent, prefix=".wacz-") as work:
+    try:
+        _write(coll, part, sel, lo, hi, run_warcs, created, figures, progress)
+    except BaseException:
+        part.unlink(missing_ok=True)  # never a half-written package under any name
+        raise
+    os.replace(part, out)
+    seconds = time.monotonic() - started
+    size = out.stat().st_size
+    return {
+        "file": str(out),
+        "bytes": size,
+        **figures,
+        "seconds": round(seconds, 3),
+        "mb_per_s": round(figures["bytes_copied"] / 1e6 / seconds, 1) if seconds else None,
+    }
+
+
+def _write(coll: Collection, part: Path, sel: Selection, lo, hi, run_warcs, created, figures, progress) -> None:
+    """Everything but the rename: the package written as ``part``."""
+    shown = capture_filter(coll.root, coll.name, "wacz")
+    with tempfile.TemporaryDirectory(dir=part.parent, prefix=".wacz-") as work:
         workdir = Path(work)
         reader = RecordReader(coll)
         conn = open_readonly(coll.db_path)
@@ -212,16 +231,6 @@ def export_wacz(
                 conn.close()
     with open(part, "rb+") as fh:
         os.fsync(fh.fileno())
-    os.replace(part, out)
-    seconds = time.monotonic() - started
-    size = out.stat().st_size
-    return {
-        "file": str(out),
-        "bytes": size,
-        **figures,
-        "seconds": round(seconds, 3),
-        "mb_per_s": round(figures["bytes_copied"] / 1e6 / seconds, 1) if seconds else None,
-    }
 
 
 def _selected(loc: Located, lo: str | None, hi: str | None, prefix: str | None, files: set[str] | None) -> bool:
