@@ -38,7 +38,10 @@ def free_port() -> int:
 
 
 def write_collection(root: Path, lines: int, hosts: int, seed: int) -> list[str]:
-    """The index (sorted, as pywb's indexer writes it) and the page URLs it holds."""
+    """The index (sorted, as pywb's indexer writes it: SURT keys from pywb's own canonicalizer) and
+    the page URLs it holds."""
+    from pywb.utils.canonicalize import canonicalize
+
     rng = random.Random(seed)
     (root / "bench" / "archive").mkdir(parents=True)
     (root / "bench" / "indexes").mkdir()
@@ -46,11 +49,11 @@ def write_collection(root: Path, lines: int, hosts: int, seed: int) -> list[str]
     urls = []
     n = 0
     while len(entries) < lines:
-        host = f"www{n % hosts}.example.org"
+        host = f"site{n % hosts}.example.org"
         path = f"/section{n % 17}/page-{n:07d}.html"
         url = f"http://{host}{path}"
         urls.append(url)
-        key = f"org,example,www{n % hosts})" + path
+        key = canonicalize(url)
         for c in range(rng.choice((1, 1, 2, 3, 6))):
             ts = f"2024{1 + (n + c) % 12:02d}{1 + (n * 7 + c) % 28:02d}{c:02d}0000"
             revisit = c > 0 and rng.random() < 0.6
@@ -133,12 +136,17 @@ def main(argv: list[str] | None = None) -> None:
     rng = random.Random(7)
     table_q = queries(urls, rng)
     times: dict[str, dict[str, list[float]]] = {k: {s: [] for s in servers} for k in table_q}
+    lines_per_query: dict[str, float] = {}
     try:
         clients = {s: httpx.Client(timeout=60) for s in servers}
-        for kind, qs in table_q.items():  # same answers first
+        for kind, qs in table_q.items():  # same answers first, and real ones
+            answered = 0
             for q in qs:
                 a, b = (clients[s].get(servers[s] + q) for s in servers)
                 assert a.status_code == b.status_code == 200 and a.content == b.content, (kind, q)
+                answered += len(a.content.splitlines())
+            lines_per_query[kind] = answered / len(qs)
+            assert answered >= len(qs), (kind, "the queries find nothing")
         for _ in range(args.repeat):
             for kind, qs in table_q.items():
                 for server, base in servers.items():
@@ -159,8 +167,8 @@ def main(argv: list[str] | None = None) -> None:
         f"index: {args.lines:,} lines ({size / 1e6:.0f} MB), {args.n} requests a query kind a server, "
         f"{args.repeat} rounds; every answer compared byte for byte first",
         "",
-        "| query | Strata p50 ms | p95 | pywb p50 ms | p95 | pywb / Strata (p50) | per round |",
-        "|---|---|---|---|---|---|---|",
+        "| query | lines | Strata p50 ms | p95 | pywb p50 ms | p95 | pywb / Strata (p50) | per round |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     figures = {}
     for kind, by in times.items():
@@ -172,7 +180,8 @@ def main(argv: list[str] | None = None) -> None:
         p = {name: (statistics.median(v) * 1000, sorted(v)[int(0.95 * (len(v) - 1))] * 1000) for name, v in by.items()}
         figures[kind] = {"strata_ms": p["strata"], "pywb_ms": p["pywb"], "ratio_per_round": per_round}
         table.append(
-            f"| {kind} | {p['strata'][0]:.1f} | {p['strata'][1]:.1f} | {p['pywb'][0]:.1f} | {p['pywb'][1]:.1f} "
+            f"| {kind} | {lines_per_query[kind]:.0f} | {p['strata'][0]:.1f} | {p['strata'][1]:.1f} "
+            f"| {p['pywb'][0]:.1f} | {p['pywb'][1]:.1f} "
             f"| {p['pywb'][0] / p['strata'][0]:.2f} | {', '.join(f'{x:.2f}' for x in per_round)} |"
         )
     text = "\n".join(table)
