@@ -5,7 +5,9 @@ One invocation writes ``--docs`` documents (Latin filler text, a word every one 
 (``index.fulltext.rebuild.create``), then runs ``strata search COLL WORD --all --format F`` for
 jsonl and csv, each ``--repeat`` times, in a fresh child process (wall, CPU, peak RSS; the output
 goes to a file and its lines are counted), and once ``--json --per-page 100`` (one exact page over
-every hit) for comparison. The target: peak RSS under 300 MB.
+every hit) and a plain search (the best 20) for comparison. Memory is read from the child's
+``/proc/<pid>/status`` every 10 ms: peak RSS, and apart the heap (``RssAnon``) and the index files
+every search maps whole (``RssFile``). The target: under 300 MB.
 
     .venv/bin/python bench/search_export_bench.py               # 100,000 documents
     .venv/bin/python bench/search_export_bench.py --docs 20000  # quicker
@@ -18,7 +20,9 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import resource
 import statistics
+import subprocess
 import sys
 import time
 from datetime import UTC, datetime, timedelta
@@ -63,49 +67,89 @@ def synthesise(root: Path, count: int, seed: int) -> float:
     return time.monotonic() - started
 
 
-def main(argv: list[str] | None = None) -> None:
-    from common import run_measured
+def sampled(cmd: list[str], stdout: Path, stderr: Path) -> dict:
+    """Run ``cmd``, reading its /proc status every 10 ms: wall, CPU, peak RSS (``VmHWM``), and the
+    peaks of its anonymous memory (``RssAnon``: the heap, what the export itself holds) and of its
+    file-backed pages (``RssFile``: the full-text index's files, which every search maps whole,
+    ``MAP_POPULATE``, and the kernel may drop)."""
+    peaks = {"VmHWM": 0, "RssAnon": 0, "RssFile": 0}
+    started = time.monotonic()
+    with open(stdout, "wb") as out, open(stderr, "wb") as err:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err)
+        status = Path(f"/proc/{proc.pid}/status")
+        while proc.poll() is None:
+            try:
+                for line in status.read_text().splitlines():
+                    name, _, value = line.partition(":")
+                    if name in peaks:
+                        peaks[name] = max(peaks[name], int(value.split()[0]) * 1024)
+            except (OSError, ValueError):
+                pass
+            time.sleep(0.01)
+    wall = time.monotonic() - started
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return {"returncode": proc.returncode, "wall": wall, "cpu_total": usage.ru_utime + usage.ru_stime, **peaks}
 
+
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     ap.add_argument("--docs", type=int, default=100_000)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--reuse", type=Path, help="a collections root an earlier run of this benchmark wrote")
     args = ap.parse_args(argv)
     out_dir = OUT / f"search-export-{time.strftime('%Y%m%d-%H%M%S')}"
-    root = out_dir / "collections"
-    root.mkdir(parents=True)
-    print(f"indexing {args.docs:,} documents ...", flush=True)
-    build_s = synthesise(root, args.docs, seed=3)
+    out_dir.mkdir(parents=True)
+    if args.reuse:
+        root, build_s = args.reuse, 0.0
+    else:
+        root = out_dir / "collections"
+        root.mkdir()
+        print(f"indexing {args.docs:,} documents ...", flush=True)
+        build_s = synthesise(root, args.docs, seed=3)
     base = [str(STRATA), "search", "many", WORD, "--root", str(root)]
     cases = {
         "--all --format jsonl": base + ["--all", "--format", "jsonl"],
         "--all --format csv": base + ["--all", "--format", "csv"],
         "--json --per-page 100 (page 1)": base + ["--json", "--per-page", "100"],
     }
+    cases["plain search (the best 20, for comparison)"] = base
     results: dict[str, list[dict]] = {k: [] for k in cases}
+    cpu_before = 0.0
     for i in range(args.repeat):
         for n, (label, cmd) in enumerate(cases.items()):
             stdout = out_dir / f"{n}-{i}.out"
-            m = run_measured(cmd, 1800, stdout, out_dir / f"{n}-{i}.err")
-            if m.returncode != 0:
+            m = sampled(cmd, stdout, out_dir / f"{n}-{i}.err")
+            if m["returncode"] != 0:
                 raise SystemExit(f"{label} failed: {(out_dir / f'{n}-{i}.err').read_text()[-2000:]}")
             lines = sum(1 for _ in open(stdout, "rb"))
+            cpu, cpu_before = m["cpu_total"] - cpu_before, m["cpu_total"]
             results[label].append(
-                {"wall": round(m.wall, 2), "cpu": round(m.cpu, 2), "rss_mb": round(m.maxrss / 1e6, 1), "lines": lines}
+                {
+                    "wall": round(m["wall"], 2),
+                    "cpu": round(cpu, 2),
+                    "rss_mb": round(m["VmHWM"] / 1e6, 1),
+                    "anon_mb": round(m["RssAnon"] / 1e6, 1),
+                    "file_mb": round(m["RssFile"] / 1e6, 1),
+                    "lines": lines,
+                }
             )
             print(f"  {label}: {results[label][-1]}", flush=True)
     table = [
         f"{args.docs:,} documents = hits (index built in {build_s:.0f} s); {args.repeat} repeats, min / median / max",
         "",
-        "| command | wall s | CPU s | peak RSS MB | lines out |",
-        "|---|---|---|---|---|",
+        "| command | wall s | CPU s | peak RSS MB | of it: heap (RssAnon) MB | mapped index (RssFile) MB | lines out |",
+        "|---|---|---|---|---|---|---|",
     ]
     for label, runs in results.items():
         w = sorted(r["wall"] for r in runs)
         rss = sorted(r["rss_mb"] for r in runs)
+        anon = sorted(r["anon_mb"] for r in runs)
+        mapped = statistics.median(r["file_mb"] for r in runs)
         cpu = statistics.median(r["cpu"] for r in runs)
         table.append(
             f"| {label} | {w[0]:.1f} / {statistics.median(w):.1f} / {w[-1]:.1f} | {cpu:.1f} "
-            f"| {rss[0]} / {statistics.median(rss)} / {rss[-1]} | {runs[-1]['lines']:,} |"
+            f"| {rss[0]} / {statistics.median(rss)} / {rss[-1]} | {anon[0]} / {statistics.median(anon)} / {anon[-1]} "
+            f"| {mapped} | {runs[-1]['lines']:,} |"
         )
     text = "\n".join(table)
     print("\n" + text)
