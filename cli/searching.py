@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import sys
 
 import click
 
@@ -22,49 +24,35 @@ from strata.errors import ArchiveError, ConfigError
 @click.option("--type", "mime_type", metavar="T", help="html, pdf, text, image, audio, video ... or a MIME type.")
 @click.option("--sort", type=click.Choice(["relevance", "date", "oldest"]), default="relevance", show_default=True)
 @click.option("--limit", type=click.IntRange(1, 100), default=20, show_default=True, help="Hits (URLs) to print.")
-@click.option("--json", "as_json", is_flag=True, help="Print every hit up to --limit as JSON.")
+@click.option("--json", "as_json", is_flag=True, help="Print one page of hits as {total, hits, page, per_page, pages}.")
+@click.option("--page", type=click.IntRange(1), default=1, show_default=True, help="With --json: the page.")
+@click.option(
+    "--per-page", type=click.IntRange(1, 1000), default=20, show_default=True, help="With --json: hits a page."
+)
+@click.option("--all", "every", is_flag=True, help="Print every hit (no cap), as --format says.")
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "csv"]), default="jsonl", show_default=True)
 @root_option
-def search(collection, query, date_from, date_to, site, mime_type, sort, limit, as_json, root) -> None:
+def search(
+    collection, query, date_from, date_to, site, mime_type, sort, limit, as_json, page, per_page, every, fmt, root
+) -> None:
     """Full-text search of COLLECTION: words, "phrases", AND, OR, NOT, -word, parentheses."""
     from index.collection import Collection
     from index.fulltext.query import SearchParams
     from index.fulltext.query import search as run_search
 
     Collection.open(root, collection)
-    result = run_search(
-        root,
-        SearchParams(
-            q=query,
-            date_from=date_from,
-            date_to=date_to,
-            site=site,
-            type=mime_type,
-            collections=[collection],
-            sort=sort,
-            per_page=limit,
-        ),
+    params = SearchParams(
+        q=query, date_from=date_from, date_to=date_to, site=site, type=mime_type, collections=[collection], sort=sort
     )
+    if every or as_json:
+        _export(root, params, every, fmt, as_json, page, per_page)
+        return
+    result = run_search(root, dataclasses.replace(params, per_page=limit))
     if result["unindexed"]:
         raise ConfigError(
             f"collection {collection!r} has no full-text index yet; build it with: "
             f"strata index rebuild {collection} --root {root}"
         )
-    if as_json:
-        keys = (
-            "url",
-            "title",
-            "captures",
-            "count",
-            "first",
-            "last",
-            "replay_ts",
-            "snippet",
-            "mime",
-            "host",
-            "collection",
-        )
-        click.echo(json.dumps([{k: h[k] for k in keys} for h in result["hits"]], ensure_ascii=False, indent=1))
-        return
     about = "" if result["total_exact"] else "about "
     click.echo(
         f"{result['total_urls']} URLs ({about}{result['total_documents']} versions) in {result['elapsed_ms']:.0f} ms"
@@ -78,6 +66,25 @@ def search(collection, query, date_from, date_to, site, mime_type, sort, limit, 
         )
         if hit["snippet"]:
             click.echo(f"  {hit['snippet']}")
+
+
+def _export(root, params, every: bool, fmt: str, as_json: bool, page: int, per_page: int) -> None:
+    """Every hit (``--all``), or one exact page of them (``--json``): ``index.fulltext.export``."""
+    from index.fulltext.export import all_hits, csv_lines, hit_page, jsonl_lines
+
+    if as_json and not every:
+        click.echo(json.dumps(hit_page(root, params, page, per_page), ensure_ascii=False, indent=1))
+        return
+    hits = all_hits(root, params)
+    if hits.unindexed:
+        raise ConfigError(
+            f"collection {hits.unindexed[0]!r} has no full-text index yet; build it with: "
+            f"strata index rebuild {hits.unindexed[0]} --root {root}"
+        )
+    out = sys.stdout
+    for line in csv_lines(hits) if fmt == "csv" else jsonl_lines(hits):
+        out.write(line)
+    out.flush()
 
 
 def _ts_text(ts: str) -> str:

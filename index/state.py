@@ -773,3 +773,10 @@ def record_locations(conn: sqlite3.Connection, record_id: str) -> list[tuple[str
         return [tuple(r) for r in conn.execute("SELECT warc, offset FROM captures WHERE record_id = ?", (record_id,))]
     except sqlite3.Error:
         return []
+
+
+def run_files(conn: sqlite3.Connection, run_id: str) -> list[str] | None:
+    """The WARC files a run wrote (relative to archive/), or None when the state knows no such run."""
+    if conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() is None:
+        return None
+    return [r[0] for r in conn.execute("SELECT filename FROM warcs WHERE run_id = ? ORDER BY filename", (run_id,))]

@@ -28,6 +28,7 @@ def create_app(root: Path, config: dict | None = None) -> Flask:
     app.config.update(DEBUG=settings["debug"], PROPAGATE_EXCEPTIONS=False, MAX_CONTENT_LENGTH=1 << 20)
     app.session_interface = _NoSessions()
 
+    from replay.cdxapi import CdxApi
     from replay.collections import Collections
     from replay.engine import ReplayEngine
 
@@ -36,10 +37,11 @@ def create_app(root: Path, config: dict | None = None) -> Flask:
         "settings": settings,
         "collections": collections,
         "engine": ReplayEngine(Path(root), settings, collections.deletion, collections.rules),
+        "cdx": CdxApi(Path(root), settings["cdx_limit"], settings["cdx_time_limit"]),
     }
 
     from replay import access, filters
-    from replay.views import capture_api, collection, errors, home, pywb_static, replay
+    from replay.views import capture_api, cdx, collection, errors, home, pywb_static, replay
 
     access.register(app, access.AccessPolicy(Path(root), settings))
     filters.register(app)
@@ -52,6 +54,7 @@ def create_app(root: Path, config: dict | None = None) -> Flask:
         app.register_blueprint(search_bp)
     app.register_blueprint(collection.bp)
     app.register_blueprint(capture_api.bp)
+    app.register_blueprint(cdx.bp)  # /<coll>/cdx before /<coll>/<path:rest> (werkzeug ranks the fixed part first)
     app.register_blueprint(replay.bp)
     app.jinja_env.globals["has_search"] = "search.page" in app.view_functions
     return app

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from strata.settings import Setting, apply_settings, check_bool, check_int
+from strata.settings import Setting, apply_settings, check_bool, check_float, check_int
 
 
 def _networks(value: Any) -> tuple[str, ...]:
@@ -86,6 +86,21 @@ REPLAY_SETTINGS: tuple[Setting, ...] = (
         None,
         _optional_str,
         "The staff console's address, linked from the restricted host's sign-in notice.",
+    ),
+    Setting(
+        "cdx_limit",
+        10000,
+        check_int(1, 1000000),
+        "Most lines one /<coll>/cdx answer gives (a larger limit is lowered).",
+    ),
+    Setting(
+        "cdx_time_limit", 10, check_float(0.1, 600), "Seconds one /<coll>/cdx query may take before it is answered 503."
+    ),
+    Setting(
+        "search_export_limit",
+        10000,
+        check_int(1, 1000000),
+        "Most hits one download of search results (/search/export.csv, .jsonl) holds; a cut file says so.",
     ),
     Setting("debug", False, check_bool, "Let Flask show tracebacks (development only; never on a public server)."),
 )

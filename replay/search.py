@@ -7,6 +7,10 @@
     c         collection (repeatable; default: all)
     sort      relevance | date | oldest; page, per_page
 
+``/search/export.csv`` and ``/search/export.jsonl`` stream every hit of the same query
+(``index.fulltext.export``), at most ``search_export_limit`` (a replay setting); the search page links
+to both ("download these results").
+
 Each hit links to the replay of its capture nearest the chosen range (``/<coll>/<ts>/<url>``)
 and to the URL's calendar (``/<coll>/<ts>*/<url>``). The collections root comes from
 ``current_app.config["STRATA_ROOT"]`` (or the replay application's own collections).
@@ -18,14 +22,15 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import urlencode
 
-from flask import Blueprint, current_app, jsonify, render_template, request
+from flask import Blueprint, Response, current_app, jsonify, render_template, request, stream_with_context
 
 from index.fulltext.query import MAX_PER_PAGE, SearchParams, search
 from index.fulltext.text import MIME_GROUPS
-from strata.errors import StrataError
+from strata.errors import QueryError, StrataError
 
 bp = Blueprint("search", __name__, template_folder="templates")
 PARAMS = ("q", "from", "to", "site", "type", "sort", "c")
+EXPORT_TIME_LIMIT = 30.0  # seconds per collection for a download's search
 
 
 def _root() -> Path:
@@ -90,6 +95,44 @@ def api():
     return jsonify(result)
 
 
+def _export_href(fmt: str) -> str:
+    """The download address of this search's every hit, as ``fmt`` (csv or jsonl)."""
+    args = [(k, v) for k in PARAMS for v in request.args.getlist(k) if v]
+    return request.script_root + "/search/export." + fmt + "?" + urlencode(args)
+
+
+@bp.get("/search/export.<fmt>")
+def export(fmt: str):
+    """Every hit of the query, streamed as CSV or JSON Lines, at most ``search_export_limit``; a cut
+    file ends with a line that says so (and ``X-Strata-Export-Truncated``)."""
+    from index.fulltext.export import all_hits, csv_lines, jsonl_lines
+
+    if fmt not in ("csv", "jsonl"):
+        return jsonify({"error": f"no export as {fmt!r}: use /search/export.csv or /search/export.jsonl"}), 404
+    limit = _settings().get("search_export_limit", 10000)
+    try:
+        if not any(request.args.get(k) for k in ("q", "from", "to", "site", "type")):
+            raise QueryError("give a query or a filter (q, from, to, site, type) to export its hits")
+        hits = all_hits(_root(), _params(per_page_default=1), time_limit=EXPORT_TIME_LIMIT)
+    except StrataError as exc:
+        return jsonify({"error": exc.message}), exc.http_status
+    lines = csv_lines(hits, limit) if fmt == "csv" else jsonl_lines(hits, limit)
+    mime = "text/csv; charset=utf-8" if fmt == "csv" else "application/x-ndjson; charset=utf-8"
+    response = Response(stream_with_context(line.encode("utf-8") for line in lines), mimetype=None, content_type=mime)
+    response.headers["Content-Disposition"] = f'attachment; filename="search-results.{fmt}"'
+    response.headers["X-Strata-Export-Total"] = str(hits.total)
+    if hits.total > limit:
+        response.headers["X-Strata-Export-Truncated"] = f"the first {limit} of {hits.total} hits"
+    if hits.timed_out:
+        response.headers["X-Strata-Export-Timed-Out"] = "the search ran out of time: the hits are partial"
+    return response
+
+
+def _settings() -> dict:
+    replay = current_app.extensions.get("strata_replay")
+    return replay["settings"] if replay is not None else {}
+
+
 @bp.get("/search")
 def page():
     from index.collection import list_collections
@@ -113,6 +156,8 @@ def page():
         mime_groups=MIME_GROUPS,
         max_per_page=MAX_PER_PAGE,
         bars=_bars(result) if result else [],
+        export_href=_export_href,
+        export_limit=_settings().get("search_export_limit", 10000),
     ), status
 
 

@@ -102,14 +102,16 @@ def test_cli_search_and_rebuild(searched, tmp_path):
     assert result.exit_code == 0, result.output
     import json
 
-    (hit,) = json.loads(result.output)
+    answer = json.loads(result.output)
+    assert answer["total"] == 1 and answer["pages"] == 1 and answer["page"] == 1
+    (hit,) = answer["hits"]
     assert hit["url"].endswith("/ja/index.html") and len(hit["captures"]) == 3 and "国会" in hit["snippet"]
     lo, hi = searched.window(2)
     for when in ((lo, hi), (f"{lo[:4]}-{lo[4:6]}-{lo[6:8]}T{lo[8:10]}:{lo[10:12]}:{lo[12:]}Z", hi)):
         result = runner.invoke(
             cli, ["search", searched.name, "国会", "--from", when[0], "--to", when[1], "--json", "--root", root]
         )
-        assert [len(h["captures"]) for h in json.loads(result.output)] == [1]
+        assert [len(h["captures"]) for h in json.loads(result.output)["hits"]] == [1]
     text = runner.invoke(cli, ["search", searched.name, "quinquennial", "--type", "pdf", "--root", root])
     assert "report.pdf" in text.output and "1 URLs" in text.output
     copy = tmp_path / "collections"

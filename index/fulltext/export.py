@@ -1,0 +1,229 @@
+"""Every hit of a search, not only the best ``MAX_DOCS``: the search export and exact paging.
+
+``index.fulltext.query.search`` groups the best 500 matching documents, enough for a page of
+results. ``all_hits`` groups them all, through the same query API (``parse_query``, ``evaluate``,
+``rank``, the same filters and capture table) and the same grouping by (collection, URL) and sort
+orders, so its hits are the hits a reader pages through. ``hit_page`` is one page of them with
+``total`` and ``pages``; ``iter_rows`` gives each hit as a flat row (URL, title, captures in the
+date range, first, last, type, host, replay address) for CSV and JSON Lines.
+
+Every capture passes the collection's ``index.exposure`` filter (surface ``search-export``): a
+capture it refuses is left out of the hit, a hit with no capture left is left out.
+
+Memory: one small record per hit (score, where its best document is, its capture timestamps as
+integers) besides what any search holds: 100,000 hits took 62 MB of heap more than a plain search
+(``bench/search_export_bench.py``; the index files every search maps whole come on top).
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+import json
+import math
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from index.collection import Collection, list_collections
+from index.exposure import capture_filter, show_all
+from index.fulltext.matching import IndexView, TimeUp, evaluate, rank
+from index.fulltext.query import SearchParams, _allowed, _view, parse_query
+from index.fulltext.snippets import snippet
+from strata.errors import ConfigError, QueryError
+
+__all__ = [
+    "CSV_FIELDS",
+    "MAX_EXPORT_PER_PAGE",
+    "HitSet",
+    "all_hits",
+    "csv_lines",
+    "hit_page",
+    "iter_rows",
+    "jsonl_lines",
+]
+
+MAX_EXPORT_PER_PAGE = 1000
+CSV_FIELDS = ("url", "title", "first", "last", "count", "captures", "type", "mime", "host", "collection", "replay")
+
+
+@dataclasses.dataclass(slots=True)  # one per hit: 100,000 of them
+class _Group:
+    collection: str
+    url: str
+    score: float
+    view: IndexView
+    docnum: int
+    stamps: set[int]
+
+
+@dataclasses.dataclass
+class HitSet:
+    """Every hit of a query, sorted as the search sorts them."""
+
+    params: SearchParams  # checked
+    groups: list[_Group]
+    terms: set[str]
+    prefixes: set[str]
+    timed_out: bool
+    unindexed: list[str]
+
+    @property
+    def total(self) -> int:
+        return len(self.groups)
+
+
+def all_hits(root: Path, params: SearchParams, time_limit: float | None = None) -> HitSet:
+    """Group every matching document by (collection, URL). ``time_limit`` (seconds per collection)
+    bounds the work; past it the collection's hits so far are kept and ``timed_out`` is set."""
+    p = dataclasses.replace(params, page=1, per_page=1).checked()
+    parsed = parse_query(p.q)
+    names = p.collections if p.collections is not None else list_collections(root)
+    groups: dict[tuple[str, str], _Group] = {}
+    timed_out = False
+    unindexed: list[str] = []
+    lo, hi = p.date_from, p.date_to
+    for name in names:
+        coll = Collection.open(Path(root), name)
+        view = _view(coll)
+        if view is None:
+            if coll.warc_files():
+                unindexed.append(name)
+            continue
+        shown = capture_filter(Path(root), name, "search-export")
+        deadline = math.inf if time_limit is None else time.monotonic() + time_limit
+        try:
+            ranked = rank(evaluate(view, parsed.tree, deadline), _allowed(view, p), view.count + 1, deadline)
+        except TimeUp:
+            timed_out = True
+            continue
+        timed_out = timed_out or ranked.timed_out
+        url_col = view.columns["url"]
+        for score, docnum in ranked.hits:
+            stamps = view.captures.of(docnum, lo, hi)
+            if not stamps:
+                continue
+            url = url_col[docnum]
+            if shown is not show_all:
+                stamps = [ts for ts in stamps if shown(url, ts)]
+                if not stamps:
+                    continue
+            key = (name, url)
+            group = groups.get(key)
+            if group is None:
+                groups[key] = _Group(name, url, score, view, docnum, set(map(int, stamps)))
+                continue
+            group.stamps.update(map(int, stamps))
+            if score > group.score:
+                group.score, group.view, group.docnum = score, view, docnum
+    hits = list(groups.values())
+    if p.sort == "date":
+        hits.sort(key=lambda g: (max(g.stamps), g.score), reverse=True)
+    elif p.sort == "oldest":
+        hits.sort(key=lambda g: (min(g.stamps), -g.score))
+    else:
+        hits.sort(key=lambda g: (-g.score, g.url))
+    return HitSet(p, hits, parsed.terms, parsed.prefixes, timed_out, unindexed)
+
+
+def _hit(hits: HitSet, group: _Group, with_snippet: bool = False) -> dict:
+    """A hit in the shape ``index.fulltext.query.search`` gives, plus ``type`` and ``replay``."""
+    p = hits.params
+    stamps = [f"{ts:014d}" for ts in sorted(group.stamps)]
+    replay_ts = stamps[0] if p.date_from and not p.date_to else stamps[-1]
+    view, docnum = group.view, group.docnum
+    stored = view.searcher.stored_fields(docnum)
+    out = {
+        "collection": group.collection,
+        "url": group.url,
+        "title": "",
+        "captures": stamps,
+        "count": len(stamps),
+        "first": stamps[0],
+        "last": stamps[-1],
+        "replay_ts": replay_ts,
+        "type": view.columns["mtype"][docnum],
+        "mime": stored.get("mime") or "",
+        "host": view.columns["host"][docnum],
+        "replay": f"/{group.collection}/{replay_ts}/{group.url}",
+        "score": round(float(group.score), 4),
+    }
+    if with_snippet:
+        title, description, _, text = view.texts(docnum)
+        out["title"] = title or ""
+        out["snippet"], out["snippet_html"] = snippet(text or description or "", hits.terms, hits.prefixes)
+    else:
+        out["title"] = view.raw_texts(docnum).split(b"\x00", 1)[0].decode("utf-8", "replace")
+    return out
+
+
+def hit_page(root: Path, params: SearchParams, page: int, per_page: int) -> dict:
+    """One page of every hit: ``{total, hits, page, per_page, pages}`` (and the query's filters)."""
+    if not 1 <= per_page <= MAX_EXPORT_PER_PAGE:
+        raise QueryError(f"per_page must be from 1 to {MAX_EXPORT_PER_PAGE}")
+    if page < 1:
+        raise QueryError("page must be 1 or more")
+    hits = all_hits(root, params)
+    _require_indexed(hits)
+    chosen = hits.groups[(page - 1) * per_page : page * per_page]
+    p = hits.params
+    return {
+        "total": hits.total,
+        "hits": [_hit(hits, g, with_snippet=True) for g in chosen],
+        "page": page,
+        "per_page": per_page,
+        "pages": max(1, -(-hits.total // per_page)),
+        "query": p.q,
+        "from": p.date_from,
+        "to": p.date_to,
+        "site": p.site,
+        "type": p.type,
+        "sort": p.sort,
+        "timed_out": hits.timed_out,
+    }
+
+
+def _require_indexed(hits: HitSet) -> None:
+    if hits.unindexed:
+        name = hits.unindexed[0]
+        raise ConfigError(f"collection {name!r} has no full-text index yet; build it with: strata index rebuild {name}")
+
+
+def iter_rows(hits: HitSet, limit: int | None = None) -> Iterator[dict]:
+    """Each hit as a row (``CSV_FIELDS``), at most ``limit``."""
+    for n, group in enumerate(hits.groups):
+        if limit is not None and n >= limit:
+            return
+        hit = _hit(hits, group)
+        yield {k: hit[k] for k in CSV_FIELDS}
+
+
+def jsonl_lines(hits: HitSet, limit: int | None = None) -> Iterator[str]:
+    """JSON Lines, one hit a line; when ``limit`` cut the hits, a last line says so."""
+    for row in iter_rows(hits, limit):
+        yield json.dumps(row, ensure_ascii=False) + "\n"
+    if limit is not None and hits.total > limit:
+        yield json.dumps({"truncated": True, "shown": limit, "total": hits.total}) + "\n"
+
+
+def csv_lines(hits: HitSet, limit: int | None = None) -> Iterator[str]:
+    """CSV with a header row (captures separated by spaces); when ``limit`` cut the hits, a last
+    row says so in its first column."""
+    buf = io.StringIO()
+    writer = csv.writer(buf)
+
+    def take() -> str:
+        text = buf.getvalue()
+        buf.seek(0)
+        buf.truncate()
+        return text
+
+    writer.writerow(CSV_FIELDS)
+    yield take()
+    for row in iter_rows(hits, limit):
+        writer.writerow([" ".join(row[k]) if k == "captures" else row[k] for k in CSV_FIELDS])
+        yield take()
+    if limit is not None and hits.total > limit:
+        writer.writerow([f"# truncated: the first {limit} of {hits.total} hits"])
+        yield take()

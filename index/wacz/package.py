@@ -1,0 +1,408 @@
+"""``export_wacz``: a WACZ 1.1.1 package of part of a collection, self-contained.
+
+The records chosen (by capture date, URL prefix and run, each passed through ``index.exposure``)
+are copied byte for byte into one new WARC, ``archive/data.warc.gz``, after a ``warcinfo`` record
+saying where they come from. Every revisit brings its original (``index.wacz.records``): the
+record its ``WARC-Refers-To`` names, found as pywb's replay finds it, copied too if it was not
+chosen, so that pywb, ReplayWeb.page or any reader resolves each revisit inside the package. A
+revisit whose original the collection does not hold (or the exposure filter hides) is left out and
+counted. Records whose digests fail (``index.digestscan.check_record_at``) are left out and counted.
+
+The package, as the WACZ 1.1.1 specification lays it out:
+
+    archive/data.warc.gz          the records, each its own gzip member (stored, not deflated)
+    indexes/index.cdx.gz          their CDXJ lines, sorted, in gzip blocks of ``BLOCK_LINES`` (ZipNum)
+    indexes/index.idx             the first key of each block and where it lies
+    pages/pages.jsonl             the HTML pages captured (2xx), one line each
+    datapackage.json              every file above with its size and SHA-256
+    datapackage-digest.json       the SHA-256 of datapackage.json
+
+Memory stays bounded: the index lines are sorted on disk (``index.wacz.extsort``), records are
+copied one at a time, and ZIP entries are written as streams (ZIP64 when they pass 4 GiB). The
+package is written beside the destination as ``<out>.part`` and renamed into place when complete.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import io
+import json
+import os
+import tempfile
+import time
+import zipfile
+import zlib
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+from warcio.warcwriter import WARCWriter
+
+from index.collection import Collection
+from index.digestscan import check_record_at
+from index.exposure import capture_filter, show_all
+from index.fulltext.query import parse_when
+from index.state import open_readonly, run_files, runs
+from index.wacz.extsort import ExternalSort
+from index.wacz.records import Located, OriginalFinder, RecordReader, iter_located
+from strata.errors import ConfigError
+
+__all__ = ["Selection", "export_wacz"]
+
+WACZ_VERSION = "1.1.1"
+WARC_NAME = "data.warc.gz"
+BLOCK_LINES = 3000  # CDXJ lines per gzip block of index.cdx.gz (py-wacz's default)
+HTML = ("text/html", "application/xhtml+xml")
+COPY_CHUNK = 1 << 20
+
+
+@dataclasses.dataclass(frozen=True)
+class Selection:
+    date_from: str | None = None  # as the user gave them: 2024, 2024-03-05, ISO 8601, 14 digits
+    date_to: str | None = None
+    url_prefix: str | None = None
+    run: str | None = None
+
+
+class _Hashing(io.RawIOBase):
+    """A write-only stream that counts and hashes what goes through it into ``inner``."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.sha256 = hashlib.sha256()
+        self.size = 0
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data) -> int:  # type: ignore[override]
+        self.inner.write(data)
+        self.sha256.update(data)
+        self.size += len(data)
+        return len(data)
+
+
+class _Package:
+    """The open ZIP and the datapackage resources written into it so far."""
+
+    def __init__(self, path: Path, created: datetime):
+        self.zip = zipfile.ZipFile(path, "w", allowZip64=True)
+        self.date_time = created.timetuple()[:6]
+        self.resources: list[dict] = []
+
+    def entry(self, name: str, stored: bool):
+        info = zipfile.ZipInfo(name, date_time=self.date_time)
+        info.compress_type = zipfile.ZIP_STORED if stored else zipfile.ZIP_DEFLATED
+        return info
+
+    def stream(self, name: str, stored: bool = True) -> _Entry:
+        return _Entry(self, name, self.zip.open(self.entry(name, stored), "w", force_zip64=True))
+
+    def add_bytes(self, name: str, data: bytes, stored: bool = False, listed: bool = True) -> None:
+        self.zip.writestr(self.entry(name, stored), data)
+        if listed:
+            self.resources.append(_resource(name, hashlib.sha256(data).hexdigest(), len(data)))
+
+
+class _Entry:
+    def __init__(self, package: _Package, name: str, raw):
+        self.package, self.name, self.raw = package, name, raw
+        self.out = _Hashing(raw)
+
+    def __enter__(self) -> _Hashing:
+        return self.out
+
+    def __exit__(self, *exc) -> None:
+        self.raw.close()
+        self.package.resources.append(_resource(self.name, self.out.sha256.hexdigest(), self.out.size))
+
+
+def _resource(path: str, sha256: str, size: int) -> dict:
+    return {"name": os.path.basename(path).lower(), "path": path, "hash": "sha256:" + sha256, "bytes": size}
+
+
+class _Figures(dict):
+    KEYS = (
+        "records",
+        "responses",
+        "revisits",
+        "originals_added",
+        "refers_to_unresolved",
+        "revisits_without_original",
+        "damaged_skipped",
+        "arc_skipped",
+        "pages",
+        "bytes_copied",
+    )
+
+    def __init__(self):
+        super().__init__({k: 0 for k in self.KEYS})
+
+
+def _check_selection(coll: Collection, sel: Selection) -> tuple[str | None, str | None, set[str] | None]:
+    lo, hi = parse_when(sel.date_from), parse_when(sel.date_to, end=True)
+    if lo and hi and lo > hi:
+        raise ConfigError("--from is after --to")
+    files = None
+    if sel.run:
+        conn = open_readonly(coll.db_path)
+        if conn is None:
+            raise ConfigError(
+                f"collection {coll.name!r} has no harvest state to tell its runs apart; "
+                f"rebuild it with: strata index rebuild {coll.name}"
+            )
+        try:
+            found = run_files(conn, sel.run)
+            known = [r["run_id"] for r in runs(conn)]
+        finally:
+            conn.close()
+        if found is None:
+            raise ConfigError(
+                f"collection {coll.name!r} has no run {sel.run!r}; its runs: {', '.join(known) or 'none'}"
+            )
+        files = set(found)
+    return lo, hi, files
+
+
+def export_wacz(
+    coll: Collection, out: Path, sel: Selection = Selection(), progress: Callable[[dict], None] | None = None
+) -> dict:
+    """Write the package to ``out``; return the figures (see ``_Figures``) with the file's size."""
+    started = time.monotonic()
+    out = Path(out)
+    if out.is_dir():
+        raise ConfigError(f"{out} is a directory: give the package's file name, e.g. {out / (coll.name + '.wacz')}")
+    if not out.parent.is_dir():
+        raise ConfigError(f"{out.parent} does not exist: create it first")
+    lo, hi, run_warcs = _check_selection(coll, sel)
+    created = datetime.now(UTC).replace(microsecond=0)
+    figures = _Figures()
+    part = out.with_name(out.name + ".part")
+    try:
+        _write(coll, part, sel, lo, hi, run_warcs, created, figures, progress)
+    except BaseException:
+        part.unlink(missing_ok=True)  # never a half-written package under any name
+        raise
+    os.replace(part, out)
+    seconds = time.monotonic() - started
+    size = out.stat().st_size
+    return {
+        "file": str(out),
+        "bytes": size,
+        **figures,
+        "seconds": round(seconds, 3),
+        "mb_per_s": round(figures["bytes_copied"] / 1e6 / seconds, 1) if seconds else None,
+    }
+
+
+def _write(coll: Collection, part: Path, sel: Selection, lo, hi, run_warcs, created, figures, progress) -> None:
+    """Everything but the rename: the package written as ``part``."""
+    shown = capture_filter(coll.root, coll.name, "wacz")
+    with tempfile.TemporaryDirectory(dir=part.parent, prefix=".wacz-") as work:
+        workdir = Path(work)
+        reader = RecordReader(coll)
+        conn = open_readonly(coll.db_path)
+        try:
+            chosen = ExternalSort(workdir)
+            for loc in iter_located(coll):
+                if _selected(loc, lo, hi, sel.url_prefix, run_warcs) and (
+                    shown is show_all or shown(loc.fields.get("url", ""), loc.fields["timestamp"])
+                ):
+                    chosen.add(loc.encode())
+            if chosen.count == 0:
+                raise ConfigError(f"nothing in {coll.name!r} matches the selection: no package written")
+            package = _Package(part, created)
+            try:
+                copier = _Copier(reader, OriginalFinder(coll, reader, conn), shown, workdir, figures, progress)
+                with package.stream(f"archive/{WARC_NAME}") as warc:
+                    copier.write_warcinfo(warc, coll, sel, created)
+                    copier.copy_chosen(warc, (Located.decode(d) for d in chosen))
+                    copier.copy_originals(warc)
+                _write_index(package, copier.index_lines)
+                _write_pages(package, copier.pages_path)
+                _write_datapackage(package, coll, sel, created)
+            finally:
+                package.zip.close()
+                chosen.close()
+        finally:
+            reader.close()
+            if conn is not None:
+                conn.close()
+    with open(part, "rb+") as fh:
+        os.fsync(fh.fileno())
+
+
+def _selected(loc: Located, lo: str | None, hi: str | None, prefix: str | None, files: set[str] | None) -> bool:
+    ts = loc.fields["timestamp"]
+    if (lo and ts < lo) or (hi and ts > hi):
+        return False
+    if prefix and not str(loc.fields.get("url", "")).startswith(prefix):
+        return False
+    return files is None or loc.filename in files
+
+
+class _Copier:
+    """Copies records into the package's WARC and keeps what the index and page list need."""
+
+    def __init__(self, reader: RecordReader, finder: OriginalFinder, shown, workdir: Path, figures, progress):
+        self.reader, self.finder, self.shown = reader, finder, shown
+        self.figures = figures
+        self.progress = progress
+        self.index_lines = ExternalSort(workdir)
+        self.originals = ExternalSort(workdir)
+        self.copied_keys = open(workdir / "copied.keys", "w+b")  # closed in copy_originals
+        self.pages_path = workdir / "pages.jsonl"
+        self.pages = open(self.pages_path, "wb")  # closed in copy_originals
+        self.last_report = 0.0
+
+    def write_warcinfo(self, warc, coll: Collection, sel: Selection, created: datetime) -> None:
+        buf = io.BytesIO()
+        writer = WARCWriter(buf, gzip=True)
+        info = {
+            "software": "Strata (strata export wacz)",
+            "format": "WARC File Format 1.1",
+            "isPartOf": coll.name,
+            "description": "Records copied unmodified from the collection's WARC files, originals of revisits included",
+            "selection": json.dumps({k: v for k, v in dataclasses.asdict(sel).items() if v}),
+        }
+        record = writer.create_warcinfo_record(WARC_NAME, info)
+        record.rec_headers.replace_header("WARC-Date", created.strftime("%Y-%m-%dT%H:%M:%SZ"))
+        writer.write_record(record)
+        warc.write(buf.getvalue())
+
+    def copy_chosen(self, warc, chosen: Iterator[Located]) -> None:
+        for loc in chosen:
+            if loc.filename.endswith((".arc", ".arc.gz")):
+                self.figures["arc_skipped"] += 1
+                continue
+            original = None
+            if loc.fields.get("mime") == "warc/revisit":
+                original = self._original_of(loc)
+                if original is None:
+                    continue
+            if self._copy(warc, loc, page_mime=original.fields.get("mime") if original else None):
+                self.copied_keys.write(loc.sort_key + b"\n")
+                if original is not None:
+                    self.originals.add(original.encode())
+
+    def _original_of(self, loc: Located) -> Located | None:
+        found, exact = self.finder.find(loc, self.reader.headers(loc))
+        if found is not None and not (
+            self.shown is show_all or self.shown(found.fields.get("url", ""), found.fields["timestamp"])
+        ):
+            found = None
+        if found is None:
+            self.figures["revisits_without_original"] += 1
+            return None
+        if not exact:
+            self.figures["refers_to_unresolved"] += 1
+        return found
+
+    def copy_originals(self, warc) -> None:
+        """The originals not chosen themselves: both lists sorted by (file, offset), walked together."""
+        self.copied_keys.seek(0)
+        copied = (line.rstrip(b"\n") for line in self.copied_keys)
+        current = next(copied, None)
+        for data in self.originals:
+            loc = Located.decode(data)
+            while current is not None and current < loc.sort_key:
+                current = next(copied, None)
+            if current == loc.sort_key:
+                continue
+            if self._copy(warc, loc, page_mime=None, original=True):
+                self.figures["originals_added"] += 1
+        self.copied_keys.close()
+        self.pages.close()
+        self.originals.close()
+        self._report(final=True)
+
+    def _copy(self, warc, loc: Located, page_mime: str | None, original: bool = False) -> bool:
+        why = check_record_at(self.reader.path(loc.filename), loc.offset, loc.length)
+        if why:
+            self.figures["damaged_skipped"] += 1
+            return False
+        member = self.reader.member(loc)
+        offset = warc.size
+        warc.write(member)
+        fields = {k: v for k, v in loc.fields.items() if k not in ("urlkey", "timestamp")}
+        fields.update(offset=str(offset), length=str(len(member)), filename=WARC_NAME)
+        self.index_lines.add(f"{loc.fields['urlkey']} {loc.fields['timestamp']} {json.dumps(fields)}\n".encode())
+        figures = self.figures
+        figures["records"] += 1
+        figures["bytes_copied"] += len(member)
+        is_revisit = fields.get("mime") == "warc/revisit"
+        figures["revisits" if is_revisit else "responses"] += 0 if original else 1
+        mime = page_mime if is_revisit else fields.get("mime")
+        if not original and mime in HTML and str(fields.get("status", "")).startswith("2"):
+            self._page(loc)
+        self._report()
+        return True
+
+    def _page(self, loc: Located) -> None:
+        url, ts = loc.fields.get("url", ""), loc.fields["timestamp"]
+        iso = f"{ts[:4]}-{ts[4:6]}-{ts[6:8]}T{ts[8:10]}:{ts[10:12]}:{ts[12:14]}Z"
+        page = {"id": hashlib.sha1(f"{ts} {url}".encode()).hexdigest()[:24], "url": url, "ts": iso}
+        self.pages.write(json.dumps(page, ensure_ascii=False).encode("utf-8") + b"\n")
+        self.figures["pages"] += 1
+
+    def _report(self, final: bool = False) -> None:
+        now = time.monotonic()
+        if self.progress is None or (not final and now - self.last_report < 0.5):
+            return
+        self.last_report = now
+        self.progress({**self.figures, "final": final})
+
+
+def _write_index(package: _Package, lines: ExternalSort) -> None:
+    """ZipNum: gzip blocks of sorted CDXJ lines, and an index of their first keys (as py-wacz writes)."""
+    idx = [b'!meta 0 {"format": "cdxj-gzip-1.0", "filename": "index.cdx.gz"}\n']
+    try:
+        with package.stream("indexes/index.cdx.gz") as cdx:
+            block: list[bytes] = []
+            for line in lines:
+                block.append(line)
+                if len(block) == BLOCK_LINES:
+                    idx.append(_flush_block(cdx, block))
+                    block = []
+            if block:
+                idx.append(_flush_block(cdx, block))
+    finally:
+        lines.close()
+    package.add_bytes("indexes/index.idx", b"".join(idx))
+
+
+def _flush_block(cdx: _Hashing, block: list[bytes]) -> bytes:
+    comp = zlib.compressobj(6, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    data = comp.compress(b"".join(block)) + comp.flush()
+    prefix = block[0].split(b" {", 1)[0]
+    where = json.dumps({"offset": cdx.size, "length": len(data), "filename": "index.cdx.gz"}).encode()
+    cdx.write(data)
+    return prefix + b" " + where + b"\n"
+
+
+def _write_pages(package: _Package, pages_path: Path) -> None:
+    with package.stream("pages/pages.jsonl", stored=False) as out:
+        out.write(json.dumps({"format": "json-pages-1.0", "id": "pages", "title": "All Pages"}).encode() + b"\n")
+        with open(pages_path, "rb") as src:
+            while chunk := src.read(COPY_CHUNK):
+                out.write(chunk)
+
+
+def _write_datapackage(package: _Package, coll: Collection, sel: Selection, created: datetime) -> None:
+    stamp = created.strftime("%Y-%m-%dT%H:%M:%SZ")
+    what = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in dataclasses.asdict(sel).items() if v)
+    descriptor = {
+        "profile": "data-package",
+        "resources": package.resources,
+        "title": f"{coll.name}" + (f" ({what})" if what else ""),
+        "description": f"Exported from the Strata collection {coll.name!r}; revisits come with their originals.",
+        "created": stamp,
+        "modified": stamp,
+        "wacz_version": WACZ_VERSION,
+        "software": "Strata (strata export wacz)",
+    }
+    data = json.dumps(descriptor, indent=2).encode("utf-8")
+    package.add_bytes("datapackage.json", data, listed=False)
+    digest = {"path": "datapackage.json", "hash": "sha256:" + hashlib.sha256(data).hexdigest()}
+    package.add_bytes("datapackage-digest.json", json.dumps(digest, indent=2).encode(), listed=False)
