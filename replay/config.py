@@ -48,6 +48,12 @@ REPLAY_SETTINGS: tuple[Setting, ...] = (
     ),
     Setting("nearby_limit", 20, check_int(0, 1000), "How many nearby archived URLs a 'not archived' page lists."),
     Setting("calendar_limit", 1000, check_int(0, 1000), "How many captures the calendar page of a URL lists at most."),
+    Setting(
+        "default_collection",
+        None,
+        _optional_str,
+        "The collection /web/<ts>/<url> addresses resolve in (None: the only collection, when there is one).",
+    ),
     Setting("debug", False, check_bool, "Let Flask show tracebacks (development only; never on a public server)."),
 )
 

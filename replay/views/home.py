@@ -6,6 +6,7 @@ from flask import Blueprint, render_template
 
 from index import state
 from replay.context import ext
+from replay.views.lasting import default_collection
 
 bp = Blueprint("home", __name__)
 
@@ -19,4 +20,4 @@ def index():
             info = state.summary(conn) if conn is not None else None
             seeds = state.seeds(conn) if conn is not None else []
         rows.append({"name": name, "summary": info, "seeds": seeds})
-    return render_template("home/index.html", collections=rows)
+    return render_template("home/index.html", collections=rows, default_collection=default_collection())
