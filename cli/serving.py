@@ -24,9 +24,15 @@ from strata.ports import check_port_free
 @click.option("--staff-host", metavar="NAME", help="Serve the staff console for this host name (e.g. staff.localhost).")
 @click.option("--archive-url", metavar="URL", help="Public address of the replay site, for links from the console.")
 @click.option("--with-worker", is_flag=True, help="Also run the worker and scheduler (single-machine install).")
+@click.option(
+    "--default-collection",
+    metavar="NAME",
+    envvar="STRATA_DEFAULT_COLLECTION",
+    help="Where /web/<ts>/<url> resolves (default: the only collection, if just one). Also STRATA_DEFAULT_COLLECTION.",
+)
 @allow_network_option
 @root_option
-def serve(host, port, staff_host, archive_url, with_worker, allow_networks, root) -> None:
+def serve(host, port, staff_host, archive_url, with_worker, default_collection, allow_networks, root) -> None:
     """Serve the collections under --root: replay, calendars, Memento, search (production WSGI server)."""
     serve_archive(
         root,
@@ -36,6 +42,7 @@ def serve(host, port, staff_host, archive_url, with_worker, allow_networks, root
         archive_url=archive_url,
         with_worker=with_worker,
         allow_networks=allow_networks,
+        default_collection=default_collection,
     )
 
 
@@ -48,8 +55,10 @@ def serve_archive(
     archive_url: str | None = None,
     with_worker: bool = False,
     allow_networks: tuple | list = (),
+    default_collection: str | None = None,
 ) -> None:
     """Run the application until interrupted; prints the address to open (and ``paths`` on it)."""
+    from index.collection import Collection
     from replay import create_app
     from replay import serve as run_server
 
@@ -57,6 +66,9 @@ def serve_archive(
         raise ConfigError(
             f"no collections root at {root}; harvest into it first: strata harvest NAME --seed URL --root {root}"
         )
+    replay_config = {"default_collection": default_collection} if default_collection else None
+    if default_collection:
+        Collection.open(Path(root), default_collection)  # an unknown name is refused before serving
     check_port_free(host, port)  # before the app is built and the worker started
     shown = "127.0.0.1" if host in ("0.0.0.0", "", "::") else host
     if staff_host:
@@ -66,10 +78,11 @@ def serve_archive(
             Path(root),
             staff_host,
             archive_url=archive_url or (f"http://{shown}:{port}" if port else None),
+            replay_config=replay_config,
             staff_config={"allow_networks": list(allow_networks)},
         )
     else:
-        app = create_app(Path(root))
+        app = create_app(Path(root), replay_config)
     services = None
     if with_worker:
         from replay.hosts import start_services

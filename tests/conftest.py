@@ -28,6 +28,7 @@ pytest_plugins = [
     "tests.support.replay_cjk_fixtures",
     "tests.support.search_fixtures",
     "tests.support.staff_fixtures",
+    "tests.support.banner_fixtures",
 ]
 
 REPO = Path(__file__).resolve().parent.parent
