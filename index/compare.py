@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import re
+from collections.abc import Mapping
 
 from index.collection import Collection
 from index.fulltext.text import extract, mime_group
@@ -94,14 +95,16 @@ class Comparison:
         }
 
 
-def compare(collection: Collection, url: str, ts1: str, ts2: str) -> Comparison:
-    versions = read_versions(collection, url)
+def compare(collection: Collection, url: str, ts1: str, ts2: str, viewer: Mapping | None = None) -> Comparison:
+    """``viewer``: who asks, for ``index.versions.filter_captures`` (None on the command line)."""
+    versions = read_versions(collection, url, viewer=viewer)
     if not versions:
         raise NoSuchCapture(f"{url} is not archived in {collection.name}")
     old, new = _pick(collection, versions, url, ts1), _pick(collection, versions, url, ts2)
     if new.timestamp < old.timestamp:
         old, new = new, old
     left, right = _side(collection, old, versions), _side(collection, new, versions)
+    versions = read_versions(collection, url)  # where payloads are, not what is shown: unfiltered
     if old.same_payload(new):
         return Comparison(collection.name, old.url, left, right, True, "identical", relation=_relation(left, right))
     out = Comparison(collection.name, old.url, left, right, False, "other")

@@ -16,6 +16,7 @@ import hashlib
 import mmap
 import re
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 from index.cdxj import parse_line
@@ -62,7 +63,7 @@ def parse_pid(pid: str) -> tuple[str, str]:
     return time.strftime("%Y%m%d%H%M%S", time.gmtime(seconds)), pid[TIME_DIGITS:]
 
 
-def resolve(root: Path, pid: str) -> list[tuple[str, Version]]:
+def resolve(root: Path, pid: str, viewer: Mapping | None = None) -> list[tuple[str, Version]]:
     """Every (collection, capture) the identifier names: one, unless two URLs captured in the same
     second of one collection share the 40-bit hash. Captures pass through ``filter_captures``."""
     timestamp, wanted = parse_pid(pid)
@@ -70,7 +71,7 @@ def resolve(root: Path, pid: str) -> list[tuple[str, Version]]:
     for name in list_collections(root):
         collection = Collection(root, name)
         matches = [v for v in _lines_at(collection, timestamp) if _hash(name, v.url, v.timestamp) == wanted]
-        found += [(name, v) for v in filter_captures(name, matches)]
+        found += [(name, v) for v in filter_captures(name, matches, viewer)]
     return found
 
 

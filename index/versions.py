@@ -73,10 +73,11 @@ def _int(value) -> int:
         return -1
 
 
-def filter_captures(collection: str, versions: list[Version]) -> list[Version]:
+def filter_captures(collection: str, versions: list[Version], viewer: Mapping | None = None) -> list[Version]:
     """THE filter point: the captures of ``collection`` a reader may be shown. Every capture-listing
     surface of the banner, diff, ``/web/`` and permanent ids calls this, so access rules wired in
-    here apply to all of them. Today it keeps every capture."""
+    here apply to all of them. ``viewer`` says who asks (the replay app passes ``{"host": ...}``,
+    the command line None: staff at the console). Today it keeps every capture."""
     return versions
 
 
@@ -96,7 +97,9 @@ def index_files(collection: Collection) -> list[Path]:
     return sorted(p for p in collection.indexes_dir.iterdir() if p.name.endswith(INDEX_SUFFIXES) and p.is_file())
 
 
-def read_versions(collection: Collection, url: str, limit: int | None = None) -> list[Version]:
+def read_versions(
+    collection: Collection, url: str, limit: int | None = None, viewer: Mapping | None = None
+) -> list[Version]:
     """Every capture of ``url`` in the collection, oldest first (same second: in file and offset
     order, as replay orders them), passed through ``filter_captures``."""
     from pywb.utils.binsearch import iter_exact
@@ -108,7 +111,7 @@ def read_versions(collection: Collection, url: str, limit: int | None = None) ->
             for line in iter_exact(fh, key):
                 found.append(Version.from_cdx(parse_line(line)))
     found.sort(key=lambda v: (v.timestamp, v.filename, v.offset))
-    found = filter_captures(collection.name, found)
+    found = filter_captures(collection.name, found, viewer)
     return found[:limit] if limit else found
 
 

@@ -51,6 +51,7 @@ class BannerNav:
         script_root: str,
         public_base: str,
         default_collection: str | None,
+        viewer: Mapping | None = None,
     ):
         self.collection = collection
         self.requested = requested  # the timestamp asked for, as typed ("" for the latest)
@@ -58,6 +59,7 @@ class BannerNav:
         self.script_root = script_root
         self.public_base = public_base  # scheme://host[:port] + script root, for the citation
         self.default_collection = default_collection
+        self.viewer = viewer  # who asks, for index.versions.filter_captures
 
     def href(self, timestamp: str, url: str, mod: str = "") -> str:
         return f"{self.script_root}/{self.collection.name}/{timestamp}{mod}/{url}"
@@ -67,7 +69,7 @@ class BannerNav:
 
     def around(self, cdx: Mapping) -> Around:
         url, ts = str(cdx.get("url", "")), str(cdx.get("timestamp", ""))
-        versions = read_versions(self.collection, url)
+        versions = read_versions(self.collection, url, viewer=self.viewer)
         current = _find(versions, cdx)
         if current is not None:
             previous, following = neighbours(versions, current)

@@ -10,6 +10,7 @@ from replay.address import check_timestamp, check_url
 from replay.context import ext
 from replay.errors import BadAddress
 from replay.filters import replay_url
+from replay.views.lasting import viewer
 from replay.views.rawpath import raw_rest
 
 bp = Blueprint("diff", __name__)
@@ -34,7 +35,7 @@ def page(coll: str, rest: str):
     if len(parts) < 3:
         raise BadAddress(coll, "A diff address names two timestamps and a URL.", HINT)
     ts1, ts2, url = check_timestamp(coll, parts[0]), check_timestamp(coll, parts[1]), check_url(coll, parts[2])
-    result = compare(collection, url, ts1, ts2)
+    result = compare(collection, url, ts1, ts2, viewer())
     return render_template(
         "diff/index.html",
         coll=coll,

@@ -27,6 +27,11 @@ def default_collection() -> str | None:
     return names[0] if len(names) == 1 else None
 
 
+def viewer() -> dict:
+    """Who asks, as ``index.versions.filter_captures`` is told it (access rules may depend on the host)."""
+    return {"host": request.host}
+
+
 @bp.route("/web/<path:rest>", methods=["GET", "HEAD"])
 def web(rest: str):
     name = default_collection()
@@ -41,7 +46,7 @@ def web(rest: str):
 
 @bp.get("/id/<pid>")
 def permanent(pid: str):
-    found = resolve(ext()["collections"].root, pid)
+    found = resolve(ext()["collections"].root, pid, viewer())
     if not found:
         raise NoSuchCapture(f"No capture in this archive has the permanent id {pid!r}.")
     targets = [

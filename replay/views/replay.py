@@ -16,7 +16,7 @@ from replay.asof import pad_as_of
 from replay.banner import BannerNav
 from replay.context import ext
 from replay.views import calendar
-from replay.views.lasting import default_collection
+from replay.views.lasting import default_collection, viewer
 from replay.views.rawpath import raw_rest
 
 bp = Blueprint("replay", __name__)
@@ -58,6 +58,7 @@ def _links(addr: Address, collection) -> dict:
             request.script_root,
             request.host_url.rstrip("/") + request.script_root,
             default_collection(),
+            viewer(),
         )
     return links
 
