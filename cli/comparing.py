@@ -38,8 +38,9 @@ def diff_command(collection, url, ts1, ts2, as_json, root) -> None:
         click.echo(f"identical (payload digest {old.version.digest}): {result.relation}")
         return
     if result.kind == "text":
-        click.echo(f"main text: {result.deleted_words} words deleted, {result.inserted_words} inserted")
-        click.echo("".join(_marked(c) for c in result.inline).rstrip("\n"))
+        deleted = f"{result.deleted_words} word{'' if result.deleted_words == 1 else 's'}"
+        click.echo(f"main text: {deleted} deleted, {result.inserted_words} inserted")
+        click.echo(_marked(result.inline).rstrip("\n"))
         return
     click.echo(f"{result.kind}: payloads differ ({old.size} bytes, then {new.size} bytes). {result.note}".rstrip())
 
@@ -48,10 +49,15 @@ def _when(ts: str) -> str:
     return f"{ts[:4]}-{ts[4:6]}-{ts[6:8]} {ts[8:10]}:{ts[10:12]}:{ts[12:14]}"
 
 
-def _marked(chunk) -> str:
-    text = chunk.text.rstrip("\n") if chunk.line else chunk.text
-    if chunk.op == "delete":
-        text = f"[-{text.strip()}-]" + (" " if not chunk.line and text[-1:].isspace() else "")
-    elif chunk.op == "insert":
-        text = f"{{+{text.strip()}+}}" + (" " if not chunk.line and text[-1:].isspace() else "")
-    return text + ("\n" if chunk.line else "")
+def _marked(chunks) -> str:
+    """wdiff's notation: [-deleted-] {+inserted+}, a space between a deletion and its replacement."""
+    out = []
+    for i, chunk in enumerate(chunks):
+        text = chunk.text
+        if chunk.op == "delete":
+            replaced = i + 1 < len(chunks) and chunks[i + 1].op == "insert" and not chunk.line
+            text = f"[-{text}-]" + (" " if replaced else "")
+        elif chunk.op == "insert":
+            text = f"{{+{text}+}}"
+        out.append(text + ("\n" if chunk.line else ""))
+    return "".join(out)

@@ -28,7 +28,9 @@ from index.versions import NoSuchCapture, Version, as_of, read_versions
 from strata.errors import ArchiveError
 
 MAX_LINES = 5000  # per side: difflib is quadratic in the worst case
-_WORDS = re.compile(r"\S+\s*")
+# Tokens of the word-level comparison: a CJK character (those scripts do not space words), a word,
+# or a punctuation mark, each with the space after it.
+_WORDS = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff]\s*|\w+\s*|[^\w\s]\s*|\s+")
 
 
 @dataclasses.dataclass
@@ -235,25 +237,30 @@ def _diff_texts(out: Comparison, old: list[str], new: list[str]) -> None:
 
 def _diff_words(out: Comparison, old: str, new: str) -> None:
     a, b = _WORDS.findall(old), _WORDS.findall(new)
-    words = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    # words compared without the space after them (the last word of a line has none)
+    words = difflib.SequenceMatcher(None, [w.rstrip() for w in a], [w.rstrip() for w in b], autojunk=False)
     for op, i1, i2, j1, j2 in words.get_opcodes():
-        if op == "equal":
-            _add(out, "equal", "".join(a[i1:i2]), line=False)
+        if op == "equal":  # the same words; each side keeps its own line breaks between them
+            _add(out, "equal", "".join(b[j1:j2]), line=False, old_text="".join(a[i1:i2]))
             continue
-        if op in ("delete", "replace"):
-            _add(out, "delete", "".join(a[i1:i2]), line=False)
-        if op in ("insert", "replace"):
-            _add(out, "insert", "".join(b[j1:j2]), line=False)
+        gone, came = "".join(a[i1:i2]), "".join(b[j1:j2])
+        if gone:
+            _add(out, "delete", gone.rstrip(), line=False)
+        if came:
+            _add(out, "insert", came.rstrip(), line=False)
+        tail = came[len(came.rstrip()) :] if came else gone[len(gone.rstrip()) :]
+        if tail:  # the space after a changed word is not part of the change
+            _add(out, "equal", tail, line=False)
     for chunks in (out.inline, out.old_chunks, out.new_chunks):
         if chunks:
             chunks[-1].line = True
 
 
-def _add(out: Comparison, op: str, text: str, line: bool = True) -> None:
+def _add(out: Comparison, op: str, text: str, line: bool = True, old_text: str | None = None) -> None:
     chunk = Chunk(op, text, line)
     out.inline.append(chunk)
     if op != "insert":
-        out.old_chunks.append(chunk)
+        out.old_chunks.append(chunk if old_text is None else Chunk(op, old_text, line))
     if op != "delete":
         out.new_chunks.append(chunk)
     if op == "insert":

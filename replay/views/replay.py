@@ -48,7 +48,7 @@ def _links(addr: Address, collection) -> dict:
         "calendar_url": f"{request.script_root}/{addr.coll}/{addr.timestamp}*/{addr.url}",
         "nav": None,
     }
-    if addr.kind == "replay" and addr.mod == "":  # the top-level page, the one with a banner
+    if addr.kind in ("replay", "timegate") and addr.mod == "":  # the top-level page, the one with a banner
         with ext()["collections"].db(addr.coll) as conn:
             runs = state.runs(conn) if conn is not None else []
         links["nav"] = BannerNav(

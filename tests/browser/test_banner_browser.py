@@ -114,3 +114,29 @@ def test_embeds_from_a_later_capture_are_counted(browser, mixed_server, width):
     tab.wait_for_timeout(300)
     assert tab.locator("#strata-later-embeds").is_hidden()
     context.close()
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_compare_from_the_calendar_and_from_the_banner(browser, mixed_server, width):
+    context, tab = open_tab(browser, width)
+    tab.goto(f"{mixed_server.base_url}/mixed/*/{SITE}/", wait_until="networkidle")
+    tab.select_option("#compare-from", TIMESTAMPS[0])
+    tab.locator("#compare button").click()
+    tab.wait_for_load_state("networkidle")
+    assert urlsplit(tab.url).path == f"/mixed/diff/{TIMESTAMPS[0]}/{TIMESTAMPS[2]}/{SITE}/"
+    assert tab.locator("#diff-inline del").all_inner_texts() == ["nine"]
+    assert tab.locator("#diff-inline ins").all_inner_texts() == ["ten"]
+    assert tab.evaluate("document.documentElement.scrollWidth") <= tab.viewport_size["width"]
+    tab.screenshot(path=str(ARTIFACTS / f"diff-{width}-inline.png"), full_page=True)
+    tab.locator('label[for="view-side"]').click()
+    assert tab.locator("#diff-columns").is_visible() and tab.locator("#diff-inline").is_hidden()
+    assert tab.locator("#diff-columns .diff-new ins").all_inner_texts() == ["ten"]
+    tab.screenshot(path=str(ARTIFACTS / f"diff-{width}-side.png"), full_page=True)
+
+    # the banner's "changed" goes to the same comparison of the capture on screen and the next
+    tab.goto(f"{mixed_server.base_url}/mixed/{TIMESTAMPS[1]}/{SITE}/", wait_until="networkidle")
+    tab.locator("#strata-next-diff a").click()
+    tab.wait_for_load_state("networkidle")
+    assert urlsplit(tab.url).path == f"/mixed/diff/{TIMESTAMPS[1]}/{TIMESTAMPS[2]}/{SITE}/"
+    assert tab.locator("#diff-inline del").all_inner_texts() == ["nine"]
+    context.close()

@@ -56,8 +56,8 @@ def test_the_edited_sentence_is_shown(mixed_archive):
     out = json.loads(strata_diff(mixed_archive.root, "mixed", PAGE, EDITED, FIRST, "--json").output)
     assert out["from"]["timestamp"] == FIRST  # given in either order, compared oldest first
     assert (out["deleted_words"], out["inserted_words"]) == (1, 1)
-    assert {"op": "delete", "text": "nine ", "line": False} in out["changes"]
-    assert {"op": "insert", "text": "ten ", "line": False} in out["changes"]
+    assert {"op": "delete", "text": "nine", "line": False} in out["changes"]
+    assert {"op": "insert", "text": "ten", "line": False} in out["changes"]
 
 
 def test_the_diff_page_inline_and_side_by_side(mixed_client):
@@ -65,12 +65,12 @@ def test_the_diff_page_inline_and_side_by_side(mixed_client):
     assert r.status_code == 200
     doc = lxml.html.fromstring(r.data)
     inline = doc.get_element_by_id("diff-inline")
-    assert [d.text_content() for d in inline.iter("del")] == ["nine "]
-    assert [i.text_content() for i in inline.iter("ins")] == ["ten "]
+    assert [d.text_content() for d in inline.iter("del")] == ["nine"]
+    assert [i.text_content() for i in inline.iter("ins")] == ["ten"]
     assert "opens at nine ten every weekday" in " ".join(inline.text_content().split())
     old, new = doc.xpath('//div[@class="diff-old"]')[0], doc.xpath('//div[@class="diff-new"]')[0]
-    assert [d.text for d in old.iter("del")] == ["nine "] and not list(old.iter("ins"))
-    assert [i.text for i in new.iter("ins")] == ["ten "] and not list(new.iter("del"))
+    assert [d.text for d in old.iter("del")] == ["nine"] and not list(old.iter("ins"))
+    assert [i.text for i in new.iter("ins")] == ["ten"] and not list(new.iter("del"))
     links = [a.get("href") for a in doc.xpath('//div[@class="diff-side"]/a')]
     assert links == [f"/mixed/{FIRST}/{PAGE}", f"/mixed/{EDITED}/{PAGE}"]
 
