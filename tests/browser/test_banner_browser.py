@@ -120,6 +120,8 @@ def test_embeds_from_a_later_capture_are_counted(browser, mixed_server, width):
 def test_compare_from_the_calendar_and_from_the_banner(browser, mixed_server, width):
     context, tab = open_tab(browser, width)
     tab.goto(f"{mixed_server.base_url}/mixed/*/{SITE}/", wait_until="networkidle")
+    tab.screenshot(path=str(ARTIFACTS / f"calendar-{width}-compare.png"), full_page=True)
+    assert tab.evaluate("document.documentElement.scrollWidth") <= tab.viewport_size["width"]  # the table scrolls
     tab.select_option("#compare-from", TIMESTAMPS[0])
     tab.locator("#compare button").click()
     tab.wait_for_load_state("networkidle")
@@ -139,4 +141,18 @@ def test_compare_from_the_calendar_and_from_the_banner(browser, mixed_server, wi
     tab.wait_for_load_state("networkidle")
     assert urlsplit(tab.url).path == f"/mixed/diff/{TIMESTAMPS[1]}/{TIMESTAMPS[2]}/{SITE}/"
     assert tab.locator("#diff-inline del").all_inner_texts() == ["nine"]
+    context.close()
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_a_changed_image_shows_both_versions(browser, archives, strata_server, width):
+    three = archives["three"]
+    context, tab = open_tab(browser, width)
+    old, new = three.snapshots[0], three.snapshots[1]
+    tab.goto(f"{strata_server.base_url}/three/diff/{old}/{new}/{three.url('/img/photo.png')}", wait_until="networkidle")
+    images = tab.locator("#diff-images img")
+    assert images.count() == 2
+    assert all(images.nth(i).evaluate("img => img.naturalWidth") > 0 for i in range(2))
+    assert tab.evaluate("document.documentElement.scrollWidth") <= tab.viewport_size["width"]
+    tab.screenshot(path=str(ARTIFACTS / f"diff-{width}-image.png"), full_page=True)
     context.close()
