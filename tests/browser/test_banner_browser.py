@@ -22,7 +22,8 @@ TIMESTAMPS = ("20240110090000", "20240210090000", "20240310090000")
 
 
 @pytest.fixture(scope="module")
-def browser():
+def browser(archives):
+    # The harvests behind ``archives`` run their own event loop: before Playwright's starts.
     with launched() as browser:
         yield browser
 
