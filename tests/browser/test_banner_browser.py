@@ -43,10 +43,11 @@ def banner_fits(tab) -> None:
         const zoom = parseFloat(getComputedStyle(host).zoom) || 1, scale = visualViewport.scale;
         const r = host.getBoundingClientRect();  // in the page's own (unzoomed) pixels
         return {px: parseFloat(getComputedStyle(b).fontSize) * zoom * scale, right: r.right,
-                layout: document.documentElement.clientWidth};
+                layout: document.documentElement.clientWidth, overflow: b.scrollWidth - b.clientWidth};
     }"""
     )
-    assert seen["px"] >= 12, seen
+    assert 12 <= seen["px"] <= 16, seen  # readable, and not blown up
+    assert seen["overflow"] <= 0, seen  # nothing cut off inside the banner
     assert seen["right"] <= seen["layout"] + 1, seen
 
 
@@ -72,6 +73,9 @@ def test_previous_next_and_snapshot_switch_by_clicking(browser, mixed_server, wi
     assert "opens at ten" in tab.locator("main").inner_text()
     assert tab.locator("#strata-banner").get_attribute("data-capture") == TIMESTAMPS[2]
     assert tab.locator("#strata-next").inner_text() == "latest capture"
+    banner_fits(tab)  # this version has a viewport <meta>: laid out at the phone's own width
+    assert tab.evaluate("document.documentElement.clientWidth") == tab.viewport_size["width"]
+    tab.screenshot(path=str(ARTIFACTS / f"banner-{width}-responsive.png"))
 
     tab.locator("#strata-prev").click()
     tab.wait_for_load_state("networkidle")

@@ -1,6 +1,7 @@
 """A small collection written by warcio (not by Strata) for the diff, lasting-address and banner
 tests: one page captured three times in three files (a response, a warcio revisit of it, then an
-edited version), and embedded resources of which two were first captured only with the third.
+edited version, now with a viewport ``<meta>``), and embedded resources of which two were first
+captured only with the third.
 
 ``mixed_archive`` (session) writes the files and derives the indexes with ``index.rebuild``
 (each file becomes one run, so one snapshot); ``mixed_server`` serves it with ``strata serve``.
@@ -26,9 +27,10 @@ TIMESTAMPS = ("20240110090000", "20240210090000", "20240310090000")
 LATER_EMBEDS = (SITE + "/b.png", SITE + "/style.css")  # first captured with the third file
 
 
-def page(hours: str) -> bytes:
+def page(hours: str, responsive: bool = False) -> bytes:
+    viewport = '<meta name="viewport" content="width=device-width, initial-scale=1">' if responsive else ""
     return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>Reading room</title>
+<html lang="en"><head><meta charset="utf-8">{viewport}<title>Reading room</title>
 <link rel="stylesheet" href="/style.css"></head>
 <body><nav><a href="/">Home</a> <a href="/visit.html">Visit</a></nav>
 <main><h1>Reading room</h1>
@@ -56,7 +58,7 @@ def write_mixed(root: Path, name: str = "mixed") -> MixedArchive:
         [first, Cap(SITE + "/a.png", DATES[0], png, mime="image/png")],
         [Cap(PAGE, DATES[1], first.body, revisit_of=first)],
         [
-            Cap(PAGE, DATES[2], page("ten")),
+            Cap(PAGE, DATES[2], page("ten", responsive=True)),  # the site became responsive meanwhile
             Cap(SITE + "/b.png", DATES[2], png, mime="image/png"),
             Cap(
                 SITE + "/style.css",
