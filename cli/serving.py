@@ -39,6 +39,12 @@ from strata.ports import check_port_free
     metavar="NAME",
     help="Host name of the restricted replay host for staff (needs --staff-host), e.g. restricted.localhost.",
 )
+@click.option(
+    "--default-collection",
+    metavar="NAME",
+    envvar="STRATA_DEFAULT_COLLECTION",
+    help="Where /web/<ts>/<url> resolves (default: the only collection, if just one). Also STRATA_DEFAULT_COLLECTION.",
+)
 @allow_network_option
 @root_option
 def serve(
@@ -50,6 +56,7 @@ def serve(
     reading_room,
     trusted_proxies,
     restricted_host,
+    default_collection,
     allow_networks,
     root,
 ) -> None:
@@ -64,6 +71,7 @@ def serve(
         allow_networks=allow_networks,
         access={"reading_room": list(reading_room), "trusted_proxies": list(trusted_proxies)},
         restricted_host=restricted_host,
+        default_collection=default_collection,
     )
 
 
@@ -78,8 +86,10 @@ def serve_archive(
     allow_networks: tuple | list = (),
     access: dict | None = None,
     restricted_host: str | None = None,
+    default_collection: str | None = None,
 ) -> None:
     """Run the application until interrupted; prints the address to open (and ``paths`` on it)."""
+    from index.collection import Collection
     from replay import create_app
     from replay import serve as run_server
 
@@ -89,9 +99,13 @@ def serve_archive(
         )
     if restricted_host and not staff_host:
         raise ConfigError("--restricted-host needs --staff-host: the staff console issues its sessions")
+    if default_collection:
+        Collection.open(Path(root), default_collection)  # an unknown name is refused before serving
     check_port_free(host, port)  # before the app is built and the worker started
     shown = "127.0.0.1" if host in ("0.0.0.0", "", "::") else host
     replay_config = {k: v for k, v in (access or {}).items() if v}
+    if default_collection:
+        replay_config["default_collection"] = default_collection
     if staff_host:
         from replay.hosts import build_site
 

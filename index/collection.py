@@ -23,7 +23,9 @@ from strata.errors import CollectionBusy, CollectionError
 _HELD = threading.local()  # state directories whose harvest lock this thread holds
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 # Path segments the web application uses at its root; a collection cannot take these names.
-RESERVED_NAMES = frozenset({"static", "search", "api", "staff", "login", "logout", "_", "collections", "favicon.ico"})
+RESERVED_NAMES = frozenset(
+    {"static", "search", "api", "staff", "login", "logout", "_", "collections", "favicon.ico", "web", "id"}
+)
 
 
 def default_root() -> Path:

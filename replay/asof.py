@@ -16,7 +16,6 @@ that date, so it still comes first.
 
 from __future__ import annotations
 
-import calendar
 import os
 from collections.abc import Iterable, Iterator
 
@@ -32,20 +31,9 @@ from pywb.warcserver.index.cdxops import (
     cdx_reverse,
 )
 from pywb.warcserver.index.query import CDXQuery
-from warcio.timeutils import PAD_14_UP, pad_timestamp, timestamp_now
+from warcio.timeutils import timestamp_now
 
-
-def pad_as_of(timestamp: str) -> str:
-    """A partial timestamp means the end of its period: ``2024`` is as of 2024-12-31 23:59:59,
-    ``202402`` as of 2024-02-29 23:59:59 (warcio pads every month to day 31)."""
-    if len(timestamp) >= 14:
-        return timestamp[:14]
-    padded = pad_timestamp(timestamp, PAD_14_UP)
-    try:
-        last_day = calendar.monthrange(int(padded[:4]), int(padded[4:6]))[1]
-    except ValueError:
-        return padded
-    return padded[:6] + f"{min(int(padded[6:8]), last_day):02d}" + padded[8:]
+from strata.times import pad_as_of
 
 
 def _order_key(cdx) -> tuple:

@@ -102,6 +102,12 @@ REPLAY_SETTINGS: tuple[Setting, ...] = (
         check_int(1, 1000000),
         "Most hits one download of search results (/search/export.csv, .jsonl) holds; a cut file says so.",
     ),
+    Setting(
+        "default_collection",
+        None,
+        _optional_str,
+        "The collection /web/<ts>/<url> addresses resolve in (None: the only collection, when there is one).",
+    ),
     Setting("debug", False, check_bool, "Let Flask show tracebacks (development only; never on a public server)."),
 )
 

@@ -10,7 +10,10 @@ Formats in use:
 
 from __future__ import annotations
 
+import calendar
 from datetime import UTC, datetime
+
+from warcio.timeutils import PAD_14_DOWN, PAD_14_UP, pad_timestamp
 
 MICRO_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 
@@ -50,3 +53,21 @@ def digits14(date: str) -> str:
 def ts14_of(warc_date: str) -> str:
     """The 14-digit timestamp of a WARC-Date (or any ISO 8601 date), padded with zeros."""
     return digits14(warc_date).ljust(14, "0")
+
+
+def pad_as_of(timestamp: str) -> str:
+    """A partial timestamp means the end of its period: ``2024`` is as of 2024-12-31 23:59:59,
+    ``202402`` as of 2024-02-29 23:59:59 (warcio pads every month to day 31)."""
+    if len(timestamp) >= 14:
+        return timestamp[:14]
+    padded = pad_timestamp(timestamp, PAD_14_UP)
+    try:
+        last_day = calendar.monthrange(int(padded[:4]), int(padded[4:6]))[1]
+    except ValueError:
+        return padded
+    return padded[:6] + f"{min(int(padded[6:8]), last_day):02d}" + padded[8:]
+
+
+def pad_start(timestamp: str) -> str:
+    """A partial timestamp's first second: ``2024`` is 2024-01-01 00:00:00."""
+    return pad_timestamp(timestamp, PAD_14_DOWN)

@@ -29,6 +29,7 @@ pytest_plugins = [
     "tests.support.search_fixtures",
     "tests.support.staff_fixtures",
     "tests.support.access_fixtures",
+    "tests.support.banner_fixtures",
 ]
 
 REPO = Path(__file__).resolve().parent.parent

@@ -48,6 +48,7 @@ def render(addr: Address):
         captures=captures,
         as_of=as_of,
         current=current,
+        previous={c["timestamp"]: p["timestamp"] for p, c in itertools.pairwise(captures)},  # compare links
     )
 
 

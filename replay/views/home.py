@@ -7,6 +7,7 @@ from flask import Blueprint, render_template
 from index.access_counts import VisibleCounts
 from replay import access
 from replay.context import ext
+from replay.views.lasting import default_collection
 
 bp = Blueprint("home", __name__)
 
@@ -21,4 +22,4 @@ def index():
             info = counts.summary() if counts is not None else None
             seeds = counts.seeds() if counts is not None else []
         rows.append({"name": name, "summary": info, "seeds": seeds})
-    return render_template("home/index.html", collections=rows)
+    return render_template("home/index.html", collections=rows, default_collection=default_collection())

@@ -8,12 +8,16 @@ part of what is looked up.
 from __future__ import annotations
 
 from flask import Blueprint, Response, request, url_for
+from warcio.timeutils import http_date_to_timestamp
 
+from index import state
 from replay import access
 from replay.address import Address, parse_address
 from replay.asof import pad_as_of
+from replay.banner import BannerNav
 from replay.context import ext
 from replay.views import calendar
+from replay.views.lasting import default_collection, viewer
 from replay.views.rawpath import raw_rest
 
 bp = Blueprint("replay", __name__)
@@ -22,22 +26,55 @@ METHODS = ["GET", "HEAD", "POST"]
 
 @bp.route("/<coll>/<path:rest>", methods=METHODS)
 def replay(coll: str, rest: str):
-    ext()["collections"].require(coll)
+    collection = ext()["collections"].require(coll)
     addr = parse_address(coll, raw_rest(f"/{coll}/"))
     if addr.kind == "calendar":
         return calendar.render(addr)
-    status, headers, body = ext()["engine"].replay(request.environ, addr, {"strata": _links(addr)}, access.level())
+    status, headers, body = ext()["engine"].replay(
+        request.environ, addr, {"strata": _links(addr, collection)}, access.level()
+    )
+    later = _later_capture(addr, headers)
+    if later:  # counted by the banner of the page that embeds it (head_insert.html)
+        headers = [*headers, ("Server-Timing", f'strata-later;desc="{later}"')]
     response = Response(body, status=status, headers=headers, direct_passthrough=True)
     if not any(k.lower() == "content-type" for k, _ in headers):
         del response.headers["Content-Type"]  # werkzeug adds a default; the archive had none
     return response
 
 
-def _links(addr: Address) -> dict:
+def _links(addr: Address, collection) -> dict:
     """Links the replay banner shows (rendered by pywb from the request's template params)."""
-    return {
+    links: dict[str, object] = {
         "as_of": pad_as_of(addr.timestamp) if addr.timestamp else "",
         "home_url": url_for("home.index"),
         "coll_url": url_for("collection.index", coll=addr.coll),
         "calendar_url": f"{request.script_root}/{addr.coll}/{addr.timestamp}*/{addr.url}",
+        "nav": None,
     }
+    if addr.kind in ("replay", "timegate") and addr.mod == "":  # the top-level page, the one with a banner
+        with ext()["collections"].db(addr.coll) as conn:
+            runs = state.runs(conn) if conn is not None else []
+        links["nav"] = BannerNav(
+            collection,
+            addr.timestamp,
+            runs,
+            request.script_root,
+            request.host_url.rstrip("/") + request.script_root,
+            default_collection(),
+            viewer(),
+        )
+    return links
+
+
+def _later_capture(addr: Address, headers: list) -> str | None:
+    """The capture's timestamp when it is later than the snapshot asked for (no earlier one exists)."""
+    if addr.kind != "replay" or not addr.timestamp:
+        return None
+    memento = next((v for k, v in headers if k.lower() == "memento-datetime"), None)
+    if not memento:
+        return None
+    try:
+        captured = http_date_to_timestamp(memento)
+    except ValueError:
+        return None
+    return captured if captured > pad_as_of(addr.timestamp) else None

@@ -23,20 +23,21 @@ FLAGS = [
 ]
 
 
-def launch(pw) -> Any:
+def launch(pw, extra_args: tuple[str, ...] = ()) -> Any:
     """A headless browser from a running ``sync_playwright()``."""
-    return pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
+    return pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=[*FLAGS, *extra_args])
 
 
 @contextlib.contextmanager
-def launched() -> Iterator[Any]:
-    """Playwright and a headless browser for the block; fails the test if Chromium is missing."""
+def launched(extra_args: tuple[str, ...] = ()) -> Iterator[Any]:
+    """Playwright and a headless browser for the block; fails the test if Chromium is missing.
+    ``extra_args``: more Chromium flags (e.g. ``--host-resolver-rules`` for a non-local host name)."""
     if not shutil.which(CHROMIUM):
         pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium (.ci/run does)")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
-        browser = launch(pw)
+        browser = launch(pw, extra_args)
         try:
             yield browser
         finally:

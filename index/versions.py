@@ -1,0 +1,149 @@
+"""The captures of one URL, read from the collection's CDXJ index files, for moving between them.
+
+``read_versions(collection, url)`` gives every capture of ``url`` (pywb's canonical match: the
+same SURT key replay looks up), oldest first, as ``Version`` rows: timestamp, payload digest,
+MIME type, HTTP status, record type and where the record is. Everything here comes from the CDXJ
+(itself derived from the WARCs), so it works for a collection indexed by ``wb-manager`` alone and
+says the same after ``strata index rebuild``.
+
+``filter_captures`` is the one point every surface that lists captures (the replay banner's
+previous/next and snapshot switch, the diff, ``/web/``, the permanent-id resolver, ``strata
+diff``) passes them through: access rules are applied there.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from pathlib import Path
+
+from index.cdxj import parse_line
+from index.collection import Collection
+from strata.errors import ConfigError, StrataError
+from strata.times import pad_as_of, pad_start
+
+INDEX_SUFFIXES = (".cdxj",)
+
+
+class NoSuchCapture(StrataError):
+    """No capture of the URL matches what was asked (exit 2, HTTP 404)."""
+
+    exit_code = 2
+    http_status = 404
+
+
+@dataclasses.dataclass(frozen=True)
+class Version:
+    timestamp: str  # 14 digits, as in the CDXJ
+    url: str
+    digest: str | None  # base32 SHA-1 of the payload (a revisit's is its original's)
+    mime: str
+    status: str
+    revisit: bool
+    filename: str
+    offset: int
+    length: int
+
+    @classmethod
+    def from_cdx(cls, cdx: Mapping) -> Version:
+        digest = cdx.get("digest")
+        if digest and ":" in digest:
+            digest = digest.split(":", 1)[1]
+        return cls(
+            timestamp=str(cdx["timestamp"]),
+            url=str(cdx.get("url", "")),
+            digest=digest if digest and digest != "-" else None,
+            mime=str(cdx.get("mime", "")),
+            status=str(cdx.get("status", "") or ""),
+            revisit=cdx.get("mime") == "warc/revisit",
+            filename=str(cdx.get("filename", "")),
+            offset=_int(cdx.get("offset")),
+            length=_int(cdx.get("length")),
+        )
+
+    def same_payload(self, other: Version | None) -> bool:
+        return other is not None and self.digest is not None and self.digest == other.digest
+
+
+def _int(value) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return -1
+
+
+def filter_captures(collection: str, versions: list[Version], viewer: Mapping | None = None) -> list[Version]:
+    """THE filter point: the captures of ``collection`` a reader may be shown. Every capture-listing
+    surface of the banner, diff, ``/web/`` and permanent ids calls this, so access rules wired in
+    here apply to all of them. ``viewer`` says who asks (the replay app passes ``{"host": ...}``,
+    the command line None: staff at the console). Today it keeps every capture."""
+    return versions
+
+
+def url_key(url: str) -> str:
+    """The SURT key pywb's indexer gives ``url`` (what the CDXJ lines are sorted by)."""
+    from pywb.utils.canonicalize import UrlCanonicalizeException, canonicalize  # pywb's utils patch nothing
+
+    try:
+        return canonicalize(url)
+    except UrlCanonicalizeException:
+        raise ConfigError(f"{url!r} is not a URL that can be looked up") from None
+
+
+def index_files(collection: Collection) -> list[Path]:
+    if not collection.indexes_dir.is_dir():
+        return []
+    return sorted(p for p in collection.indexes_dir.iterdir() if p.name.endswith(INDEX_SUFFIXES) and p.is_file())
+
+
+def read_versions(
+    collection: Collection, url: str, limit: int | None = None, viewer: Mapping | None = None
+) -> list[Version]:
+    """Every capture of ``url`` in the collection, oldest first (same second: in file and offset
+    order, as replay orders them), passed through ``filter_captures``."""
+    from pywb.utils.binsearch import iter_exact
+
+    key = url_key(url).encode("utf-8")
+    found: list[Version] = []
+    for path in index_files(collection):
+        with open(path, "rb") as fh:
+            for line in iter_exact(fh, key):
+                found.append(Version.from_cdx(parse_line(line)))
+    found.sort(key=lambda v: (v.timestamp, v.filename, v.offset))
+    found = filter_captures(collection.name, found, viewer)
+    return found[:limit] if limit else found
+
+
+def check_timestamp(ts: str) -> str:
+    """A 4 to 14 digit timestamp (YYYY[MM[DD[hh[mm[ss]]]]]) that is a real date, or ConfigError."""
+    hint = "use 4 to 14 digits, YYYYMMDDhhmmss, e.g. 20240115120000"
+    if not (ts.isascii() and ts.isdigit() and 4 <= len(ts) <= 14):
+        raise ConfigError(f"{ts!r} is not a timestamp; {hint}")
+    try:
+        datetime.strptime(pad_start(ts), "%Y%m%d%H%M%S")
+    except ValueError:
+        raise ConfigError(f"{ts!r} is not a valid date and time; {hint}") from None
+    return ts
+
+
+def as_of(versions: Iterable[Version], ts: str) -> Version | None:
+    """The capture a reader sees at ``ts``: an exact 14-digit match, else the latest at or before
+    the end of the period ``ts`` names (``2024`` is as of 2024-12-31 23:59:59)."""
+    end = pad_as_of(check_timestamp(ts))
+    best = None
+    for v in versions:
+        if v.timestamp <= end:
+            best = v
+    return best
+
+
+def neighbours(versions: list[Version], current: Version) -> tuple[Version | None, Version | None]:
+    """The captures just before and just after ``current`` in ``versions`` (oldest first)."""
+    try:
+        i = versions.index(current)
+    except ValueError:
+        before = [v for v in versions if v.timestamp < current.timestamp]
+        after = [v for v in versions if v.timestamp > current.timestamp]
+        return (before[-1] if before else None), (after[0] if after else None)
+    return (versions[i - 1] if i > 0 else None), (versions[i + 1] if i + 1 < len(versions) else None)
