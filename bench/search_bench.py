@@ -206,7 +206,8 @@ def plain_document(url: str, digest: str, payload) -> dict:
     from index.fulltext.documents import make_document
 
     doc = make_document(url, digest, payload)
-    del doc["parts"], doc["content"]
+    keep = ("key", "url", "digest", "host", "domains", "mime", "mtype", "lang", "status", "size")
+    doc = {name: doc[name] for name in keep}
     doc.update({name: getattr(payload, name) or "" for name, _ in TEXTS})
     return doc
 
@@ -218,8 +219,8 @@ def index_docs(kind: str, docs_file: str, target: str) -> dict:
         docs = pickle.load(fh)
     os.makedirs(target, exist_ok=True)
     if kind == "strata":
-        from index import fulltext
         from index.collection import Collection
+        from index.fulltext import rebuild as fulltext
 
         coll = Collection.open(Path(target), "ix", create=True)
         started = time.monotonic()
