@@ -7,6 +7,7 @@ import json
 import click
 
 from cli._base import ProgressLine, cli, root_option
+from cli.search_filters import meta_filter_options
 from strata.errors import ArchiveError, ConfigError
 
 
@@ -23,8 +24,9 @@ from strata.errors import ArchiveError, ConfigError
 @click.option("--sort", type=click.Choice(["relevance", "date", "oldest"]), default="relevance", show_default=True)
 @click.option("--limit", type=click.IntRange(1, 100), default=20, show_default=True, help="Hits (URLs) to print.")
 @click.option("--json", "as_json", is_flag=True, help="Print every hit up to --limit as JSON.")
+@meta_filter_options
 @root_option
-def search(collection, query, date_from, date_to, site, mime_type, sort, limit, as_json, root) -> None:
+def search(collection, query, date_from, date_to, site, mime_type, sort, limit, as_json, root, meta_filters) -> None:
     """Full-text search of COLLECTION: words, "phrases", AND, OR, NOT, -word, parentheses."""
     from index.collection import Collection
     from index.fulltext.query import SearchParams
@@ -42,6 +44,7 @@ def search(collection, query, date_from, date_to, site, mime_type, sort, limit, 
             collections=[collection],
             sort=sort,
             per_page=limit,
+            **meta_filters,
         ),
     )
     if result["unindexed"]:
@@ -62,6 +65,12 @@ def search(collection, query, date_from, date_to, site, mime_type, sort, limit, 
             "mime",
             "host",
             "collection",
+            "description",
+            "keywords",
+            "author",
+            "publisher",
+            "published",
+            "lang",
         )
         click.echo(json.dumps([{k: h[k] for k in keys} for h in result["hits"]], ensure_ascii=False, indent=1))
         return
@@ -72,6 +81,9 @@ def search(collection, query, date_from, date_to, site, mime_type, sort, limit, 
     )
     for hit in result["hits"]:
         click.echo(f"\n{hit['title'] or '(no title)'}\n  {hit['url']}")
+        byline = " · ".join(x for x in (hit["published"], hit["author"] or hit["publisher"]) if x)
+        if byline:
+            click.echo(f"  {byline}")
         click.echo(
             f"  {hit['count']} capture(s) {_ts_text(hit['first'])} .. {_ts_text(hit['last'])}"
             f"  replay: /{collection}/{hit['replay_ts']}/{hit['url']}"

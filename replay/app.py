@@ -39,7 +39,7 @@ def create_app(root: Path, config: dict | None = None) -> Flask:
     }
 
     from replay import filters
-    from replay.views import capture_api, collection, errors, home, pywb_static, replay
+    from replay.views import capture_api, collection, errors, home, publications, pywb_static, replay
 
     filters.register(app)
     errors.register(app)
@@ -50,6 +50,7 @@ def create_app(root: Path, config: dict | None = None) -> Flask:
 
         app.register_blueprint(search_bp)
     app.register_blueprint(collection.bp)
+    app.register_blueprint(publications.bp)
     app.register_blueprint(capture_api.bp)
     app.register_blueprint(replay.bp)
     app.jinja_env.globals["has_search"] = "search.page" in app.view_functions
