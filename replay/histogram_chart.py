@@ -7,7 +7,7 @@ the chart follows the column it is in (the facet column at 1280 px, the whole pa
 
 from __future__ import annotations
 
-MAX_TICKS = 4
+MAX_TICKS = 3  # labels that fit a 14rem column without touching
 PLURAL = {"hour": "hours", "day": "days", "month": "months", "year": "years", "decade": "decades"}
 
 
