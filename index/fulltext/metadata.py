@@ -101,7 +101,7 @@ def from_jsonld(blocks: list[str]) -> dict[str, str]:
     for block in blocks:
         try:
             data = json.loads(block)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past the decoder's depth
             continue
         for item in _items(data, 0):
             found = {
@@ -134,29 +134,34 @@ def _items(data, depth: int) -> Iterator[dict]:
             yield from _items(main, depth + 1)
 
 
-def _text(value) -> str:
+def _text(value, depth: int = 0) -> str:
     if isinstance(value, str):
         return value.strip()
+    if depth > 4:
+        return ""
     if isinstance(value, dict):
-        return _text(value.get("@value") or value.get("name"))
+        return _text(value.get("@value") or value.get("name"), depth + 1)
     if isinstance(value, list) and value:
-        return _text(value[0])
+        return _text(value[0], depth + 1)
     return ""
 
 
-def _names(value) -> str:
-    """A person, organisation, string or list of them (or a comma-separated string) as ``a; b``."""
+def _names(value, depth: int = 0) -> str:
+    """A person, organisation, string or list of them as ``a; b``."""
     if isinstance(value, str):
         return value.strip()
+    if depth > 4:
+        return ""
     if isinstance(value, dict):
-        return _text(value.get("name") or value.get("@value"))
+        return _text(value.get("name") or value.get("@value"), depth + 1)
     if isinstance(value, list):
-        return "; ".join(dict.fromkeys(n for n in (_names(v) for v in value[:50]) if n))
+        return "; ".join(dict.fromkeys(n for n in (_names(v, depth + 1) for v in value[:50]) if n))
     return ""
 
 
 # -- dates -----------------------------------------------------------------------------------------
 
+_COMPACT = re.compile(r"^\s*(?:D:)?(\d{4})(\d{2})(\d{2})")  # 20240305, PDF's D:20240305101010+01'00'
 _ISO = re.compile(r"^\s*(?:D:)?(\d{4})(?:[-/.]?(\d{2})(?:[-/.]?(\d{2}))?)?(?!\d)")
 _ISO_LOOSE = re.compile(r"^\s*(\d{4})[-/.](\d{1,2})(?:[-/.](\d{1,2}))?(?!\d)")
 _CJK_DATE = re.compile(r"(\d{4})\s*年\s*(\d{1,2})\s*月(?:\s*(\d{1,2})\s*日)?")
@@ -170,7 +175,7 @@ def normalize_date(value) -> str:
     if isinstance(value, datetime | date):
         return f"{value.year:04d}-{value.month:02d}-{value.day:02d}"
     text = str(value or "").strip()[:100]
-    for pattern in (_ISO_LOOSE, _ISO, _CJK_DATE):
+    for pattern in (_CJK_DATE, _ISO_LOOSE, _COMPACT, _ISO):
         match = pattern.search(text) if pattern is _CJK_DATE else pattern.match(text)
         if match:
             return _checked(match.group(1), match.group(2), match.group(3))
