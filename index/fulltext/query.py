@@ -1,9 +1,10 @@
 """Searching a collection's full-text index: safe query parsing, filters, hits grouped by URL.
 
 The query language is small and parsed here, not by Whoosh's ``QueryParser``: words, ``"quoted
-phrases"``, ``AND``/``OR``/``NOT`` (upper case), ``-word`` and parentheses. Nothing else has a
-meaning, so ``field:value``, ``?*?*``, ``[a TO z]``, ``word~``, ``^boost`` are plain text (their
-punctuation is dropped by the analyzer): a user cannot reach the filter fields (collection, site,
+phrases"``, ``AND``/``OR``/``NOT`` (upper case), ``-word``, parentheses and ``word*`` (a prefix of
+at least ``MIN_PREFIX`` letters, expanded to a bounded number of terms by ``index.fulltext.matching``).
+Nothing else has a meaning, so ``field:value``, ``?*?*``, ``[a TO z]``, ``word~``, ``^boost`` are
+plain text (their punctuation is dropped by the analyzer): a user cannot reach the filter fields (collection, site,
 type, date) or Whoosh's wildcard, range and fuzzy expansions. Filters come only from parameters.
 Limits: ``MAX_QUERY_CHARS`` characters, ``MAX_TERMS`` words and phrases, ``MAX_DEPTH`` nested
 parentheses; every search has a time bound (``TIME_LIMIT`` per collection) and groups at most
@@ -11,8 +12,10 @@ parentheses; every search has a time bound (``TIME_LIMIT`` per collection) and g
 whether it saw them all; ``total_documents`` is estimated when a phrase was checked on part of its
 candidates only).
 
-A word is searched in the title, meta description and keywords, and the text (one field, the
-title's words weighing 3, meta 1.5; ``index.fulltext``). A Chinese or Japanese word of several
+A word is searched in the title, meta description and keywords, and the main text (one field,
+the title's words weighing 3, meta 1.5; ``index.fulltext``), and in scope ``all`` also in the
+boilerplate (weighing less); English words by their stems. Metadata filters (title, author,
+keyword, language, published date) and the scope come from parameters (``index.fulltext.filters``). A Chinese or Japanese word of several
 characters is the phrase of its bigrams, checked against the stored text (``index.fulltext.cjk``); a single
 CJK character matches wherever it is. Evaluation: ``index.fulltext.matching``; snippets: ``index.fulltext.snippets``.
 
