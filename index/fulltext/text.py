@@ -194,13 +194,16 @@ _BOILER = frozenset({"nav", "menu"})  # boilerplate wherever they are
 _PAGE_LEVEL = frozenset({"header", "footer", "aside"})  # boilerplate outside <article>/<main>
 _BOILER_ROLES = frozenset({"navigation", "banner", "contentinfo", "complementary", "menubar", "menu", "search"})
 _CONTENT = frozenset({"article", "main"})
-# class or id words of menus and page furniture: boilerplate wherever they are, or outside content
-_HINT_ANYWHERE = re.compile(
-    r"(?:^|[\s_-])(?:nav|navbar|navigation|navi|menu|menubar|breadcrumbs?|topicpath|pankuzu|pagination|pager|"
-    r"skip|share|social|sns|cookie|cookies|gnav|globalnav|localnav|subnav|sitemap)(?:$|[\s_-])",
-    re.I,
+# class or id names of menus and page furniture, as whole names ("nav", "breadcrumbs") or the last
+# part of one ("global-nav", "site_footer"); state names ("has-sidebar", "nav-open") never match,
+# and <html>, <body>, <main> and <article> are never boilerplate by name
+_HINTS_ANYWHERE = frozenset(
+    "nav navbar navigation navi menu menubar breadcrumb breadcrumbs topicpath pankuzu pagination pager "
+    "skiplink skip-link share sharing social sns cookie cookies gnav globalnav localnav subnav sitemap".split()
 )
-_HINT_PAGE = re.compile(r"(?:^|[\s_-])(?:header|footer|masthead|sidebar|side|banner|copyright)(?:$|[\s_-])", re.I)
+_HINTS_PAGE = frozenset("header footer masthead sidebar copyright".split())
+_STATE_PREFIXES = ("has-", "is-", "no-", "with-", "js-")
+_NEVER_HINTED = frozenset({"html", "body", "main", "article"})
 LINK_DENSITY = 0.6  # a block whose text is at least this share of link text is a list of links: boilerplate
 _BLOCK = frozenset(
     {
@@ -262,7 +265,7 @@ class _Target:
 
     Visible text goes to one of two streams. Boilerplate: ``<nav>``, ``<menu>``, navigation and
     banner roles, page-level ``<header>``/``<footer>``/``<aside>``, elements whose class or id
-    names a menu or page furniture (``_HINT_ANYWHERE``; ``_HINT_PAGE`` outside content), and any
+    names a menu or page furniture (``_HINTS_ANYWHERE``; ``_HINTS_PAGE`` outside content), and any
     block (text between block boundaries) that is mostly link text (``LINK_DENSITY``: menus and
     the lists of links of listing pages). The main text: everything else."""
 
@@ -323,10 +326,9 @@ class _Target:
             return 2
         if (attrib.get("role") or "").lower() in _BOILER_ROLES:
             return 2
-        hint = attrib.get("class") or attrib.get("id")
-        if hint:
-            hint = f"{attrib.get('class') or ''} {attrib.get('id') or ''}"
-            if _HINT_ANYWHERE.search(hint) or (not self.content and _HINT_PAGE.search(hint)):
+        if (attrib.get("class") or attrib.get("id")) and tag not in _NEVER_HINTED:
+            hint = _hint(f"{attrib.get('class') or ''} {attrib.get('id') or ''}")
+            if hint == 2 or (hint == 1 and not self.content):
                 return 2
         return 0
 
@@ -403,6 +405,20 @@ class _Target:
     def close(self) -> None:
         self._flush()
         return None
+
+
+def _hint(names: str) -> int:
+    """2: a menu's name, 1: page furniture's (header, footer, sidebar), 0: neither."""
+    found = 0
+    for name in names.lower().split():
+        if name.startswith(_STATE_PREFIXES):
+            continue
+        last = re.split(r"[-_]", name)[-1]
+        if name in _HINTS_ANYWHERE or last in _HINTS_ANYWHERE:
+            return 2
+        if name in _HINTS_PAGE or last in _HINTS_PAGE:
+            found = 1
+    return found
 
 
 def _html(data: bytes, header_charset: str | None) -> Extracted:

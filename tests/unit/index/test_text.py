@@ -208,3 +208,21 @@ def test_phrase_in_follows_the_analyzers_positions():
     assert phrase_in(["图书", "书馆"], "图书。书馆") is False
     assert phrase_in(["图书", "书馆"], "国家图书馆") is True
     assert phrase_in(["馆", "会议"], "图书馆，会议") is True  # the run's last character
+
+
+def test_boilerplate_apart_from_the_main_text():
+    page = (
+        '<html><body class="home has-sidebar nav-open"><div id="page" class="site">'
+        '<div class="global-nav"><a href="/">Home</a> <a href="/a">Archive</a></div>'
+        '<div class="page-header"><p>Site slogan</p></div><ul class="breadcrumbs"><li>Here</li></ul>'
+        "<p>Real text with <a href=/x>one link</a> inside a long enough sentence.</p>"
+        '<ul><li><a href="/1">A linked story title</a> 2024</li><li><a href="/2">Another story</a></li></ul>'
+        '<article><header class="entry-header">Kept header</header><p>Body.</p></article>'
+        '<aside class="widget">Side box</aside><div class="site_footer">Footer words</div>'
+        "</div></body></html>"
+    )
+    out = extract(page.encode(), "text/html")
+    assert out.text == "Real text with one link inside a long enough sentence.\nKept header\nBody."
+    for words in ("Home Archive", "Site slogan", "Here", "A linked story title 2024", "Another story", "Side box"):
+        assert words in out.boilerplate, words
+    assert "Footer words" in out.boilerplate and "Real text" not in out.boilerplate
