@@ -15,8 +15,8 @@ candidates only).
 A word is searched in the title, meta description and keywords, and the main text (one field,
 the title's words weighing 3, meta 1.5; ``index.fulltext``), and in scope ``all`` also in the
 boilerplate (weighing less); English words by their stems. Metadata filters (title, author,
-keyword, language, published date) and the scope come from parameters (``index.fulltext.filters``). A Chinese or Japanese word of several
-characters is the phrase of its bigrams, checked against the stored text (``index.fulltext.cjk``); a single
+keyword, language, published date) and the scope come from parameters (``index.fulltext.filters``).
+A Chinese or Japanese word of several characters is the phrase of its bigrams, checked against the stored text (``index.fulltext.cjk``); a single
 CJK character matches wherever it is. Evaluation: ``index.fulltext.matching``; snippets: ``index.fulltext.snippets``.
 
 ``search(root, params)`` returns a JSON-ready dict: hits grouped by (collection, URL), each with
