@@ -16,8 +16,9 @@ A word is searched in the title, meta description and keywords, and the main tex
 the title's words weighing 3, meta 1.5; ``index.fulltext``), and in scope ``all`` also in the
 boilerplate (weighing less); English words by their stems. Metadata filters (title, author,
 keyword, language, published date) and the scope come from parameters (``index.fulltext.filters``).
-A Chinese or Japanese word of several characters is the phrase of its bigrams, checked against the stored text (``index.fulltext.cjk``); a single
-CJK character matches wherever it is. Evaluation: ``index.fulltext.matching``; snippets: ``index.fulltext.snippets``.
+A Chinese or Japanese word of several characters is the phrase of its bigrams, checked against the
+stored text (``index.fulltext.cjk``); a single CJK character matches wherever it is. Evaluation:
+``index.fulltext.matching``; snippets: ``index.fulltext.snippets``.
 
 ``search(root, params)`` returns a JSON-ready dict: hits grouped by (collection, URL), each with
 its capture timestamps in the date range, count, first and last, the capture to replay (the
