@@ -178,7 +178,8 @@ def extract_docs(coll) -> tuple[list[tuple], float]:
     return docs, time.monotonic() - started
 
 
-TEXTS = (("title", 3.0), ("description", 1.5), ("keywords", 1.5), ("text", 1.0))  # index.fulltext.PART_BOOSTS
+# index.fulltext.documents.PART_BOOSTS, and the boilerplate at matching.BOILER_WEIGHT (a field of its own there)
+TEXTS = (("title", 3.0), ("description", 1.5), ("keywords", 1.5), ("text", 1.0), ("boilerplate", 0.3))
 
 
 def plain_schema(kind: str):
@@ -206,8 +207,9 @@ def plain_document(url: str, digest: str, payload) -> dict:
     from index.fulltext.documents import make_document
 
     doc = make_document(url, digest, payload)
-    del doc["parts"], doc["content"]
-    doc.update({name: getattr(payload, name) or "" for name, _ in TEXTS})
+    keep = ("key", "url", "digest", "host", "domains", "mime", "mtype", "lang", "status", "size")
+    doc = {name: doc[name] for name in keep}
+    doc.update({name: getattr(payload, name, "") or "" for name, _ in TEXTS})
     return doc
 
 
@@ -218,8 +220,8 @@ def index_docs(kind: str, docs_file: str, target: str) -> dict:
         docs = pickle.load(fh)
     os.makedirs(target, exist_ok=True)
     if kind == "strata":
-        from index import fulltext
         from index.collection import Collection
+        from index.fulltext import rebuild as fulltext
 
         coll = Collection.open(Path(target), "ix", create=True)
         started = time.monotonic()
@@ -282,7 +284,7 @@ def _found(kind: str, target: str, docs: list, words: list[str]):
         return {
             f"{url} {digest}"
             for url, digest, payload, _ in docs
-            if any(word in (getattr(payload, name) or "") for name, _ in TEXTS)
+            if any(word in (getattr(payload, name, "") or "") for name, _ in TEXTS)
         }
 
     if kind == "strata":

@@ -9,6 +9,7 @@ import sys
 import click
 
 from cli._base import ProgressLine, cli, root_option
+from cli.search_filters import meta_filter_options
 from strata.errors import ArchiveError, ConfigError
 
 
@@ -31,9 +32,24 @@ from strata.errors import ArchiveError, ConfigError
 )
 @click.option("--all", "every", is_flag=True, help="Print every hit (no cap), as --format says.")
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "csv"]), default="jsonl", show_default=True)
+@meta_filter_options
 @root_option
 def search(
-    collection, query, date_from, date_to, site, mime_type, sort, limit, as_json, page, per_page, every, fmt, root
+    collection,
+    query,
+    date_from,
+    date_to,
+    site,
+    mime_type,
+    sort,
+    limit,
+    as_json,
+    page,
+    per_page,
+    every,
+    fmt,
+    root,
+    meta_filters,
 ) -> None:
     """Full-text search of COLLECTION: words, "phrases", AND, OR, NOT, -word, parentheses."""
     from index.collection import Collection
@@ -42,7 +58,14 @@ def search(
 
     Collection.open(root, collection)
     params = SearchParams(
-        q=query, date_from=date_from, date_to=date_to, site=site, type=mime_type, collections=[collection], sort=sort
+        q=query,
+        date_from=date_from,
+        date_to=date_to,
+        site=site,
+        type=mime_type,
+        collections=[collection],
+        sort=sort,
+        **meta_filters,
     )
     if every or as_json:
         _export(root, params, every, fmt, as_json, page, per_page)
@@ -60,6 +83,9 @@ def search(
     )
     for hit in result["hits"]:
         click.echo(f"\n{hit['title'] or '(no title)'}\n  {hit['url']}")
+        byline = " · ".join(x for x in (hit["published"], hit["author"] or hit["publisher"]) if x)
+        if byline:
+            click.echo(f"  {byline}")
         click.echo(
             f"  {hit['count']} capture(s) {_ts_text(hit['first'])} .. {_ts_text(hit['last'])}"
             f"  replay: /{collection}/{hit['replay_ts']}/{hit['url']}"

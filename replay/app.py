@@ -41,7 +41,18 @@ def create_app(root: Path, config: dict | None = None) -> Flask:
     }
 
     from replay import access, filters
-    from replay.views import capture_api, cdx, collection, diff, errors, home, lasting, pywb_static, replay
+    from replay.views import (
+        capture_api,
+        cdx,
+        collection,
+        diff,
+        errors,
+        home,
+        lasting,
+        publications,
+        pywb_static,
+        replay,
+    )
 
     access.register(app, access.AccessPolicy(Path(root), settings))
     filters.register(app)
@@ -53,6 +64,7 @@ def create_app(root: Path, config: dict | None = None) -> Flask:
 
         app.register_blueprint(search_bp)
     app.register_blueprint(collection.bp)
+    app.register_blueprint(publications.bp)
     app.register_blueprint(capture_api.bp)
     app.register_blueprint(cdx.bp)  # /<coll>/cdx before /<coll>/<path:rest> (werkzeug ranks the fixed part first)
     app.register_blueprint(lasting.bp)

@@ -4,6 +4,10 @@
     q         the query: words, "phrases", AND / OR / NOT, -word, parentheses (index.fulltext.query)
     from, to  capture dates: 2024, 2024-03, 2024-03-05, an ISO 8601 date-time or 14 digits
     site      host or domain; type: html, pdf, image ... or a MIME type
+    title, author, keyword, lang, published_from, published_to
+              the page's own metadata (index.fulltext.filters): words of its title, of its author
+              or publisher, of its keywords; its language; its published date
+    in        all (default: main text and boilerplate, boilerplate weighing less) | main
     c         collection (repeatable; default: all)
     sort      relevance | date | oldest; page, per_page
 
@@ -26,10 +30,12 @@ from flask import Blueprint, Response, current_app, jsonify, render_template, re
 
 from index.fulltext.query import MAX_PER_PAGE, SearchParams, search
 from index.fulltext.text import MIME_GROUPS
+from replay.histogram_chart import histogram_chart
 from strata.errors import QueryError, StrataError
 
 bp = Blueprint("search", __name__, template_folder="templates")
-PARAMS = ("q", "from", "to", "site", "type", "sort", "c")
+META_PARAMS = ("title", "author", "keyword", "lang", "published_from", "published_to")
+PARAMS = ("q", "from", "to", "site", "type", "sort", "c", "in", *META_PARAMS)
 EXPORT_TIME_LIMIT = 30.0  # seconds per collection for a download's search
 
 
@@ -55,6 +61,13 @@ def _params(per_page_default: int) -> SearchParams:
         sort=args.get("sort") or "relevance",
         page=args.get("page", "1"),
         per_page=args.get("per_page", str(per_page_default)),
+        scope=args.get("in") or "all",
+        title=args.get("title") or None,
+        author=args.get("author") or None,
+        keyword=args.get("keyword") or None,
+        lang=args.get("lang") or None,
+        published_from=args.get("published_from") or None,
+        published_to=args.get("published_to") or None,
     )
 
 
@@ -139,7 +152,7 @@ def page():
 
     root = _root()
     result, error, status = None, None, 200
-    if any(request.args.get(k) for k in ("q", "from", "to", "site", "type")):
+    if any(request.args.get(k) for k in ("q", "from", "to", "site", "type", *META_PARAMS)):
         try:
             result = search(root, _params(per_page_default=10), access_level=_level())
             _links(result)
@@ -155,20 +168,8 @@ def page():
         chosen=request.args.getlist("c"),
         mime_groups=MIME_GROUPS,
         max_per_page=MAX_PER_PAGE,
-        bars=_bars(result) if result else [],
         export_href=_export_href,
         export_limit=_settings().get("search_export_limit", 10000),
+        meta_open=any(request.args.get(k) for k in (*META_PARAMS, "in")),
+        chart=histogram_chart(result["histogram"]) if result else None,
     ), status
-
-
-def _bars(result: dict) -> list[dict]:
-    """Histogram buckets with heights (0..60 px) and the date range each one stands for."""
-    buckets = result["histogram"]["buckets"]
-    top = max((b["count"] for b in buckets), default=0) or 1
-    return [{**b, "height": max(2, round(60 * b["count"] / top)), "label": _bucket_label(b["value"])} for b in buckets]
-
-
-def _bucket_label(value: str) -> str:
-    parts = [value[:4], value[4:6], value[6:8]]
-    label = "-".join(p for p in parts if p)
-    return label + (f" {value[8:10]}h" if len(value) > 8 else "")

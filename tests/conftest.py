@@ -27,6 +27,7 @@ pytest_plugins = [
     "tests.support.replay_fixtures",
     "tests.support.replay_cjk_fixtures",
     "tests.support.search_fixtures",
+    "tests.support.meta_fixtures",
     "tests.support.staff_fixtures",
     "tests.support.access_fixtures",
     "tests.support.banner_fixtures",

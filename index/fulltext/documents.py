@@ -9,15 +9,18 @@ from urllib.parse import urlsplit
 
 from whoosh import columns, fields
 
+from index.fulltext.cjk import CJKBigramAnalyzer
+from index.fulltext.metadata import date_key
 from index.fulltext.postings import CharTerms, Content
 from index.fulltext.text import extract, mime_group
 from strata.errors import ArchiveError
 from strata.urls import url_host
 
-FORMAT = 3  # bump when the schema or the analysis changes: older indexes are rebuilt
+FORMAT = 4  # bump when the schema or the analysis changes: older indexes are rebuilt (4: stems, boilerplate, metadata)
 FORMAT_FILE = "strata-fulltext.json"
 CAPTURES_FILE = "captures.sqlite"
 PART_BOOSTS = (("title", 3.0), ("description", 1.5), ("keywords", 1.5), ("text", 1.0))
+PARTS = tuple(name for name, _ in PART_BOOSTS) + ("boilerplate",)  # the ``parts`` column, in order
 POOL_BYTES = 120 * 2**20  # postings held in memory before a segment is written (BulkWriter.pooled_bytes)
 LOCK_WAIT = 600.0  # seconds index_run waits for another writer (a rebuild) to finish
 
@@ -37,13 +40,30 @@ def schema() -> fields.Schema:
         domains=fields.KEYWORD(lowercase=True),  # the host and each parent domain
         mime=fields.ID(stored=True, sortable=True),
         mtype=fields.ID(stored=True, sortable=True),  # index.fulltext.text.mime_group
-        lang=fields.STORED(),
+        lang=fields.ID(stored=True),  # primary language subtag: en, ja, zh ...
         status=fields.STORED(),
         size=fields.STORED(),
-        parts=fields.COLUMN(columns.VarBytesColumn()),  # pack_texts(title, description, keywords, text)
-        content=Content(chars="chars"),
+        author=fields.STORED(),
+        publisher=fields.STORED(),
+        published=fields.ID(stored=True, sortable=True),  # 2024, 2024-03 or 2024-03-05
+        parts=fields.COLUMN(columns.VarBytesColumn()),  # pack_texts(title, description, keywords, text, boilerplate)
+        content=Content(chars="chars"),  # title, meta and main text: the main field
         chars=CharTerms(),  # every CJK character, from content
+        boiler=Content(chars="bchars"),  # menus, headers, footers, lists of links
+        bchars=CharTerms(),
+        # the filters' terms (filter_terms): words of the title, of author and publisher, of keywords
+        tterms=fields.KEYWORD(lowercase=True),
+        aterms=fields.KEYWORD(lowercase=True),
+        kterms=fields.KEYWORD(lowercase=True),
     )
+
+
+_FILTER_ANALYZER = CJKBigramAnalyzer()
+
+
+def filter_terms(text: str) -> list[str]:
+    """The terms a metadata filter matches on: the analyzer's (stems, CJK bigrams), each once."""
+    return list(dict.fromkeys(t.text for t in _FILTER_ANALYZER(text or "", mode="query")))
 
 
 def domains(host: str) -> list[str]:
@@ -70,6 +90,10 @@ class Payload:
     keywords: str = ""
     text: str = ""
     lang: str = ""
+    boilerplate: str = ""
+    author: str = ""
+    publisher: str = ""
+    published: str = ""
 
     @classmethod
     def from_record(cls, http_headers, raw: bytes) -> Payload:
@@ -91,11 +115,15 @@ class Payload:
             keywords=out.keywords,
             text=out.text,
             lang=out.language,
+            boilerplate=out.boilerplate,
+            author=out.author,
+            publisher=out.publisher,
+            published=out.published,
         )
 
     @classmethod
     def from_stored(cls, stored: dict, parts: bytes | None) -> Payload:
-        title, description, keywords, text = unpack_texts(parts)
+        title, description, keywords, text, boilerplate = unpack_texts(parts)
         return cls(
             mime=stored.get("mime") or "",
             status=stored.get("status") or 0,
@@ -105,6 +133,10 @@ class Payload:
             keywords=keywords,
             text=text,
             lang=stored.get("lang") or "",
+            boilerplate=boilerplate,
+            author=stored.get("author") or "",
+            publisher=stored.get("publisher") or "",
+            published=stored.get("published") or "",
         )
 
 
@@ -115,6 +147,7 @@ def make_document(url: str, digest: str, payload: Payload) -> dict:
         "description": payload.description,
         "keywords": payload.keywords,
         "text": payload.text,
+        "boilerplate": payload.boilerplate,
     }
     return {
         "key": f"{url} {digest}",
@@ -124,11 +157,18 @@ def make_document(url: str, digest: str, payload: Payload) -> dict:
         "domains": " ".join(domains(host)),
         "mime": payload.mime,
         "mtype": mime_group(payload.mime),
-        "lang": payload.lang,
+        "lang": payload.lang or None,
         "status": payload.status,
         "size": payload.size,
-        "parts": pack_texts(texts[name] for name, _ in PART_BOOSTS),
+        "author": payload.author or None,
+        "publisher": payload.publisher or None,
+        "published": date_key(payload.published) and payload.published or None,
+        "parts": pack_texts(texts[name] for name in PARTS),
         "content": tuple((texts[name] or "", boost) for name, boost in PART_BOOSTS),
+        "boiler": payload.boilerplate or None,
+        "tterms": " ".join(filter_terms(payload.title)) or None,
+        "aterms": " ".join(filter_terms(f"{payload.author} {payload.publisher}")) or None,
+        "kterms": " ".join(filter_terms(payload.keywords)) or None,
     }
 
 
@@ -137,11 +177,12 @@ def pack_texts(texts) -> bytes:
     return "\x00".join((t or "").replace("\x00", "") for t in texts).encode("utf-8")
 
 
-def unpack_texts(data: bytes | None) -> tuple[str, str, str, str]:
+def unpack_texts(data: bytes | None) -> tuple[str, str, str, str, str]:
+    """(title, description, keywords, text, boilerplate)."""
     if not data:
-        return "", "", "", ""
-    title, description, keywords, text = data.decode("utf-8").split("\x00")
-    return title, description, keywords, text
+        return "", "", "", "", ""
+    title, description, keywords, text, boilerplate = data.decode("utf-8").split("\x00")
+    return title, description, keywords, text, boilerplate
 
 
 def indexable(url: str, status: int | None) -> bool:

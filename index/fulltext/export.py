@@ -29,7 +29,7 @@ from pathlib import Path
 from index.collection import Collection, list_collections
 from index.exposure import capture_filter, show_all
 from index.fulltext.matching import IndexView, TimeUp, evaluate, rank
-from index.fulltext.query import SearchParams, _allowed, _view, parse_query
+from index.fulltext.query import SearchParams, _allowed, open_view, parse_query
 from index.fulltext.snippets import snippet
 from strata.errors import ConfigError, QueryError
 
@@ -86,7 +86,7 @@ def all_hits(root: Path, params: SearchParams, time_limit: float | None = None) 
     lo, hi = p.date_from, p.date_to
     for name in names:
         coll = Collection.open(Path(root), name)
-        view = _view(coll)
+        view = open_view(coll)
         if view is None:
             if coll.warc_files():
                 unindexed.append(name)
@@ -94,7 +94,7 @@ def all_hits(root: Path, params: SearchParams, time_limit: float | None = None) 
         shown = capture_filter(Path(root), name, "search-export")
         deadline = math.inf if time_limit is None else time.monotonic() + time_limit
         try:
-            ranked = rank(evaluate(view, parsed.tree, deadline), _allowed(view, p), view.count + 1, deadline)
+            ranked = rank(evaluate(view, parsed.tree, deadline, p.scope), _allowed(view, p), view.count + 1, deadline)
         except TimeUp:
             timed_out = True
             continue
@@ -150,7 +150,7 @@ def _hit(hits: HitSet, group: _Group, with_snippet: bool = False) -> dict:
         "score": round(float(group.score), 4),
     }
     if with_snippet:
-        title, description, _, text = view.texts(docnum)
+        title, description, _, text, _ = view.texts(docnum)
         out["title"] = title or ""
         out["snippet"], out["snippet_html"] = snippet(text or description or "", hits.terms, hits.prefixes)
     else:

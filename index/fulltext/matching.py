@@ -7,6 +7,12 @@ Whoosh's matchers step through postings one Python call at a time: a term found 
 
 - A word is its term; its score in a document is ``idf x impact`` (BM25 with lengths normalised
   at indexing time). AND intersects, OR unites (scores add), NOT subtracts.
+- Two fields hold the terms: ``content`` (title, meta and the main text) and ``boiler`` (menus,
+  headers, footers, lists of links: ``index.fulltext.text``). A search in scope ``all`` (the
+  default) counts both, a term's boilerplate score weighing ``BOILER_WEIGHT``; scope ``main``
+  only the first, so a menu word finds only the pages that speak of it.
+- A prefix (``arch*``) is the union of the ``MAX_EXPANSIONS`` most frequent terms that begin with
+  it, or with its stem (the stem of a word is how it is indexed: ``archive*`` finds ``archiv``).
 - A one-character Chinese or Japanese word matches the character wherever it is (its term in
   the ``chars`` field).
 - A phrase (or a word that analyses to several terms, such as a Chinese word of three characters
@@ -35,8 +41,9 @@ from operator import add, mul
 
 from index.collection import Collection
 from index.fulltext.captures import FILENAME, CaptureStore, CaptureTable
-from index.fulltext.cjk import chained_word, is_cjk, phrase_in
+from index.fulltext.cjk import chained_word, is_cjk, phrase_in, stem
 from index.fulltext.documents import unpack_texts
+from index.fulltext.metadata import date_key
 from index.fulltext.postings import Postings, read_postings
 from index.fulltext.store import build_id, open_index
 
@@ -44,6 +51,12 @@ __all__ = ["IndexView", "Matches", "Ranked", "TimeUp", "evaluate", "matching_doc
 
 FIELD = "content"
 CHARS = "chars"
+BOILER = "boiler"
+BOILER_CHARS = "bchars"
+BOILER_WEIGHT = 0.3  # of a term's score when it is found in boilerplate only
+MAX_EXPANSIONS = 64  # terms a prefix stands for (the most frequent)
+MAX_PREFIX_SCAN = 20_000  # terms read from the term dictionary for one prefix
+SCOPES = ("all", "main")
 CACHE_POSTINGS = 4_000_000  # postings kept decoded per view (8 bytes each)
 
 
@@ -75,6 +88,7 @@ class IndexView:
         self._cached = 0
         self._lock = threading.Lock()
         self.columns = {name: reader.column_reader(name) for name in ("url", "host", "mtype", "parts")}
+        self._published: list[tuple[str, int]] | None = None
 
     def is_current(self) -> bool:
         try:
@@ -121,12 +135,40 @@ class IndexView:
     def idf(self, df: int) -> float:
         return math.log(1 + (self.count - df + 0.5) / (df + 0.5))
 
-    def texts(self, docnum: int) -> tuple[str, str, str, str]:
+    def texts(self, docnum: int) -> tuple[str, str, str, str, str]:
+        """(title, description, keywords, main text, boilerplate)."""
         return unpack_texts(self.columns["parts"][docnum])
 
-    def raw_texts(self, docnum: int) -> bytes:
-        """The document's texts in UTF-8, NUL between them (``index.fulltext.pack_texts``)."""
-        return self.columns["parts"][docnum] or b""
+    def raw_texts(self, docnum: int, main_only: bool = False) -> bytes:
+        """The document's texts in UTF-8, NUL between them (``index.fulltext.pack_texts``);
+        ``main_only``: without the boilerplate (the last of them)."""
+        raw = self.columns["parts"][docnum] or b""
+        return raw[: raw.rfind(b"\x00")] if main_only else raw
+
+    def expand(self, prefix: str, field: str = FIELD) -> list[tuple[int, str]]:
+        """(documents, term) of the most frequent terms of ``field`` that begin with ``prefix``."""
+        frequency: dict[str, int] = {}
+        btext = prefix.encode("utf-8")
+        for reader, _ in self.leaves:
+            for number, (term, info) in enumerate(reader.iter_prefix(field, btext)):
+                if number >= MAX_PREFIX_SCAN:
+                    break
+                text = term.decode("utf-8")
+                frequency[text] = frequency.get(text, 0) + info.doc_frequency()
+        return heapq.nlargest(MAX_EXPANSIONS, ((n, t) for t, n in frequency.items()))
+
+    def published_between(self, lo: str | None, hi: str | None) -> set[int]:
+        """Documents whose published date (``index.fulltext.metadata.date_key``) is in [lo, hi]."""
+        with self._lock:
+            if self._published is None:
+                column = self.reader.column_reader("published")
+                self._published = sorted(
+                    (key, docnum) for docnum in range(self.count) if (key := date_key(column[docnum] or ""))
+                )
+            dated = self._published
+        start = bisect.bisect_left(dated, (lo or "", -1))
+        stop = bisect.bisect_right(dated, (hi or "99999999", self.count))
+        return {docnum for _, docnum in dated[start:stop]}
 
     def filter_docs(self, field: str, value: str) -> set[int]:
         p = self.postings(value, field)
@@ -214,9 +256,10 @@ class Matches:
 
 
 class _Context:
-    def __init__(self, view: IndexView, deadline: float):
+    def __init__(self, view: IndexView, deadline: float, scope: str = "all"):
         self.view = view
         self.deadline = deadline
+        self.main_only = scope == "main"
         self.texts: dict[int, tuple] = {}
 
     def tick(self) -> None:
@@ -226,14 +269,17 @@ class _Context:
     def texts_of(self, docnum: int) -> tuple:
         texts = self.texts.get(docnum)
         if texts is None:
-            texts = self.texts[docnum] = self.view.texts(docnum)
+            texts = self.view.texts(docnum)
+            texts = self.texts[docnum] = texts[:4] if self.main_only else texts
         return texts
 
 
-def evaluate(view: IndexView, tree, deadline: float = math.inf) -> Matches:
+def evaluate(view: IndexView, tree, deadline: float = math.inf, scope: str = "all") -> Matches:
     """The candidates of a parse tree (``index.fulltext.query._analyse``) in this index; ``None`` (no
-    query) matches every document with score 0."""
-    ctx = _Context(view, deadline)
+    query) matches every document with score 0. ``scope``: ``all`` or ``main`` (no boilerplate)."""
+    if scope not in SCOPES:
+        raise ValueError(f"scope must be one of {SCOPES}, not {scope!r}")
+    ctx = _Context(view, deadline, scope)
     if tree is None:
         return Matches(dict.fromkeys(range(view.count), 0.0))
     return _eval(ctx, tree)
@@ -247,6 +293,8 @@ def _eval(ctx: _Context, node) -> Matches:
         if len(tokens) == 1:
             return _token(ctx, tokens[0], is_word)
         return _phrase(ctx, tokens)
+    if kind == "prefix":
+        return _prefix(ctx, node[1])
     if kind == "or":
         return _or([_eval(ctx, child) for child in node[1]])
     if kind == "not":
@@ -257,11 +305,47 @@ def _eval(ctx: _Context, node) -> Matches:
     return _and_not(base, negatives) if negatives else base
 
 
-def _term(ctx: _Context, term: str) -> Matches:
-    p = ctx.view.postings(term)
+def _field_term(ctx: _Context, term: str, field: str, weight: float = 1.0) -> Matches:
+    p = ctx.view.postings(term, field)
     if p is None:
         return Matches({})
-    return Matches(ids=p.ids, impacts=p.impacts, idf=ctx.view.idf(len(p)))
+    return Matches(ids=p.ids, impacts=p.impacts, idf=ctx.view.idf(len(p)) * weight)
+
+
+def _both(ctx: _Context, term: str, field: str, boiler_field: str) -> Matches:
+    """A term in the main field and, in scope ``all``, in boilerplate (weighing less; scores add)."""
+    main = _field_term(ctx, term, field)
+    if ctx.main_only:
+        return main
+    boiler = _field_term(ctx, term, boiler_field, BOILER_WEIGHT)
+    if not len(boiler):
+        return main
+    if not len(main):
+        return boiler
+    scores = dict(boiler.scores)
+    for docnum, score in main.scores.items():
+        scores[docnum] = scores.get(docnum, 0.0) + score
+    return Matches(scores)
+
+
+def _term(ctx: _Context, term: str) -> Matches:
+    return _both(ctx, term, FIELD, BOILER)
+
+
+def _prefix(ctx: _Context, prefix: str) -> Matches:
+    """The most frequent terms that begin with ``prefix`` or with its stem, united."""
+    starts = dict.fromkeys((prefix, stem(prefix)))
+    fields = (FIELD,) if ctx.main_only else (FIELD, BOILER)
+    found: dict[str, int] = {}
+    for start in starts:
+        for field in fields:
+            for count, term in ctx.view.expand(start, field):
+                found[term] = found.get(term, 0) + count
+    ctx.tick()
+    terms = heapq.nlargest(MAX_EXPANSIONS, found, key=found.__getitem__)
+    if not terms:
+        return Matches({})
+    return _or([_term(ctx, term) for term in sorted(terms)])
 
 
 def _token(ctx: _Context, token: str, is_word: bool) -> Matches:
@@ -272,10 +356,7 @@ def _token(ctx: _Context, token: str, is_word: bool) -> Matches:
 
 def _character(ctx: _Context, char: str) -> Matches:
     """A character wherever it is: its term in ``chars`` (``index.fulltext.postings.CharTerms``)."""
-    p = ctx.view.postings(char, CHARS)
-    if p is None:
-        return Matches({})
-    return Matches(ids=p.ids, impacts=p.impacts, idf=ctx.view.idf(len(p)))
+    return _both(ctx, char, CHARS, BOILER_CHARS)
 
 
 def _phrase(ctx: _Context, tokens: list[str]) -> Matches:
@@ -290,12 +371,13 @@ def _phrase(ctx: _Context, tokens: list[str]) -> Matches:
     lists = [m.ids if m.ids is not None else sorted(m.keys()) for m in others]
     word = chained_word(tokens)
     needle = word.encode("utf-8") if word else None
+    main_only = ctx.main_only
 
     def check(docnum: int) -> bool:
         if not all(_holds(ids, docnum) for ids in lists):
             return False
         if needle is not None:
-            return needle in ctx.view.raw_texts(docnum)
+            return needle in ctx.view.raw_texts(docnum, main_only)
         return any(phrase_in(tokens, text) for text in ctx.texts_of(docnum) if text)
 
     return Matches(rarest._scores, check, rarest.ids, rarest.impacts, rarest.idf)

@@ -385,7 +385,7 @@ class BulkWriter(SegmentWriter):
                 weights, length = content_weights(_parts(value))
                 pool.field(name).add(docnum, list(weights), pool.impacts.of(length, weights.values()))
                 if field.chars:
-                    pool.rows[docnum] = pool.impacts.row(length)
+                    pool.rows.setdefault(field.chars, {})[docnum] = pool.impacts.row(length)
                 value = None
             elif field.indexed:
                 terms = _simple_terms(field, value)
@@ -458,7 +458,7 @@ class BulkWriter(SegmentWriter):
         fw = self.fieldwriter
         for name, field in self.schema.items():
             if isinstance(field, Content) and field.chars and name in self.pool.fields:
-                self.pool.fields[field.chars] = _CharPool(self.pool.field(name), self.pool.rows)
+                self.pool.fields[field.chars] = _CharPool(self.pool.field(name), self.pool.rows.get(field.chars, {}))
         names = {n for n, pool in self.pool.fields.items() if len(pool)}
         for reader, _ in self._sources:
             names.update(n for n in reader.indexed_field_names() if n in self.schema)
@@ -593,7 +593,7 @@ class _Pools:
     def __init__(self):
         self.fields: dict[str, _FieldPool | _CharPool] = {}
         self.impacts = _Impacts()
-        self.rows: dict[int, list[int]] = {}  # docnum -> impact row, for CharTerms
+        self.rows: dict[str, dict[int, list[int]]] = {}  # CharTerms field -> docnum -> impact row
 
     def field(self, name: str) -> _FieldPool:
         pool = self.fields.get(name)

@@ -1,9 +1,10 @@
 """Searching a collection's full-text index: safe query parsing, filters, hits grouped by URL.
 
 The query language is small and parsed here, not by Whoosh's ``QueryParser``: words, ``"quoted
-phrases"``, ``AND``/``OR``/``NOT`` (upper case), ``-word`` and parentheses. Nothing else has a
-meaning, so ``field:value``, ``?*?*``, ``[a TO z]``, ``word~``, ``^boost`` are plain text (their
-punctuation is dropped by the analyzer): a user cannot reach the filter fields (collection, site,
+phrases"``, ``AND``/``OR``/``NOT`` (upper case), ``-word``, parentheses and ``word*`` (a prefix of
+at least ``MIN_PREFIX`` letters, expanded to a bounded number of terms by ``index.fulltext.matching``).
+Nothing else has a meaning, so ``field:value``, ``?*?*``, ``[a TO z]``, ``word~``, ``^boost`` are
+plain text (their punctuation is dropped by the analyzer): a user cannot reach the filter fields (collection, site,
 type, date) or Whoosh's wildcard, range and fuzzy expansions. Filters come only from parameters.
 Limits: ``MAX_QUERY_CHARS`` characters, ``MAX_TERMS`` words and phrases, ``MAX_DEPTH`` nested
 parentheses; every search has a time bound (``TIME_LIMIT`` per collection) and groups at most
@@ -11,10 +12,13 @@ parentheses; every search has a time bound (``TIME_LIMIT`` per collection) and g
 whether it saw them all; ``total_documents`` is estimated when a phrase was checked on part of its
 candidates only).
 
-A word is searched in the title, meta description and keywords, and the text (one field, the
-title's words weighing 3, meta 1.5; ``index.fulltext``). A Chinese or Japanese word of several
-characters is the phrase of its bigrams, checked against the stored text (``index.fulltext.cjk``); a single
-CJK character matches wherever it is. Evaluation: ``index.fulltext.matching``; snippets: ``index.fulltext.snippets``.
+A word is searched in the title, meta description and keywords, and the main text (one field,
+the title's words weighing 3, meta 1.5; ``index.fulltext``), and in scope ``all`` also in the
+boilerplate (weighing less); English words by their stems. Metadata filters (title, author,
+keyword, language, published date) and the scope come from parameters (``index.fulltext.filters``).
+A Chinese or Japanese word of several characters is the phrase of its bigrams, checked against the
+stored text (``index.fulltext.cjk``); a single CJK character matches wherever it is. Evaluation:
+``index.fulltext.matching``; snippets: ``index.fulltext.snippets``.
 
 ``search(root, params)`` returns a JSON-ready dict: hits grouped by (collection, URL), each with
 its capture timestamps in the date range, count, first and last, the capture to replay (the
@@ -28,7 +32,7 @@ import dataclasses
 import re
 import threading
 import time
-from collections import Counter, defaultdict
+from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -36,12 +40,14 @@ from index.access import rules_for
 from index.access_search import SearchAccess
 from index.collection import Collection, list_collections
 from index.fulltext.cjk import CJKBigramAnalyzer, is_cjk, normalize
+from index.fulltext.filters import MetaFilters, allowed_by_meta
+from index.fulltext.histogram import histogram
 from index.fulltext.matching import IndexView, TimeUp, evaluate, rank
 from index.fulltext.snippets import snippet
 from index.fulltext.text import MIME_GROUPS
 from strata.errors import QueryError
 
-__all__ = ["SearchParams", "parse_query", "parse_when", "search"]
+__all__ = ["SearchParams", "open_view", "parse_query", "parse_when", "search"]
 
 MAX_QUERY_CHARS = 500
 MAX_TERMS = 32
@@ -53,6 +59,8 @@ MAX_PER_PAGE = 100
 SORTS = ("relevance", "date", "oldest")
 
 _ANALYZER = CJKBigramAnalyzer()
+_PREFIX_ANALYZER = CJKBigramAnalyzer(stemming=False)
+MIN_PREFIX = 2  # letters before a prefix's *
 
 
 # -- dates ---------------------------------------------------------------------------------------
@@ -129,7 +137,12 @@ def _lex(text: str) -> list[tuple[str, str]]:
             while j < n and not text[j].isspace() and text[j] not in '()"':
                 j += 1
             word = text[i:j]
-            tokens.append((word, word) if word in ("AND", "OR", "NOT") else ("word", word))
+            if word in ("AND", "OR", "NOT"):
+                tokens.append((word, word))
+            elif len(word) > 1 and word.endswith("*") and "*" not in word.rstrip("*"):
+                tokens.append(("prefix", word.rstrip("*")))
+            else:
+                tokens.append(("word", word))
             i = j
     return tokens
 
@@ -197,7 +210,7 @@ class _Parser:
                 raise QueryError("a '(' is never closed: add the ')'")
             self.take()
             return node
-        if kind in ("word", "phrase"):
+        if kind in ("word", "phrase", "prefix"):
             self.terms += 1
             if self.terms > MAX_TERMS:
                 raise QueryError(f"the query has more than {MAX_TERMS} words and phrases: use fewer")
@@ -213,6 +226,7 @@ class ParsedQuery:
     tree: object  # the parse tree; None for an empty query (filters only)
     terms: set[str]  # positive analysed terms, for highlighting
     prefixes: set[str]  # single CJK characters searched as prefixes
+    word_prefixes: set[str] = dataclasses.field(default_factory=set)  # arch* -> arch, for highlighting
 
 
 def parse_query(text: str) -> ParsedQuery:
@@ -225,17 +239,30 @@ def parse_query(text: str) -> ParsedQuery:
     tree = _Parser(_lex(text)).parse()
     terms: set[str] = set()
     prefixes: set[str] = set()
-    tree = _analyse(tree, terms, prefixes, positive=True)
+    word_prefixes: set[str] = set()
+    tree = _analyse(tree, terms, prefixes, positive=True, word_prefixes=word_prefixes)
     if tree is None:
         raise QueryError(
             "the query has no searchable words (common English words, single letters and punctuation are not indexed)"
         )
-    return ParsedQuery(tree, terms, prefixes)
+    return ParsedQuery(tree, terms, prefixes, word_prefixes)
 
 
-def _analyse(node, terms: set[str], prefixes: set[str], positive: bool):
-    """Replace words and phrases by their analysed tokens; drop what analyses to nothing."""
+def _analyse(node, terms: set[str], prefixes: set[str], positive: bool, word_prefixes: set[str] | None = None):
+    """Replace words and phrases by their analysed tokens; drop what analyses to nothing. A prefix
+    (``arch*``) of one word of letters or digits is ``("prefix", "arch")``; any other prefix (CJK:
+    its bigrams already match inside longer words) is searched as the word."""
     kind = node[0]
+    word_prefixes = set() if word_prefixes is None else word_prefixes
+    if kind == "prefix":
+        plain = [t.text for t in _PREFIX_ANALYZER(node[1], mode="query", removestops=False)]
+        if len(plain) == 1 and not is_cjk(plain[0]) and len(plain[0]) >= MIN_PREFIX:
+            if positive:
+                word_prefixes.add(plain[0])
+            return ("prefix", plain[0])
+        if len(plain) == 1 and not is_cjk(plain[0]):
+            raise QueryError(f"a prefix needs at least {MIN_PREFIX} letters before the *: {node[1]}*")
+        kind, node = "word", ("word", node[1])
     if kind in ("word", "phrase"):
         tokens = [t.text for t in _ANALYZER(node[1], mode="query")][:MAX_PHRASE_TOKENS]
         if not tokens:
@@ -246,9 +273,11 @@ def _analyse(node, terms: set[str], prefixes: set[str], positive: bool):
                 prefixes.add(tokens[0])
         return ("tokens", tokens, kind == "word")
     if kind == "not":
-        inner = _analyse(node[1], terms, prefixes, not positive)
+        inner = _analyse(node[1], terms, prefixes, not positive, word_prefixes)
         return None if inner is None else ("not", inner)
-    items = [x for x in (_analyse(child, terms, prefixes, positive) for child in node[1]) if x is not None]
+    items = [
+        x for x in (_analyse(child, terms, prefixes, positive, word_prefixes) for child in node[1]) if x is not None
+    ]
     if not items:
         return None
     return items[0] if len(items) == 1 else (kind, items)
@@ -268,6 +297,15 @@ class SearchParams:
     sort: str = "relevance"
     page: int | str = 1  # str: a form's text, until checked() makes it an int
     per_page: int | str = 10
+    # metadata filters and the scope (index.fulltext.filters); checked() makes them one MetaFilters
+    title: str | None = None
+    author: str | None = None
+    keyword: str | None = None
+    lang: str | None = None
+    published_from: str | None = None
+    published_to: str | None = None
+    scope: str = "all"
+    meta: MetaFilters | None = None
 
     def checked(self) -> SearchParams:
         if self.sort not in SORTS:
@@ -291,8 +329,26 @@ class SearchParams:
         lo, hi = parse_when(self.date_from), parse_when(self.date_to, end=True)
         if lo and hi and lo > hi:
             raise QueryError("the 'from' date is after the 'to' date")
+        meta = MetaFilters.checked(
+            title=self.title,
+            author=self.author,
+            keyword=self.keyword,
+            lang=self.lang,
+            published_from=self.published_from,
+            published_to=self.published_to,
+            scope=self.scope,
+        )
         return dataclasses.replace(
-            self, sort=self.sort, page=page, per_page=per_page, type=kind, site=site, date_from=lo, date_to=hi
+            self,
+            sort=self.sort,
+            page=page,
+            per_page=per_page,
+            type=kind,
+            site=site,
+            date_from=lo,
+            date_to=hi,
+            meta=meta,
+            scope=meta.scope,
         )
 
 
@@ -306,6 +362,8 @@ def _allowed(view: IndexView, p: SearchParams) -> set[int] | None:
         sets.append(view.filter_docs("domains", p.site))
     if p.type:
         sets.append(view.filter_docs("mtype" if "/" not in p.type else "mime", p.type))
+    if p.meta is not None:
+        sets.extend(allowed_by_meta(view, p.meta))
     if not sets:
         return None
     sets.sort(key=len)
@@ -316,7 +374,7 @@ _views: dict[str, IndexView] = {}
 _views_lock = threading.Lock()
 
 
-def _view(coll: Collection) -> IndexView | None:
+def open_view(coll: Collection) -> IndexView | None:
     """The collection's index opened for searching, shared by threads until it changes (an
     older view is not closed: a search may still be using it; it goes with its last user)."""
     key = str(coll.path.resolve())
@@ -370,7 +428,7 @@ def search(root: Path, params: SearchParams, time_limit: float = TIME_LIMIT, acc
     unindexed: list[str] = []
     for name in names:
         coll = Collection.open(Path(root), name)
-        view = _view(coll)
+        view = open_view(coll)
         if view is None:
             if coll.warc_files():
                 unindexed.append(name)
@@ -378,7 +436,7 @@ def search(root: Path, params: SearchParams, time_limit: float = TIME_LIMIT, acc
         deadline = time.monotonic() + time_limit
         rules = rules_for(coll.path) if access_level else None
         try:
-            matches = evaluate(view, parsed.tree, deadline)
+            matches = evaluate(view, parsed.tree, deadline, p.scope)
             allowed = _allowed_for(view, p, rules, access_level)
             if time.monotonic() > deadline:
                 raise TimeUp
@@ -430,11 +488,21 @@ def search(root: Path, params: SearchParams, time_limit: float = TIME_LIMIT, acc
     for group in page_hits:
         view, docnum = best[(group["collection"], group["url"])]
         stored = view.searcher.stored_fields(docnum)
-        title, description, _, text = view.texts(docnum)
+        title, description, keywords, text, _ = view.texts(docnum)
         group["title"] = title or ""
         group["mime"] = stored.get("mime") or ""
         group["lang"] = stored.get("lang") or ""
-        group["snippet"], group["snippet_html"] = snippet(text or description or "", parsed.terms, parsed.prefixes)
+        group.update(
+            description=description or "",
+            keywords=keywords or "",
+            author=stored.get("author") or "",
+            publisher=stored.get("publisher") or "",
+            published=stored.get("published") or "",
+        )
+        # from the main text only: boilerplate is never a snippet
+        group["snippet"], group["snippet_html"] = snippet(
+            text or description or "", parsed.terms, parsed.prefixes, word_prefixes=parsed.word_prefixes
+        )
         group["score"] = round(float(group["score"]), 4)
         del group["rank"]
     return {
@@ -443,6 +511,8 @@ def search(root: Path, params: SearchParams, time_limit: float = TIME_LIMIT, acc
         "to": p.date_to,
         "site": p.site,
         "type": p.type,
+        "in": p.scope,
+        "filters": _meta_echo(p.meta),
         "collections": names,
         "unindexed": unindexed,
         "sort": p.sort,
@@ -456,7 +526,7 @@ def search(root: Path, params: SearchParams, time_limit: float = TIME_LIMIT, acc
         "timed_out": timed_out,
         "hits": page_hits,
         "facets": _facets(hits),
-        "histogram": _histogram(hits),
+        "histogram": histogram(hits),
         "elapsed_ms": round((time.monotonic() - started) * 1000, 1),
     }
 
@@ -474,24 +544,9 @@ def _facets(hits: list[dict]) -> dict:
     }
 
 
-def _histogram(hits: list[dict]) -> dict:
-    """Captures of the matching URLs over time, by year, month, day or hour (whichever gives a
-    readable number of bars for the span)."""
-    stamps = [s for h in hits for s in h["captures"]]
-    if not stamps:
-        return {"unit": "year", "buckets": []}
-    lo, hi = min(stamps), max(stamps)
-    span_days = (datetime.strptime(hi, "%Y%m%d%H%M%S") - datetime.strptime(lo, "%Y%m%d%H%M%S")).days
-    unit, width = (
-        ("year", 4)
-        if span_days > 3 * 366
-        else ("month", 6)
-        if span_days > 90
-        else ("day", 8)
-        if span_days > 2
-        else ("hour", 10)
-    )
-    counts: dict[str, int] = defaultdict(int)
-    for s in stamps:
-        counts[s[:width]] += 1
-    return {"unit": unit, "buckets": [{"value": k, "count": counts[k]} for k in sorted(counts)]}
+def _meta_echo(meta: MetaFilters | None) -> dict:
+    """The metadata filters in effect, as given (published dates as their 8-character keys)."""
+    if meta is None:
+        return {}
+    names = ("title", "author", "keyword", "lang", "published_from", "published_to")
+    return {name: getattr(meta, name) for name in names if getattr(meta, name)}

@@ -2,8 +2,9 @@
 
 Terms are found by string search, not by analysing the text (which cost up to 20 ms for a long
 page): a Chinese or Japanese bigram or character wherever it occurs, a word where the analyzer
-would make it a token (whole, any letter case). Overlapping and adjacent finds are marked as one,
-so the bigrams of ``图书馆`` mark the word.
+would make it a token (whole, any letter case) and its stem is a query term (``archives`` for the
+term ``archiv``) or it begins with a query prefix (``arch*``). Overlapping and adjacent finds are
+marked as one, so the bigrams of ``图书馆`` mark the word.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import bisect
 import html
 import re
 
-from index.fulltext.cjk import CJK_CHARS, is_cjk
+from index.fulltext.cjk import CJK_CHARS, is_cjk, stem, stem_search_prefix
 
 __all__ = ["SNIPPET_CHARS", "snippet"]
 
@@ -20,6 +21,7 @@ SNIPPET_CHARS = 240
 SCAN_CHARS = 50_000  # of a page's text searched for terms
 MAX_SPANS = 2000
 _WORD_CHAR = re.compile(rf"[^\W{CJK_CHARS}]")
+_CJK_CHAR = re.compile(rf"[{CJK_CHARS}]")
 
 
 def _whole_token(text: str, start: int, end: int) -> bool:
@@ -34,33 +36,53 @@ def _whole_token(text: str, start: int, end: int) -> bool:
     )
 
 
-def find_spans(text: str, terms: set[str], prefixes: set[str]) -> list[tuple[int, int, str]]:
+def find_spans(
+    text: str, terms: set[str], prefixes: set[str], word_prefixes: frozenset[str] | set[str] = frozenset()
+) -> list[tuple[int, int, str]]:
     """(start, end, term) of every find of ``terms`` (analysed query terms) in ``text``, by start;
-    a character in ``prefixes`` (a one-character query word) is found wherever it is."""
+    a character in ``prefixes`` (a one-character query word) is found wherever it is, a word that
+    begins with one of ``word_prefixes`` wherever it is a token."""
     text = text[:SCAN_CHARS]
     spans: list[tuple[int, int, str]] = []
-    words = sorted(t for t in terms if not is_cjk(t))
+    words = {t for t in terms if not is_cjk(t)}
     for term in sorted(t for t in terms | prefixes if is_cjk(t)):
         start = text.find(term)
         while start >= 0 and len(spans) < MAX_SPANS:
             spans.append((start, start + len(term), term))
             start = text.find(term, start + 1)
-    if words:
-        # the words alone in the pattern: the word-character class makes a pattern take 25 ms to compile
-        pattern = re.compile("|".join(map(re.escape, sorted(words, key=len, reverse=True))), re.IGNORECASE)
+    starts = {stem_search_prefix(t) for t in words} | set(word_prefixes)
+    if starts:
+        # the words alone in the pattern, then the rest of the token: the word-character class makes a
+        # pattern take 25 ms to compile, so \w (which holds CJK too) is cut at the first CJK character
+        alternatives = "|".join(map(re.escape, sorted(starts, key=len, reverse=True)))
+        pattern = re.compile(rf"(?:{alternatives})\w*(?:\.\w+)*", re.IGNORECASE)
         for match in pattern.finditer(text):
             if len(spans) >= MAX_SPANS:
                 break
-            if _whole_token(text, match.start(), match.end()):
-                spans.append((match.start(), match.end(), match.group().lower()))
+            start, found = match.start(), match.group()
+            cjk = _CJK_CHAR.search(found)
+            if cjk:
+                found = found[: cjk.start()]
+            end = start + len(found)
+            if not _whole_token(text, start, end):
+                continue
+            word = found.lower()
+            if stem(word) in words or any(word.startswith(p) for p in word_prefixes):
+                spans.append((start, end, word))
     spans.sort()
     return spans
 
 
-def snippet(text: str, terms: set[str], prefixes: set[str], width: int = SNIPPET_CHARS) -> tuple[str, str]:
+def snippet(
+    text: str,
+    terms: set[str],
+    prefixes: set[str],
+    width: int = SNIPPET_CHARS,
+    word_prefixes: frozenset[str] | set[str] = frozenset(),
+) -> tuple[str, str]:
     """(plain text, HTML with <mark>) of the passage of ``text`` with the most distinct terms."""
     text = text or ""
-    spans = find_spans(text, terms, prefixes) if terms or prefixes else []
+    spans = find_spans(text, terms, prefixes, word_prefixes) if terms or prefixes or word_prefixes else []
     if not spans:
         plain = text[:width].replace("\n", " ")
         plain = plain + ("…" if len(text) > width else "")

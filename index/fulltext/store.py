@@ -150,15 +150,19 @@ def documents(collection: Collection) -> dict[str, dict]:
     with ix.searcher() as searcher:
         parts = searcher.reader().column_reader("parts")
         for docnum, stored in searcher.iter_docs():
-            title, description, keywords, text = unpack_texts(parts[docnum])
+            title, description, keywords, text, boilerplate = unpack_texts(parts[docnum])
             out[stored["key"]] = {
                 "captures": captures.get(stored["key"], []),
                 "title": title,
                 "description": description,
                 "keywords": keywords,
                 "text": text,
+                "boilerplate": boilerplate,
                 "mime": stored.get("mime"),
                 "size": stored.get("size"),
                 "lang": stored.get("lang"),
+                "author": stored.get("author"),
+                "publisher": stored.get("publisher"),
+                "published": stored.get("published"),
             }
     return out

@@ -8,9 +8,12 @@ else. It never raises on hostile input: what cannot be read is reported in ``Ext
   decoders (a 421-byte brotli body can inflate to 256 MiB).
 - HTML is parsed by lxml's libxml2 HTML parser in event mode (a parser *target*): libxml2 stops
   building a tree at depth 256 and drops the rest of the page without an error, events have no
-  such limit. Scripts, styles, ``<nav>``, ``role=navigation``, hidden elements and page-level
-  ``<header>``/``<footer>`` (outside ``<article>``/``<main>``) are left out. Inline elements do not
-  add spaces, so ``<b>图书</b>馆`` stays one word.
+  such limit. Scripts, styles and hidden elements are left out; menus, navigation, page-level
+  ``<header>``/``<footer>``/``<aside>`` (outside ``<article>``/``<main>``) and blocks of mostly links
+  are ``Extracted.boilerplate``, apart from the main text (``_Target`` says how). Inline elements do
+  not add spaces, so ``<b>图书</b>馆`` stays one word.
+- Metadata (title, description, keywords, author, publisher, language, published date) comes from
+  ``<meta>``, Open Graph, Dublin Core, JSON-LD and a PDF's document info (``index.fulltext.metadata``).
 - The charset comes from the ``Content-Type`` header, then ``<meta>``, then detection
   (``strata.charset``, the browsers' order); a body declared UTF-8 that is not valid UTF-8 also
   goes through detection (charset-normalizer): search wants the words, not the browser's mojibake.
@@ -29,6 +32,7 @@ import warnings
 
 from lxml import etree
 
+from index.fulltext.metadata import MAX_JSONLD_BYTES, META_NAMES, page_meta, pdf_meta
 from index.payload import DecodeError, decode_content
 from strata.charset import codec_for_label, decode, detect_codec, html_charset
 from strata.media import HTML_TYPES, PDF_TYPES, TEXT_TYPES
@@ -36,6 +40,7 @@ from strata.media import HTML_TYPES, PDF_TYPES, TEXT_TYPES
 __all__ = ["MAX_TEXT_CHARS", "Extracted", "extract", "mime_group"]
 
 MAX_TEXT_CHARS = 100_000  # per document, after normalisation
+MAX_BOILER_CHARS = 20_000  # of boilerplate kept per document
 MAX_INPUT_BYTES = 8 * 1024 * 1024  # decoded bytes read from one payload
 MAX_PDF_PAGES = 200
 
@@ -65,11 +70,15 @@ def mime_group(mime: str | None) -> str:
 
 @dataclasses.dataclass
 class Extracted:
-    text: str = ""
+    text: str = ""  # the main text
     title: str = ""
     description: str = ""
     keywords: str = ""
     language: str = ""
+    boilerplate: str = ""  # menus, headers, footers, lists of links (``_Target``)
+    author: str = ""
+    publisher: str = ""
+    published: str = ""  # 2024, 2024-03 or 2024-03-05 (index.fulltext.metadata.normalize_date)
     charset: str = ""
     truncated: bool = False
     error: str = ""
@@ -123,6 +132,12 @@ def _finish(out: Extracted, content_language: str | None, max_chars: int) -> Ext
     if len(text) > max_chars:
         text, out.truncated = text[:max_chars], True
     out.text = text
+    boiler = unicodedata.normalize("NFKC", out.boilerplate)
+    out.boilerplate = "\n".join(line for line in (" ".join(p.split()) for p in boiler.split("\n")) if line)[
+        :MAX_BOILER_CHARS
+    ]
+    out.author = _one_line(out.author)[:1000]
+    out.publisher = _one_line(out.publisher)[:1000]
     out.title = _one_line(out.title)[:1000]
     out.description = _one_line(out.description)[:2000]
     out.keywords = _one_line(out.keywords)[:2000]
@@ -170,14 +185,26 @@ _SKIP = frozenset(
         "object",
         "canvas",
         "select",
-        "nav",
         "button",
         "datalist",
         "head",
     }
 )
-_PAGE_LEVEL = frozenset({"header", "footer", "aside"})
+_BOILER = frozenset({"nav", "menu"})  # boilerplate wherever they are
+_PAGE_LEVEL = frozenset({"header", "footer", "aside"})  # boilerplate outside <article>/<main>
+_BOILER_ROLES = frozenset({"navigation", "banner", "contentinfo", "complementary", "menubar", "menu", "search"})
 _CONTENT = frozenset({"article", "main"})
+# class or id names of menus and page furniture, as whole names ("nav", "breadcrumbs") or the last
+# part of one ("global-nav", "site_footer"); state names ("has-sidebar", "nav-open") never match,
+# and <html>, <body>, <main> and <article> are never boilerplate by name
+_HINTS_ANYWHERE = frozenset(
+    "nav navbar navigation navi menu menubar breadcrumb breadcrumbs topicpath pankuzu pagination pager "
+    "skiplink skip-link share sharing social sns cookie cookies gnav globalnav localnav subnav sitemap".split()
+)
+_HINTS_PAGE = frozenset("header footer masthead sidebar copyright".split())
+_STATE_PREFIXES = ("has-", "is-", "no-", "with-", "js-")
+_NEVER_HINTED = frozenset({"html", "body", "main", "article"})
+LINK_DENSITY = 0.6  # a block whose text is at least this share of link text is a list of links: boilerplate
 _BLOCK = frozenset(
     {
         "address",
@@ -230,20 +257,36 @@ _BLOCK = frozenset(
     }
 )
 _XML_DECL = re.compile(r"^\s*<\?xml[^>]*>", re.I)
+_JSONLD_TYPES = ("application/ld+json", "application/json+ld")
 
 
 class _Target:
-    """lxml parser target: collects visible text, the title and meta fields, without a tree."""
+    """lxml parser target: collects visible text, the title and meta fields, without a tree.
+
+    Visible text goes to one of two streams. Boilerplate: ``<nav>``, ``<menu>``, navigation and
+    banner roles, page-level ``<header>``/``<footer>``/``<aside>``, elements whose class or id
+    names a menu or page furniture (``_HINTS_ANYWHERE``; ``_HINTS_PAGE`` outside content), and any
+    block (text between block boundaries) that is mostly link text (``LINK_DENSITY``: menus and
+    the lists of links of listing pages). The main text: everything else."""
 
     def __init__(self) -> None:
         self.parts: list[str] = []
+        self.boiler: list[str] = []
         self.size = 0
-        self.stack: list[tuple[str, bool]] = []  # (tag, opened a skipped region)
+        self.stack: list[tuple[str, int]] = []  # (tag, 1 skipped region / 2 boilerplate region / 0)
         self.skip = 0
+        self.boiler_depth = 0
         self.content = 0
+        self.link = 0
+        self.block: list[str] = []
+        self.block_chars = 0
+        self.link_chars = 0
         self.in_title = False
         self.title: list[str] = []
-        self.meta: dict[str, str] = {}
+        self.meta: dict[str, list[str]] = {}
+        self.jsonld: list[str] = []
+        self.ld: list[str] | None = None  # the JSON-LD block being read
+        self.ld_size = 0
         self.lang = ""
 
     def start(self, tag, attrib) -> None:
@@ -256,20 +299,38 @@ class _Target:
             self.in_title = True
         elif tag == "meta":
             self._meta(attrib)
-        skipped = (
-            tag in _SKIP
-            or (tag in _PAGE_LEVEL and not self.content)
-            or (attrib.get("role") or "").lower() in ("navigation", "banner", "contentinfo")
-            or "hidden" in attrib
-            or (attrib.get("aria-hidden") or "").lower() == "true"
-        )
+        elif tag == "script" and (attrib.get("type") or "").strip().lower() in _JSONLD_TYPES:
+            self.ld = []
+        region = self._region(tag, attrib)
         if tag in _CONTENT:
             self.content += 1
-        if skipped:
-            self.skip += 1
-        self.stack.append((tag, skipped))
         if tag in _BLOCK:
-            self._add("\n")
+            self._flush()
+        if region == 1:
+            self.skip += 1
+        elif region == 2:
+            self.boiler_depth += 1
+        if tag == "a":
+            self.link += 1
+        self.stack.append((tag, region))
+
+    def _region(self, tag: str, attrib) -> int:
+        if (
+            tag in _SKIP
+            or "hidden" in attrib
+            or (attrib.get("aria-hidden") or "").lower() == "true"
+            or (tag == "input" and (attrib.get("type") or "").lower() == "hidden")
+        ):
+            return 1
+        if tag in _BOILER or (tag in _PAGE_LEVEL and not self.content):
+            return 2
+        if (attrib.get("role") or "").lower() in _BOILER_ROLES:
+            return 2
+        if (attrib.get("class") or attrib.get("id")) and tag not in _NEVER_HINTED:
+            hint = _hint(f"{attrib.get('class') or ''} {attrib.get('id') or ''}")
+            if hint == 2 or (hint == 1 and not self.content):
+                return 2
+        return 0
 
     def skip_svg(self) -> bool:
         return any(tag == "svg" for tag, _ in self.stack)
@@ -280,37 +341,84 @@ class _Target:
         tag = tag.lower()
         if tag == "title":
             self.in_title = False
+        if tag == "script" and self.ld is not None:
+            self.jsonld.append("".join(self.ld))
+            self.ld = None
+        if tag in _BLOCK:
+            self._flush()
         # libxml2 closes what it opened; pop to the matching tag all the same, for safety.
         while self.stack:
-            name, skipped = self.stack.pop()
-            if skipped:
+            name, region = self.stack.pop()
+            if region == 1:
                 self.skip -= 1
+            elif region == 2:
+                self._flush()
+                self.boiler_depth -= 1
             if name in _CONTENT:
                 self.content -= 1
+            if name == "a":
+                self.link -= 1
             if name == tag:
                 break
-        if tag in _BLOCK:
-            self._add("\n")
 
     def data(self, text: str) -> None:
-        if self.in_title:
+        if self.ld is not None:
+            if self.ld_size < MAX_JSONLD_BYTES:
+                self.ld.append(text)
+                self.ld_size += len(text)
+        elif self.in_title:
             self.title.append(text)
-        elif not self.skip:
-            self._add(text)
-
-    def _add(self, text: str) -> None:
-        if self.size < MAX_TEXT_CHARS * 2:
-            self.parts.append(text)
+        elif self.skip or self.size >= MAX_TEXT_CHARS * 2:
+            return
+        elif self.boiler_depth:
+            self.boiler.append(text)
+            self.size += len(text)
+        else:
+            self.block.append(text)
+            chars = len(text.strip())
+            self.block_chars += chars
+            if self.link:
+                self.link_chars += chars
             self.size += len(text)
 
+    def _flush(self) -> None:
+        """The text since the last block boundary: main text, or boilerplate when mostly links."""
+        if self.block:
+            linked = self.block_chars and self.link_chars >= LINK_DENSITY * self.block_chars
+            stream = self.boiler if linked else self.parts
+            stream.extend(self.block)
+            stream.append("\n")
+            self.block = []
+            self.block_chars = self.link_chars = 0
+        (self.boiler if self.boiler_depth else self.parts).append("\n")
+
     def _meta(self, attrib) -> None:
-        name = (attrib.get("name") or attrib.get("property") or attrib.get("http-equiv") or "").lower()
+        name = (attrib.get("name") or attrib.get("property") or attrib.get("itemprop") or "").strip().lower()
+        if not name:
+            name = (attrib.get("http-equiv") or "").strip().lower()
         content = attrib.get("content") or ""
-        if name in ("description", "keywords", "og:title", "og:description", "content-language") and content:
-            self.meta.setdefault(name, content)
+        if name in META_NAMES and content.strip():
+            values = self.meta.setdefault(name, [])
+            if len(values) < 50:
+                values.append(content)
 
     def close(self) -> None:
+        self._flush()
         return None
+
+
+def _hint(names: str) -> int:
+    """2: a menu's name, 1: page furniture's (header, footer, sidebar), 0: neither."""
+    found = 0
+    for name in names.lower().split():
+        if name.startswith(_STATE_PREFIXES):
+            continue
+        last = re.split(r"[-_]", name)[-1]
+        if name in _HINTS_ANYWHERE or last in _HINTS_ANYWHERE:
+            return 2
+        if name in _HINTS_PAGE or last in _HINTS_PAGE:
+            found = 1
+    return found
 
 
 def _html(data: bytes, header_charset: str | None) -> Extracted:
@@ -331,13 +439,18 @@ def _html(data: bytes, header_charset: str | None) -> Extracted:
             parser.close()
         except etree.XMLSyntaxError:
             pass
-    meta = target.meta
+    target._flush()
+    meta = page_meta(target.meta, target.jsonld)
     return Extracted(
         text="".join(target.parts),
-        title="".join(target.title) or meta.get("og:title", ""),
-        description=meta.get("description") or meta.get("og:description", ""),
+        boilerplate="".join(target.boiler),
+        title="".join(target.title) or meta.get("title", ""),
+        description=meta.get("description", ""),
         keywords=meta.get("keywords", ""),
-        language=target.lang or meta.get("content-language", ""),
+        author=meta.get("author", ""),
+        publisher=meta.get("publisher", ""),
+        published=meta.get("published", ""),
+        language=target.lang or meta.get("language", ""),
         charset=codec,
     )
 
@@ -352,12 +465,7 @@ def _pdf(data: bytes) -> Extracted:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         reader = PdfReader(io.BytesIO(data), strict=False)
-        title = ""
-        try:
-            info = reader.metadata
-            title = str(info.title) if info and info.title else ""
-        except Exception:  # noqa: BLE001 - a broken info dictionary only loses the title
-            pass
+        meta = pdf_meta(reader)
         parts: list[str] = []
         size = 0
         error = ""
@@ -371,4 +479,13 @@ def _pdf(data: bytes) -> Extracted:
                 continue
             parts.append(page_text)
             size += len(page_text)
-    return Extracted(text="\n".join(parts), title=title, error=error)
+    return Extracted(
+        text="\n".join(parts),
+        title=meta.get("title", ""),
+        description=meta.get("description", ""),
+        keywords=meta.get("keywords", ""),
+        author=meta.get("author", ""),
+        published=meta.get("published", ""),
+        language=meta.get("language", ""),
+        error=error,
+    )

@@ -428,7 +428,7 @@ def test_bulk_writer_keeps_document_numbers_when_it_merges(tmp_path):
     assert segments[-1] < 6 and max(segments) > 1, segments  # merged on the way
     with one.searcher() as a, many.searcher() as b:
         assert [a.stored_fields(i)["key"] for i in range(60)] == [b.stored_fields(i)["key"] for i in range(60)]
-        for term in ("国会", "library", "word3", "数据", "館", "ウェ", "页", "17"):
+        for term in ("国会", "librari", "word3", "数据", "館", "ウェ", "页", "17"):
             assert _joined(a.reader(), "content", term) == _joined(b.reader(), "content", term), term
             assert _joined(a.reader(), "content", term), term
             ids = [v >> 32 for v in _joined(a.reader(), "content", term)]

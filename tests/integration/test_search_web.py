@@ -43,7 +43,7 @@ def test_search_page_lists_hits_with_replay_and_calendar_links(client, searched)
         assert client.get(replay).status_code == 200
         assert client.get(calendar).status_code == 200
     assert doc.xpath("//ul[@id='facet-type']//a/text()") == ["html"]
-    assert doc.xpath("//svg[@id='histogram']//rect")
+    assert doc.xpath("//figure[@id='histogram']//a[@class='bar']")
 
 
 def test_date_filter_and_pagination(client, searched):

@@ -125,7 +125,15 @@ def test_bigrams_and_positions():
     ]
     assert [t.text for t in analyzer("国会", mode="query")] == ["国会"]
     assert [t.text for t in analyzer("图书馆", mode="query")] == ["图书", "书馆"]
-    assert [t.text for t in analyzer("The library of a", mode="query")] == ["library"]  # stop words, 1 letter
+    assert [t.text for t in analyzer("The library of a", mode="query")] == ["librari"]  # stop words, 1 letter
+
+
+def test_english_words_are_stemmed_and_cjk_is_not():
+    analyzer = CJKBigramAnalyzer()
+    terms = [t.text for t in analyzer("Archives archived archive ARCHIVING 国家图书馆 mkzhgbk2 café u.s", mode="index")]
+    assert terms == ["archiv"] * 4 + ["国家", "家图", "图书", "书馆", "馆", "mkzhgbk2", "café", "u.s"]
+    assert [t.text for t in analyzer("libraries happy", mode="query")] == ["librari", "happi"]
+    assert [t.text for t in CJKBigramAnalyzer(stemming=False)("archives", mode="query")] == ["archives"]
 
 
 def _positions(text: str) -> dict[str, set[int]]:
@@ -162,7 +170,19 @@ def test_phrase_in_follows_the_analyzers_positions():
 
     analyzer = CJKBigramAnalyzer()
     rng = random.Random(5)
-    pieces = list("图书馆会议数据") + [" ", "。", "the ", "x ", "Read ", "room ", ".", "A", "read.room "]
+    pieces = list("图书馆会议数据") + [
+        " ",
+        "。",
+        "the ",
+        "x ",
+        "Read ",
+        "room ",
+        ".",
+        "A",
+        "read.room ",
+        "Reading ",
+        "rooms ",
+    ]
     compared = 0
     for _ in range(4000):
         text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 30)))
@@ -183,8 +203,26 @@ def test_phrase_in_follows_the_analyzers_positions():
         assert phrase_in(tokens, text) == expected, (tokens, text)
         compared += 1
     assert compared > 1000
-    assert phrase_in(["reading", "room"], "the Reading of the room") is True  # stop words take no position
-    assert phrase_in(["reading", "room"], "x.reading room") is False  # x.reading is one token
+    assert phrase_in(["read", "room"], "the Reading of the rooms") is True  # stop words take no position
+    assert phrase_in(["read", "room"], "x.reading room") is False  # x.reading is one token
     assert phrase_in(["图书", "书馆"], "图书。书馆") is False
     assert phrase_in(["图书", "书馆"], "国家图书馆") is True
     assert phrase_in(["馆", "会议"], "图书馆，会议") is True  # the run's last character
+
+
+def test_boilerplate_apart_from_the_main_text():
+    page = (
+        '<html><body class="home has-sidebar nav-open"><div id="page" class="site">'
+        '<div class="global-nav"><a href="/">Home</a> <a href="/a">Archive</a></div>'
+        '<div class="page-header"><p>Site slogan</p></div><ul class="breadcrumbs"><li>Here</li></ul>'
+        "<p>Real text with <a href=/x>one link</a> inside a long enough sentence.</p>"
+        '<ul><li><a href="/1">A linked story title</a> 2024</li><li><a href="/2">Another story</a></li></ul>'
+        '<article><header class="entry-header">Kept header</header><p>Body.</p></article>'
+        '<aside class="widget">Side box</aside><div class="site_footer">Footer words</div>'
+        "</div></body></html>"
+    )
+    out = extract(page.encode(), "text/html")
+    assert out.text == "Real text with one link inside a long enough sentence.\nKept header\nBody."
+    for words in ("Home Archive", "Site slogan", "Here", "A linked story title 2024", "Another story", "Side box"):
+        assert words in out.boilerplate, words
+    assert "Footer words" in out.boilerplate and "Real text" not in out.boilerplate
