@@ -1,0 +1,75 @@
+"""The Redis database of a root that uses one (``index.backend``): the client and the key layout.
+
+Every key Strata writes starts with ``strata:`` except the CDX index, which takes the name an
+unmodified pywb is pointed at (``index: redis://host:port/db/pywb:<coll>:cdxj`` in its config):
+
+    strata:queue:seq                INCR: the next queue entry id
+    strata:queue:ids                sorted set of entry ids (score = id)
+    strata:queue:entry:<id>         JSON of one queue entry (the SQLite row's fields)
+    strata:queue:lock               held around every queue change (the SQLite BEGIN IMMEDIATE)
+    strata:schedule                 hash "<collection>\\t<job>" -> JSON schedule entry
+    strata:<coll>:urls              hash URL -> JSON of its state row (``index.state`` ``urls``)
+    strata:<coll>:jobs:<job>        set of the URLs a job queued ('' for --seed runs)
+    strata:<coll>:digests           hash payload digest -> JSON original (the dedup index)
+    strata:<coll>:indexed           set of WARC files sealed and indexed (a digest is usable once
+                                    its file is here)
+    pywb:<coll>:cdxj                sorted set of CDXJ lines, score 0 (pywb's RedisIndexSource)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import valkey
+import valkey.exceptions
+
+from strata.errors import BackendUnavailable
+
+PREFIX = "strata"
+#: What a lost connection, a refused one or a Redis still loading its data raises.
+UNAVAILABLE = (valkey.exceptions.ConnectionError, valkey.exceptions.TimeoutError, valkey.exceptions.BusyLoadingError)
+
+
+def connect(url: str, check: bool = True) -> Any:
+    """A client for ``url`` (strings in and out). With ``check``, one PING now: an unreachable
+    Redis is a ``BackendUnavailable`` saying where it was looked for."""
+    client = valkey.Valkey.from_url(
+        url, decode_responses=True, socket_timeout=10.0, socket_connect_timeout=3.0, health_check_interval=15
+    )
+    if check:
+        try:
+            client.ping()
+        except UNAVAILABLE as exc:
+            client.close()
+            raise unavailable(url, exc) from None
+    return client
+
+
+def unavailable(url: str, exc: BaseException) -> BackendUnavailable:
+    where = url.split("@")[-1]
+    return BackendUnavailable(f"Redis at {where} cannot be reached ({exc}); start it, or check STRATA_REDIS")
+
+
+def key(*parts: str) -> str:
+    return ":".join((PREFIX, *parts))
+
+
+def urls_key(coll: str) -> str:
+    return key(coll, "urls")
+
+
+def job_urls_key(coll: str, job: str | None) -> str:
+    return key(coll, "jobs", job or "")
+
+
+def digests_key(coll: str) -> str:
+    return key(coll, "digests")
+
+
+def indexed_key(coll: str) -> str:
+    return key(coll, "indexed")
+
+
+def cdxj_key(coll: str) -> str:
+    """The sorted set pywb reads a collection's CDXJ lines from."""
+    return f"pywb:{coll}:cdxj"
