@@ -43,7 +43,8 @@ from index.fixity import Fixity
 from index.payload import DecodeError, decode_content, read_record
 from index.rebuild import rebuild_if_outdated
 from index.seal import index_sealed_file
-from index.state import Capture, HarvestState, Original
+from index.state import Capture, Original
+from index.statestore import open_harvest_state
 from strata import __version__
 from strata.media import HTML_TYPES
 from strata.times import iso, ts14, utc_now, warc_date
@@ -132,7 +133,7 @@ class Harvest:
         rebuild_if_outdated(coll)
         cdxj.preload_indexer()
         with coll.harvest_lock():
-            self.state = HarvestState(coll.db_path)
+            self.state = open_harvest_state(coll)  # SQLite, or Redis for URL state and digests (index.backend)
             try:
                 recover(coll, self.state)
                 summary = await self._run_locked()

@@ -18,13 +18,16 @@ unmodified pywb is pointed at (``index: redis://host:port/db/pywb:<coll>:cdxj`` 
 
 from __future__ import annotations
 
-from typing import Any
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import valkey
 import valkey.exceptions
 
 from strata.errors import BackendUnavailable
 
+T = TypeVar("T")
 PREFIX = "strata"
 #: What a lost connection, a refused one or a Redis still loading its data raises.
 UNAVAILABLE = (valkey.exceptions.ConnectionError, valkey.exceptions.TimeoutError, valkey.exceptions.BusyLoadingError)
@@ -73,3 +76,24 @@ def indexed_key(coll: str) -> str:
 def cdxj_key(coll: str) -> str:
     """The sorted set pywb reads a collection's CDXJ lines from."""
     return f"pywb:{coll}:cdxj"
+
+
+def patiently(
+    url: str, call: Callable[[], T], patience: float = 300.0, on_wait: Callable[[str], None] | None = None
+) -> T:
+    """``call()``, retried with backoff (0.2 s doubling to 5 s) while Redis is unreachable, for up to
+    ``patience`` seconds; then ``BackendUnavailable``. ``on_wait`` hears each wait (a worker's log,
+    its progress). A write that failed is sent again whole: every write Strata makes to Redis is a
+    single command or a MULTI block, so none is left half done."""
+    delay, waited = 0.2, 0.0
+    while True:
+        try:
+            return call()
+        except UNAVAILABLE as exc:
+            if waited >= patience:
+                raise unavailable(url, exc) from None
+            if on_wait is not None:
+                on_wait(f"Redis unreachable ({exc}); retrying in {delay:.1f} s")
+            time.sleep(delay)
+            waited += delay
+            delay = min(delay * 2, 5.0)

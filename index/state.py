@@ -410,6 +410,24 @@ class HarvestState:
                     (record_id,),
                 )
 
+    def record_ids_from(self, filename: str, good_end: int) -> list[str]:
+        """Record ids of the captures at or past ``good_end`` of ``filename`` (what ``forget_records`` drops)."""
+        return [
+            r[0]
+            for r in self.conn.execute(
+                "SELECT record_id FROM captures WHERE warc=? AND offset>=?", (filename, good_end)
+            )
+        ]
+
+    def url_columns(self) -> tuple[str, ...]:
+        """The fields of a URL's state row, in table order (a row held elsewhere has the same)."""
+        return tuple(r[1] for r in self.conn.execute("PRAGMA table_info(urls)"))
+
+    def digest_rows(self) -> Iterator[tuple[str, Original]]:
+        """Every digest index entry, usable or not (``strata backend copy``)."""
+        for row in self.conn.execute("SELECT * FROM digests ORDER BY digest"):
+            yield row["digest"], Original(row["url"], row["warc_date"], row["record_id"], row["warc"])
+
     def response_locations(self, digest: str) -> list[dict]:
         """Where responses holding ``digest`` are stored (warc, offset, url), oldest first."""
         return [
