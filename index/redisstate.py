@@ -16,7 +16,7 @@ could still take away. Redis calls wait out an outage (``index.redisdb.patiently
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,27 @@ from index.state import HarvestState, Original
 
 def _order(row: dict) -> tuple:
     return (row.get("depth") if row.get("depth") is not None else 1 << 30, row.get("first_seen") or "", row["url"])
+
+
+CDX_BATCH = 5000
+
+
+def add_cdxj_lines(client: Any, coll: str, lines: Iterable[bytes], do: Callable[[Callable[[], Any]], Any]) -> int:
+    """ZADD CDXJ lines (score 0, ordered by their bytes as pywb's ``zrangebylex`` reads them) in
+    batches, each batch one MULTI block; the number of lines given. Adding a line twice is a no-op."""
+    key, count, batch = redisdb.cdxj_key(coll), 0, {}
+    for line in lines:
+        member = line.rstrip(b"\r\n").decode("utf-8")
+        if not member:
+            continue
+        batch[member] = 0
+        count += 1
+        if len(batch) >= CDX_BATCH:
+            do(lambda b=batch: client.zadd(key, b))
+            batch = {}
+    if batch:
+        do(lambda: client.zadd(key, batch))
+    return count
 
 
 class RedisHarvestState(HarvestState):
@@ -127,6 +148,11 @@ class RedisHarvestState(HarvestState):
         if not warc or not self._do(lambda: self.r.sismember(self._indexed, warc)):
             return None
         return Original(url, warc_date, record_id, warc)
+
+    # -- CDX index pywb reads ----------------------------------------------------------------------
+    def cdx_indexed(self, lines: list[bytes]) -> None:
+        """Add a sealed file's CDXJ lines to the collection's sorted set (``pywb:<coll>:cdxj``)."""
+        add_cdxj_lines(self.r, self.collection, lines, self._do)
 
     # -- WARC files (which digests are usable) -----------------------------------------------------
     def warc_state(self, filename: str, state: str, size: int | None = None) -> None:

@@ -17,4 +17,5 @@ def index_sealed_file(
     if lines is None:
         lines = cdxj.index_warc(collection.archive_dir / filename, filename)
     cdxj.merge_lines(collection.cdxj_path, lines)
+    state.cdx_indexed(lines)  # and in Redis, when the root uses it: before its digests are usable
     state.warc_state(filename, "indexed")

@@ -342,6 +342,10 @@ class HarvestState:
         row = self.conn.execute("SELECT * FROM captures WHERE record_id=?", (record_id,)).fetchone()
         return dict(row) if row else None
 
+    def cdx_indexed(self, lines: list[bytes]) -> None:
+        """A sealed file's CDXJ lines were merged into the collection's index file. Nothing more to
+        do here: ``index.redisstate`` also adds them to the sorted set pywb reads from Redis."""
+
     # -- digest index --------------------------------------------------------------------------
     def add_digest(self, digest: str, original: Original) -> None:
         """Most recent capture holding the payload wins. Usable once its WARC is indexed."""
