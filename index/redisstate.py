@@ -34,18 +34,22 @@ CDX_BATCH = 5000
 def add_cdxj_lines(client: Any, coll: str, lines: Iterable[bytes], do: Callable[[Callable[[], Any]], Any]) -> int:
     """ZADD CDXJ lines (score 0, ordered by their bytes as pywb's ``zrangebylex`` reads them) in
     batches, each batch one MULTI block; the number of lines given. Adding a line twice is a no-op."""
-    key, count, batch = redisdb.cdxj_key(coll), 0, {}
+    key, count = redisdb.cdxj_key(coll), 0
+    batches: list[dict[str, int]] = [{}]
     for line in lines:
         member = line.rstrip(b"\r\n").decode("utf-8")
-        if not member:
-            continue
-        batch[member] = 0
-        count += 1
-        if len(batch) >= CDX_BATCH:
-            do(lambda b=batch: client.zadd(key, b))
-            batch = {}
-    if batch:
-        do(lambda: client.zadd(key, batch))
+        if member:
+            if len(batches[-1]) >= CDX_BATCH:
+                batches.append({})
+            batches[-1][member] = 0
+            count += 1
+
+    def adder(batch: dict[str, int]) -> Callable[[], Any]:
+        return lambda: client.zadd(key, batch)
+
+    for batch in batches:
+        if batch:
+            do(adder(batch))
     return count
 
 
