@@ -168,6 +168,7 @@ class Harvest:
             self.transport = with_cookies(job, self.transport, await form_login(job, self.transport))
         self._proxy_pool = getattr(self.transport, "proxy_pool", None)
         started = self._begin_run(utc_now())
+        assert self.mode is not None  # chosen by _begin_run
         self.scope = Scope(
             list(job.seeds),
             hosts=job.scope,
