@@ -288,16 +288,14 @@ class Harvest:
                 "and their records carry WARC-Strata-Note: content-length-surplus"
             )
         # the estimate and change rates go in the run's report: what the run stored before its report
-        self.figures.warc_files = list(self.roller.files)
-        self.figures.bytes_stored = self.roller.bytes_written
+        self.figures.warc_files, self.figures.bytes_stored = self._stored()
         close_figures(state, self.run_id, self.job_key, iso(started), self.figures)
         figures = self.figures.as_dict()
         if self.failure:
             figures["failure"] = self.failure
         self._write_run_record(iso(started), finished, figures)
         self.roller.close()
-        self.figures.warc_files = list(self.roller.files)
-        self.figures.bytes_stored = self.roller.bytes_written
+        self.figures.warc_files, self.figures.bytes_stored = self._stored()
         figures = self.figures.as_dict()
         if self.failure:
             figures["failure"] = self.failure
@@ -306,6 +304,10 @@ class Harvest:
         )
         self._report(force=True)
         return finished
+
+    def _stored(self) -> tuple[list[str], int]:
+        """The run's WARC files and the bytes they hold (several workers: all of theirs)."""
+        return list(self.roller.files), self.roller.bytes_written
 
     def _note_failed_hosts(self) -> None:
         """Hosts every request to which failed: a figure of the run, a note, and (CLI) a non-zero exit."""

@@ -9,7 +9,7 @@ import dataclasses
 import json
 import os
 import socket
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from strata.times import parse_iso_micro as parse_iso
 
@@ -44,6 +44,32 @@ class QueuedRun:
     @property
     def active(self) -> bool:
         return self.status in ACTIVE
+
+    @classmethod
+    def helping(cls, collection: str, job: str, run_id: str) -> QueuedRun:
+        """A stand-in for a shared run this worker joins: the queue holds the lead's entry, not this."""
+        now = datetime.now(UTC)
+        return cls(
+            0,
+            collection,
+            job,
+            "auto",
+            "running",
+            "helping",
+            None,
+            now,
+            now,
+            None,
+            None,
+            None,
+            False,
+            1,
+            None,
+            run_id,
+            {},
+            {},
+            None,
+        )
 
     @property
     def harvest_mode(self) -> str | None:
