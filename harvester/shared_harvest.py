@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import logging
 import os
 import time
 from datetime import datetime
@@ -32,10 +33,12 @@ from harvester.shared_run import SharedRun, add_figures
 from harvester.warcfile import OPEN_SUFFIX
 from index import cdxj, redisdb
 from index.rebuild import rebuild_if_outdated
+from index.redisstate import RedisHarvestState
 from index.statestore import open_harvest_state
 from strata.errors import HarvestError
 from strata.times import iso, utc_now
 
+log = logging.getLogger(__name__)
 BEAT_EVERY = 0.5
 _NOT_ADDED = ("warc_files", "bytes_stored", "full_estimate", "change_rates")
 
@@ -63,6 +66,7 @@ class SharedHarvest(Harvest):
         self.lease_seconds = lease_seconds or max(60.0, job.timeout * 3)
         self.shared: SharedRun | None = None
         self._last_beat = 0.0
+        self._last_wait_said = -1e9
         self.expired_leases = 0
         self.captured_twice: list[str] = []
 
@@ -70,8 +74,13 @@ class SharedHarvest(Harvest):
         return redisdb.patiently(self.redis_url, call, on_wait=self._waiting)
 
     def _waiting(self, message: str) -> None:
-        if len(self.notes) < 50 and message not in self.notes:
-            self.notes.append(message)
+        """Redis is away: the whole worker waits (every step of a run needs it), and says so once per outage."""
+        now = time.monotonic()
+        if now - self._last_wait_said > 10.0:
+            log.warning("worker %s: %s", self.worker_label, message)
+            if len(self.notes) < 50:
+                self.notes.append(f"{utc_now():%H:%M:%S} {message}")
+        self._last_wait_said = now
 
     async def run(self) -> dict:
         coll = self.collection
@@ -94,6 +103,8 @@ class SharedHarvest(Harvest):
 
     async def _locked_part(self, own) -> dict:
         self.state = open_harvest_state(self.collection)
+        if isinstance(self.state, RedisHarvestState):
+            self.state.on_wait = self._waiting
         try:
             recover(self.collection, self.state, own=own)  # this label's torn files: a killed worker's
             return await self._run_locked()
@@ -170,6 +181,7 @@ class SharedHarvest(Harvest):
         assert self.shared is not None
         if not self.lead:
             self.roller.close()
+            self.figures.warc_files, self.figures.bytes_stored = self._stored()
             self._beat(left=True)
             return utc_now()
         self._patient(self.shared.closing)

@@ -93,7 +93,29 @@ def patiently(
             if waited >= patience:
                 raise unavailable(url, exc) from None
             if on_wait is not None:
-                on_wait(f"Redis unreachable ({exc}); retrying in {delay:.1f} s")
+                on_wait(f"Redis at {url.split('@')[-1]} cannot be reached ({exc}); waiting, next try in {delay:.1f} s")
             time.sleep(delay)
             waited += delay
             delay = min(delay * 2, 5.0)
+
+
+class Guarded:
+    """A client whose every command raises ``BackendUnavailable`` (one clear line) instead of the
+    client's connection errors: for callers that report and go on (the console, the worker loop)."""
+
+    def __init__(self, client: Any, url: str):
+        self._client = client
+        self._url = url
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._client, name)
+        if not callable(attr):
+            return attr
+
+        def call(*args, **kwargs):
+            try:
+                return attr(*args, **kwargs)
+            except UNAVAILABLE as exc:
+                raise unavailable(self._url, exc) from None
+
+        return call

@@ -7,6 +7,8 @@ change runs under the lock ``strata:queue:lock`` (what ``BEGIN IMMEDIATE`` is to
 queue): a claim, an enqueue and an interrupt read and write several entries, and two workers
 must never take the same run. The lock expires by itself (``LOCK_SECONDS``) if its holder dies.
 Reads take no lock: each entry is written whole, so a reader sees it before or after a change.
+A Redis that cannot be reached is a ``BackendUnavailable`` from any method (the console answers
+503 with it; the worker waits and tries again).
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ def _entry_key(entry_id: int) -> str:
 class RedisQueue(RunQueue):
     def __init__(self, url: str, client: Any = None):
         self.url = url
-        self.r = client if client is not None else redisdb.connect(url)
+        self.r = redisdb.Guarded(client if client is not None else redisdb.connect(url), url)
 
     @classmethod
     def for_root(cls, root: Path) -> RedisQueue:
@@ -278,11 +280,3 @@ class RedisQueue(RunQueue):
                 elif row["status"] == "running":
                     row["cancel_requested"] = 1
                     self._put(row)
-
-    def available(self) -> str | None:
-        """None when Redis answers; else why not (the console shows it)."""
-        try:
-            self.r.ping()
-        except redisdb.UNAVAILABLE as exc:
-            return str(redisdb.unavailable(self.url, exc))
-        return None

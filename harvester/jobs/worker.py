@@ -43,7 +43,7 @@ from harvester.shared_harvest import SharedHarvest
 from index import redisdb
 from index.backend import backend_of
 from index.collection import Collection
-from strata.errors import StrataError
+from strata.errors import BackendUnavailable, StrataError
 
 log = logging.getLogger(__name__)
 
@@ -106,16 +106,25 @@ class Worker:
         self._wake = asyncio.Event()
         last_recovery = -1e9
         loop = asyncio.get_running_loop()
+        backoff = 0.0
         while not self._stopping:
-            if loop.time() - last_recovery >= min(self.stale_after, 60.0):
-                for entry in self.queue.recover(stale_after=self.stale_after):
-                    self.report(f"run {entry.id} ({entry.collection}/{entry.job}) was interrupted: {entry.error}")
-                last_recovery = loop.time()
-            self._claim_more()
-            if self.shared_url:
-                self._join_more()
-            if once and not self._active and not self._helping and not self._work_elsewhere():
-                break
+            try:
+                if loop.time() - last_recovery >= min(self.stale_after, 60.0):
+                    for entry in self.queue.recover(stale_after=self.stale_after):
+                        self.report(f"run {entry.id} ({entry.collection}/{entry.job}) was interrupted: {entry.error}")
+                    last_recovery = loop.time()
+                self._claim_more()
+                if self.shared_url:
+                    self._join_more()
+                if once and not self._active and not self._helping and not self._work_elsewhere():
+                    break
+                backoff = 0.0
+            except BackendUnavailable as exc:
+                # Redis away: runs in progress wait inside their own calls; the loop waits here, longer each time.
+                backoff = min(max(backoff * 2, 0.5), 30.0)
+                self.report(f"{exc.message}; trying again in {backoff:g} s")
+                await asyncio.sleep(backoff)
+                continue
             self._wake.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), self.poll)
@@ -139,19 +148,27 @@ class Worker:
         try:
             summary = await self._harvest(active)
         except StrataError as exc:
-            self.queue.finish(entry.id, "failed", error=exc.message)
-            self.report(f"run {entry.id} failed: {exc.message}")
+            message = exc.message
+            await self._settle(lambda: self.queue.finish(entry.id, "failed", error=message))
+            self.report(f"run {entry.id} failed: {message}")
         except Exception as exc:  # noqa: BLE001  (recorded on the run; the worker goes on)
             log.exception("run %s failed", entry.id)
-            self.queue.finish(entry.id, "failed", error=f"{type(exc).__name__}: {exc}")
+            why = f"{type(exc).__name__}: {exc}"
+            await self._settle(lambda: self.queue.finish(entry.id, "failed", error=why))
         else:
             if summary["status"] == "cancelled" and self._stopping and not active.cancelled:
-                self.queue.heartbeat(entry.id, self.id, progress=summary, run_id=summary["run_id"])
-                self.queue.interrupt(entry.id, f"worker {self.id} was stopped during the run")
+                await self._settle(
+                    lambda: self.queue.heartbeat(entry.id, self.id, progress=summary, run_id=summary["run_id"])
+                )
+                await self._settle(
+                    lambda: self.queue.interrupt(entry.id, f"worker {self.id} was stopped during the run")
+                )
                 self.report(f"run {entry.id} stopped with the worker; queued again")
             else:
                 failure = summary.get("failure")  # a run that went to its end and still failed says why
-                self.queue.finish(entry.id, summary["status"], summary=summary, error=failure)
+                await self._settle(
+                    lambda: self.queue.finish(entry.id, summary["status"], summary=summary, error=failure)
+                )
                 self.report(
                     f"run {entry.id} {summary['status']}: {summary['urls_fetched']} URLs, "
                     f"{summary['bytes_stored']} bytes stored" + (f"; {failure}" if failure else "")
@@ -162,6 +179,19 @@ class Worker:
                 await beat
             self._active.pop(entry.id, None)
             self._wake.set()
+
+    async def _settle(self, call: Callable[[], object]) -> None:
+        """A run's outcome written to the queue, however long Redis is away: an outcome not written
+        would leave the entry running, then retried as if interrupted (the run done twice)."""
+        delay = 0.5
+        while True:
+            try:
+                call()
+                return
+            except BackendUnavailable as exc:
+                self.report(f"{exc.message}; the run's outcome is kept, trying again in {delay:g} s")
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 30.0)
 
     async def _harvest(self, active: _Active) -> dict:
         entry = active.entry
@@ -243,9 +273,12 @@ class Worker:
     async def _heartbeat(self, active: _Active) -> None:
         while True:
             progress = active.progress or None
-            cancel = self.queue.heartbeat(
-                active.entry.id, self.id, progress=progress, run_id=(progress or {}).get("run_id")
-            )
+            try:
+                cancel = self.queue.heartbeat(
+                    active.entry.id, self.id, progress=progress, run_id=(progress or {}).get("run_id")
+                )
+            except BackendUnavailable:
+                cancel = False  # the next beat tells; the run itself waits for Redis in its own calls
             if cancel and not active.cancelled:
                 active.cancelled = True
                 if active.harvest is not None:

@@ -162,3 +162,40 @@ def test_a_worker_killed_mid_run_loses_nothing(tmp_path, root, site, redis_url, 
     assert len(twice) <= summary["expired_leases"]  # only URLs whose lease expired
     verified = subprocess.run([STRATA, "verify", "sample", "--root", str(root)], capture_output=True, text=True)
     assert verified.returncode == 0, verified.stdout + verified.stderr
+
+
+@pytest.mark.slow
+def test_redis_stopped_and_restarted_mid_run(tmp_path, root, site, redis_server, redis_url, monkeypatch):
+    """Workers wait for Redis (with backoff) and go on from what its append-only file kept: the
+    run finishes once, every URL captured once."""
+    reference = tmp_path / "reference" / "collections"
+    reference.mkdir(parents=True)
+    ref = harvest(reference, site)
+    site.latency = 0.05
+    _job(root, site)
+    monkeypatch.setenv("STRATA_REDIS", redis_url)
+    queue = open_queue(root)
+    entry, _ = queue.enqueue("sample", "news", "full")
+    queue.close()
+    procs = _workers(root, redis_url, ["w1", "w2"])
+    archive = root / "sample" / "archive"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and len(list(archive.glob("*.open"))) < 2:
+        time.sleep(0.02)
+    time.sleep(0.5)
+    redis_server.stop()  # by its PID
+    time.sleep(2.0)
+    assert all(p.poll() is None for p in procs.values())  # waiting, not gone
+    redis_server.start()
+    done = _wait(procs)
+    assert all(code == 0 for code, _ in done.values()), done
+    assert any("Redis at" in err and "cannot be reached" in err for _, err in done.values()), done  # said so
+    finished = _run_of(root, entry.id, redis_url, monkeypatch)
+    assert any("cannot be reached" in note for note in finished.summary["notes"]), finished.summary["notes"]
+    assert finished.status == "finished" and finished.attempt == 1, finished.error
+    queue = open_queue(root)
+    assert [e.id for e in queue.entries()] == [entry.id]  # no retry queued: the run was not done twice
+    queue.close()
+    caps = _captures(root, finished.summary["run_id"])
+    assert _by_path(caps) == _by_path(_captures(reference, ref["run_id"]))
+    assert len(caps) == len({c["url"] for c in caps})
