@@ -230,13 +230,14 @@ class Worker:
         return bool(self.shared_url) and bool(self.queue.entries(statuses=("queued", "running"), limit=1))
 
     def _join_more(self) -> None:
-        leading = {a.harvest.run_id for a in self._active.values() if a.harvest is not None}
+        # One harvest per collection in this process: two with one label would repair each other's open files.
+        busy = {a.entry.collection for a in (*self._active.values(), *self._helping.values())}
         if self._redis is None:
             self._redis = redisdb.connect(self.shared_url)
         for coll, job, run_id in joinable_runs(self._redis):
             if len(self._active) + len(self._helping) >= self.max_parallel or self._stopping:
                 return
-            if run_id in leading or run_id in self._helping:
+            if coll in busy or run_id in self._helping:
                 continue
             active = _Active(QueuedRun.helping(coll, job or "", run_id))
             self._helping[run_id] = active
