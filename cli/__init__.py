@@ -8,7 +8,7 @@ import sys
 import click
 
 # Each module adds its commands to the group.
-from cli import capturing, harvesting, importing, searching, serving, staffing, verifying  # noqa: E402,F401,I001
+from cli import backend, capturing, harvesting, importing, searching, serving, staffing, verifying  # noqa: E402,F401,I001
 from cli._base import cli, root_option
 from strata.errors import StrataError
 

@@ -48,8 +48,14 @@ def connect(url: str, check: bool = True) -> Any:
     return client
 
 
+def shown(url: str) -> str:
+    """A Redis URL without its password, as messages show it."""
+    scheme, sep, rest = url.partition("://")
+    return f"{scheme}{sep}{rest.split('@')[-1]}" if sep else url
+
+
 def unavailable(url: str, exc: BaseException) -> BackendUnavailable:
-    where = url.split("@")[-1]
+    where = shown(url)
     return BackendUnavailable(f"Redis at {where} cannot be reached ({exc}); start it, or check STRATA_REDIS")
 
 
@@ -93,7 +99,7 @@ def patiently(
             if waited >= patience:
                 raise unavailable(url, exc) from None
             if on_wait is not None:
-                on_wait(f"Redis at {url.split('@')[-1]} cannot be reached ({exc}); waiting, next try in {delay:.1f} s")
+                on_wait(f"Redis at {shown(url)} cannot be reached ({exc}); waiting, next try in {delay:.1f} s")
             time.sleep(delay)
             waited += delay
             delay = min(delay * 2, 5.0)

@@ -427,6 +427,13 @@ class HarvestState:
         """The fields of a URL's state row, in table order (a row held elsewhere has the same)."""
         return tuple(r[1] for r in self.conn.execute("PRAGMA table_info(urls)"))
 
+    def url_job_pairs(self) -> list[tuple[str, str]]:
+        """(job, URL) of every URL a job queued ('' for runs of no job): ``strata backend copy``."""
+        return [(r[0], r[1]) for r in self.conn.execute("SELECT job, url FROM url_jobs ORDER BY job, url")]
+
+    def add_url_job(self, url: str, job: str | None) -> None:
+        self.conn.execute("INSERT OR IGNORE INTO url_jobs (job, url) VALUES (?,?)", (job or "", url))
+
     def digest_rows(self) -> Iterator[tuple[str, Original]]:
         """Every digest index entry, usable or not (``strata backend copy``)."""
         for row in self.conn.execute("SELECT * FROM digests ORDER BY digest"):

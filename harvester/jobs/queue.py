@@ -32,6 +32,7 @@ from harvester.jobs.queue_model import (
     RunQueue,
     ScheduleEntry,
     entry_of_fields,
+    fields_of_entry,
     is_stale,
     worker_alive,
     worker_id,
@@ -293,6 +294,28 @@ class SQLiteQueue(RunQueue):
                 "UPDATE queue SET cancel_requested=1 WHERE collection=? AND job=? AND status='running'",
                 (collection, job),
             )
+
+    def schedules(self):
+        rows = self.conn.execute("SELECT * FROM schedule ORDER BY collection, job").fetchall()
+        return [
+            ScheduleEntry(
+                r["collection"],
+                r["job"],
+                r["frequency"],
+                parse_iso(r["next_due"]),
+                parse_iso(r["last_queued"]),
+                bool(r["paused"]),
+            )
+            for r in rows
+        ]
+
+    def put_entry(self, entry):
+        fields = fields_of_entry(entry)
+        cols = list(fields)
+        self.conn.execute(
+            f"INSERT OR REPLACE INTO queue ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+            tuple(fields.values()),
+        )
 
 
 BACKENDS = {"sqlite": SQLiteQueue.for_root, "redis": RedisQueue.for_root}

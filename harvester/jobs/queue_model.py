@@ -11,6 +11,7 @@ import os
 import socket
 from datetime import UTC, datetime, timedelta
 
+from strata.times import iso_micro
 from strata.times import parse_iso_micro as parse_iso
 
 MAX_ATTEMPTS = 3
@@ -163,6 +164,14 @@ class RunQueue(abc.ABC):
     def forget_job(self, collection: str, job: str, now: datetime | None = None) -> None:
         """A job was deleted: drop its schedule, cancel its queued runs (history stays)."""
 
+    @abc.abstractmethod
+    def schedules(self) -> list[ScheduleEntry]:
+        """Every job's schedule (``strata backend copy``)."""
+
+    @abc.abstractmethod
+    def put_entry(self, entry: QueuedRun) -> None:
+        """Store ``entry`` whole, under its own id (``strata backend copy``; later ids follow it)."""
+
     def close(self) -> None:
         return None
 
@@ -206,6 +215,17 @@ def is_stale(entry: QueuedRun, now: datetime, stale_after: float) -> bool:
     beat = entry.heartbeat or entry.queued_at
     limit = now - timedelta(seconds=max(stale_after * 10, 600) if alive else stale_after)
     return alive is False or beat < limit
+
+
+def fields_of_entry(entry: QueuedRun) -> dict:
+    """The stored fields of an entry (the inverse of ``entry_of_fields``)."""
+    d = dataclasses.asdict(entry)
+    for key in ("queued_at", "started_at", "finished_at", "heartbeat"):
+        d[key] = iso_micro(d[key]) if d[key] else None
+    d["progress"] = json.dumps(d["progress"], ensure_ascii=False, default=str)
+    d["summary"] = json.dumps(d["summary"], ensure_ascii=False, default=str)
+    d["cancel_requested"] = int(d["cancel_requested"])
+    return d
 
 
 def entry_of_fields(fields: dict) -> QueuedRun:

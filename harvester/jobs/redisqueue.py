@@ -26,6 +26,7 @@ from harvester.jobs.queue_model import (
     RunQueue,
     ScheduleEntry,
     entry_of_fields,
+    fields_of_entry,
     is_stale,
 )
 from index import redisdb
@@ -266,6 +267,30 @@ class RedisQueue(RunQueue):
             "paused": bool(entry.paused),
         }
         self.r.hset(SCHEDULE, f"{entry.collection}\t{entry.job}", json.dumps(value))
+
+    def schedules(self):
+        out = []
+        for raw in self.r.hvals(SCHEDULE):
+            d = json.loads(raw)
+            out.append(
+                ScheduleEntry(
+                    d["collection"],
+                    d["job"],
+                    d["frequency"],
+                    parse_iso(d["next_due"]),
+                    parse_iso(d["last_queued"]),
+                    d["paused"],
+                )
+            )
+        return sorted(out, key=lambda e: (e.collection, e.job))
+
+    def put_entry(self, entry):
+        with self._tx():
+            fields = fields_of_entry(entry)
+            self._put(fields)
+            self.r.zadd(IDS, {str(entry.id): entry.id})
+            if int(self.r.get(SEQ) or 0) < entry.id:
+                self.r.set(SEQ, entry.id)
 
     def forget_job(self, collection, job, now=None):
         now = now or utc_now()
