@@ -63,3 +63,19 @@ def test_an_incremental_run_reads_url_state_and_digests_from_redis(tmp_path, sit
     assert _classes(root, run2["run_id"]) == _classes(baseline_root, base2["run_id"])
     assert run2["revisits"] == base2["revisits"] > 0 and run2["bytes_saved"] == base2["bytes_saved"]
     client.close()
+
+
+def test_a_rebuild_refreshes_what_redis_holds(root, site, redis_url, monkeypatch):
+    from index.rebuild import rebuild_state
+
+    monkeypatch.setenv("STRATA_REDIS", redis_url)
+    harvest(root, site)
+    client = redisdb.connect(redis_url)
+    held = client.hgetall(redisdb.urls_key("sample"))
+    lines = client.zcard(redisdb.cdxj_key("sample"))
+    client.flushall()  # Redis lost everything (no persistence)
+    rebuild_state(Collection(root, "sample"))
+    assert client.hlen(redisdb.urls_key("sample")) == len(held) > 40
+    assert client.zcard(redisdb.cdxj_key("sample")) == lines > 40
+    assert client.hlen(redisdb.digests_key("sample")) > 0 and client.scard(redisdb.indexed_key("sample")) > 0
+    client.close()
