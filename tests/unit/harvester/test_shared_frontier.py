@@ -80,3 +80,23 @@ def test_an_expired_lease_comes_back_counted_and_the_run_settles(redis_url):
     assert asyncio.run(go()) is None
     assert b.settled() and b.expired() == (1, ["http://one.test/a"])
     client.close()
+
+
+def test_a_crawl_delay_learnt_by_one_worker_paces_the_others(redis_url):
+    client, a, b = _pair(redis_url, per_host=4)
+    for i in range(3):
+        a.add(Item(f"http://one.test/{i}", 1, "navigation"))
+    a.set_host_delay("one.test", 0.3)  # a read robots.txt: Crawl-delay 0.3
+
+    async def take():
+        times = []
+        for frontier in (b, b, a):
+            await frontier.get()
+            times.append(time.monotonic())
+        return times
+
+    started = time.monotonic()
+    times = asyncio.run(take())
+    assert times[0] - started >= 0.25  # the first request waits a delay after the robots.txt request
+    assert times[1] - times[0] >= 0.28 and times[2] - times[1] >= 0.28
+    client.close()
