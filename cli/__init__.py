@@ -8,7 +8,19 @@ import sys
 import click
 
 # Each module adds its commands to the group.
-from cli import access, capturing, comparing, exporting, harvesting, importing, searching, serving, staffing, verifying  # noqa: E402,F401,I001
+from cli import (  # noqa: E402,F401,I001
+    access,
+    backend,
+    capturing,
+    comparing,
+    exporting,
+    harvesting,
+    importing,
+    searching,
+    serving,
+    staffing,
+    verifying,
+)
 from cli._base import cli, root_option
 from strata.errors import StrataError
 

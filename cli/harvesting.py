@@ -172,10 +172,10 @@ def recover(collection, root) -> None:
     """Repair COLLECTION after a crash: seal torn WARCs, re-index, mark interrupted runs."""
     from harvester.recovery import recover as do_recover
     from index.collection import Collection
-    from index.state import HarvestState
+    from index.statestore import open_harvest_state
 
     coll = Collection.open(root, collection)
-    with coll.harvest_lock(), HarvestState(coll.db_path) as state:
+    with coll.harvest_lock(), open_harvest_state(coll) as state:
         report = do_recover(coll, state)
     if not report:
         click.echo(f"{collection}: nothing to recover.")

@@ -84,9 +84,20 @@ def user_remove(name, root) -> None:
 @click.option(
     "--poll", default=1.0, show_default=True, type=click.FloatRange(0.05, 60), help="Seconds between queue checks."
 )
+@click.option(
+    "--label",
+    help="This worker's name in its WARC files and in shared runs, unique on this machine (default: host name).",
+)
+@click.option(
+    "--lease",
+    "lease_seconds",
+    type=click.FloatRange(1, 86400),
+    help="Seconds a URL of a shared run (Redis) stays leased to this worker before others may take it "
+    "(default: 3 x the job's timeout, at least 60).",
+)
 @allow_network_option
 @root_option
-def worker(parallel, once, with_scheduler, poll, allow_networks, root) -> None:
+def worker(parallel, once, with_scheduler, poll, label, lease_seconds, allow_networks, root) -> None:
     """Run the harvests queued by the staff console and the scheduler (Ctrl-C or SIGTERM stops cleanly)."""
     import threading
 
@@ -101,7 +112,14 @@ def worker(parallel, once, with_scheduler, poll, allow_networks, root) -> None:
     click.echo(f"Worker on {root} (allowed non-public ranges: {policy.describe()})", err=True)
     try:
         run_worker(
-            root, policy, max_parallel=parallel, once=once, poll=poll, report=lambda text: click.echo(text, err=True)
+            root,
+            policy,
+            max_parallel=parallel,
+            once=once,
+            poll=poll,
+            report=lambda text: click.echo(text, err=True),
+            label=label,
+            lease_seconds=lease_seconds,
         )
     finally:
         stop.set()

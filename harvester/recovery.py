@@ -23,6 +23,7 @@ import dataclasses
 import hashlib
 import os
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 
 from harvester.warcfile import OPEN_SUFFIX, seal_file
@@ -104,15 +105,18 @@ def leftover_temp_files(collection: Collection) -> list[Path]:
     return found + sorted(collection.state_dir.glob(collection.db_path.name + ".rebuild*"))
 
 
-def recover(collection: Collection, state: HarvestState) -> RecoveryReport:
+def recover(collection: Collection, state: HarvestState, own: Callable[[str], bool] | None = None) -> RecoveryReport:
+    """Repair what a killed writer left. With ``own`` (one of several workers on a run, others still
+    writing): only the ``.open`` files ``own`` accepts (the worker's label's), and neither temp files
+    nor running runs, which belong to live workers."""
     report = RecoveryReport()
-    for path in leftover_temp_files(collection):
+    for path in leftover_temp_files(collection) if own is None else []:
         path.unlink(missing_ok=True)
         report.removed.append(str(path.relative_to(collection.path)))
     archive = collection.archive_dir
     fixity = Fixity(collection.fixity_dir)
     for name in sorted(os.listdir(archive)) if archive.is_dir() else []:
-        if not name.endswith(OPEN_SUFFIX):
+        if not name.endswith(OPEN_SUFFIX) or (own is not None and not own(name)):
             continue
         sealed_name = name[: -len(OPEN_SUFFIX)]
         path = archive / name
@@ -137,7 +141,7 @@ def recover(collection: Collection, state: HarvestState) -> RecoveryReport:
         report.repaired.append((sealed_name, old_size, good))
 
     # Rows for files that no longer exist at all.
-    for row in state.warcs():
+    for row in state.warcs() if own is None else []:
         if not (archive / row["filename"]).exists() and not (archive / (row["filename"] + OPEN_SUFFIX)).exists():
             state.forget_records(row["filename"], 0)
             state.forget_warc(row["filename"])
@@ -153,7 +157,7 @@ def recover(collection: Collection, state: HarvestState) -> RecoveryReport:
             index_sealed_file(collection, state, name)
             report.indexed.append(name)
 
-    for run in state.runs(statuses=("running",)):
+    for run in state.runs(statuses=("running",)) if own is None else []:
         files = [r["filename"] for r in state.warcs() if r["run_id"] == run["run_id"]]
         written = report_in(archive / files[-1], run["run_id"]) if files else None
         if written is not None:  # killed after writing its report: the run ended as it says

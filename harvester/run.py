@@ -43,7 +43,8 @@ from index.fixity import Fixity
 from index.payload import DecodeError, decode_content, read_record
 from index.rebuild import rebuild_if_outdated
 from index.seal import index_sealed_file
-from index.state import Capture, HarvestState, Original
+from index.state import Capture, Original
+from index.statestore import open_harvest_state
 from strata import __version__
 from strata.media import HTML_TYPES
 from strata.times import iso, ts14, utc_now, warc_date
@@ -118,6 +119,9 @@ class Harvest:
         self._seed_errors: dict[str, str] = {}
         self._robots_unread: dict[str, str] = {}  # origin -> why its robots.txt could not be read
         self._proxy_failures: dict[str, int] = {}  # proxy (no credentials) -> failures seen
+        #: The worker's label in its WARC file names and warcinfo (None: this host's name); set by
+        #: ``harvester.shared_harvest`` for one of several workers on a run.
+        self.worker_label: str | None = None
 
     # -- public ------------------------------------------------------------------------------------
     def request_stop(self) -> None:
@@ -132,7 +136,7 @@ class Harvest:
         rebuild_if_outdated(coll)
         cdxj.preload_indexer()
         with coll.harvest_lock():
-            self.state = HarvestState(coll.db_path)
+            self.state = open_harvest_state(coll)  # SQLite, or Redis for URL state and digests (index.backend)
             try:
                 recover(coll, self.state)
                 summary = await self._run_locked()
@@ -163,12 +167,8 @@ class Harvest:
 
             self.transport = with_cookies(job, self.transport, await form_login(job, self.transport))
         self._proxy_pool = getattr(self.transport, "proxy_pool", None)
-        started = utc_now()
-        self.run_id = new_run_id(started)
-        # Incremental once this job has a finished full run: an interrupted or cancelled first run is no
-        # baseline, and another job's runs are not this job's.
-        self.mode = self.requested_mode or ("incremental" if state.has_full_baseline(self.job_key) else "full")
-        state.begin_run(self.run_id, self.job_key, self.mode, iso(started), os.getpid())
+        started = self._begin_run(utc_now())
+        assert self.mode is not None  # chosen by _begin_run
         self.scope = Scope(
             list(job.seeds),
             hosts=job.scope,
@@ -180,7 +180,7 @@ class Harvest:
         )
         # Twice as many URLs in hand as connections: while one is recorded, the next is on the wire.
         # Connections stay at `concurrency` (the fetch slots below and the client's pool).
-        self.frontier = Frontier(delay=job.delay, per_host=job.concurrency * URLS_PER_CONNECTION, max_urls=job.max_urls)
+        self.frontier = self._make_frontier()
         self._fetch_slots = asyncio.Semaphore(job.concurrency)
         self.kinds = PageKinds(job.index_patterns, job.content_patterns, job.default_page_kind, job.seeds)
         self.noise = NoiseRules(job.noise_selectors, job.noise_patterns)
@@ -209,7 +209,9 @@ class Harvest:
                 "robots": "classic" if job.robots == "obey" else "ignore",
                 "http-header-user-agent": job.user_agent,
                 "isPartOf": self.collection.name,
+                **({"worker": self.worker_label} if self.worker_label else {}),
             },
+            label=self.worker_label,
             max_size=job.warc_max_size,
             on_open=lambda name: state.warc_opened(name, self.run_id),
             on_sealed=self._on_sealed,
@@ -226,7 +228,7 @@ class Harvest:
         self._crawl_delays: dict[str, float] = {}  # host -> seconds between requests it was given
         try:
             self.roller.write([])  # the run's first file (its warcinfo) at once: even a killed run leaves one
-            self.paging.seed()
+            self._seed()
             self._workers = [asyncio.create_task(self._worker()) for _ in range(job.concurrency * URLS_PER_CONNECTION)]
             results = await asyncio.gather(*self._workers, return_exceptions=True)
             for res in results:
@@ -241,7 +243,7 @@ class Harvest:
                 self.failure = self._failure()
                 if self.failure:
                     self.status = "failed"
-            if self.status == "finished":
+            if self.status == "finished" and self._closes_run():
                 self.paging.record_vanished()
         except BaseException:
             self.status = "failed" if not self._stop else "cancelled"
@@ -250,33 +252,62 @@ class Harvest:
             if self.fetcher is not None:
                 await self.fetcher.close()
             await self.client.aclose()
-            finished = utc_now()
-            self._note_failed_hosts()
-            if self.surplus_urls:
-                self.notes.append(
-                    f"{len(self.surplus_urls)} response(s) came with bytes past their end (more than "
-                    f"Content-Length), e.g. {self.surplus_urls[0]}: their connections were closed "
-                    "and their records carry WARC-Strata-Note: content-length-surplus"
-                )
-            # the estimate and change rates go in the run's report: what the run stored before its report
-            self.figures.warc_files = list(self.roller.files)
-            self.figures.bytes_stored = self.roller.bytes_written
-            close_figures(state, self.run_id, self.job_key, iso(started), self.figures)
-            figures = self.figures.as_dict()
-            if self.failure:
-                figures["failure"] = self.failure
-            self._write_run_record(iso(started), finished, figures)
-            self.roller.close()
-            self.figures.warc_files = list(self.roller.files)
-            self.figures.bytes_stored = self.roller.bytes_written
-            figures = self.figures.as_dict()
-            if self.failure:
-                figures["failure"] = self.failure
-            state.update_run(
-                self.run_id, status=self.status, finished=iso(finished), snapshot=ts14(finished), figures=figures
-            )
-            self._report(force=True)
+            finished = await self._end_run(started)
         return self.summary(started, finished)
+
+    # -- seams for harvester.shared_harvest (several workers on one run) --------------------------------
+    def _begin_run(self, started: datetime) -> datetime:
+        """Name the run, choose its mode, record its start; when it started."""
+        self.run_id = new_run_id(started)
+        # Incremental once this job has a finished full run: an interrupted or cancelled first run is no
+        # baseline, and another job's runs are not this job's.
+        self.mode = self.requested_mode or ("incremental" if self.state.has_full_baseline(self.job_key) else "full")
+        self.state.begin_run(self.run_id, self.job_key, self.mode, iso(started), os.getpid())
+        return started
+
+    def _make_frontier(self) -> Frontier:
+        job = self.job
+        return Frontier(delay=job.delay, per_host=job.concurrency * URLS_PER_CONNECTION, max_urls=job.max_urls)
+
+    def _seed(self) -> None:
+        self.paging.seed()
+
+    def _closes_run(self) -> bool:
+        """Whether this harvest ends the run (vanished URLs, report, figures): one of several workers does not."""
+        return True
+
+    async def _end_run(self, started: datetime) -> datetime:
+        """Seal the files and record how the run ended; when it ended."""
+        state = self.state
+        finished = utc_now()
+        self._note_failed_hosts()
+        if self.surplus_urls:
+            self.notes.append(
+                f"{len(self.surplus_urls)} response(s) came with bytes past their end (more than "
+                f"Content-Length), e.g. {self.surplus_urls[0]}: their connections were closed "
+                "and their records carry WARC-Strata-Note: content-length-surplus"
+            )
+        # the estimate and change rates go in the run's report: what the run stored before its report
+        self.figures.warc_files, self.figures.bytes_stored = self._stored()
+        close_figures(state, self.run_id, self.job_key, iso(started), self.figures)
+        figures = self.figures.as_dict()
+        if self.failure:
+            figures["failure"] = self.failure
+        self._write_run_record(iso(started), finished, figures)
+        self.roller.close()
+        self.figures.warc_files, self.figures.bytes_stored = self._stored()
+        figures = self.figures.as_dict()
+        if self.failure:
+            figures["failure"] = self.failure
+        state.update_run(
+            self.run_id, status=self.status, finished=iso(finished), snapshot=ts14(finished), figures=figures
+        )
+        self._report(force=True)
+        return finished
+
+    def _stored(self) -> tuple[list[str], int]:
+        """The run's WARC files and the bytes they hold (several workers: all of theirs)."""
+        return list(self.roller.files), self.roller.bytes_written
 
     def _note_failed_hosts(self) -> None:
         """Hosts every request to which failed: a figure of the run, a note, and (CLI) a non-zero exit."""

@@ -105,8 +105,10 @@ class WarcRoller:
         on_sealed: Callable[[str, int, list[bytes] | None], None] | None = None,
         indexer: RecordIndexer | None = None,
         fixity: Fixity | None = None,
+        label: str | None = None,
     ):
         self.archive_dir = Path(archive_dir)
+        self.label = label  # in each file's name: the worker that wrote it (default: this host's name)
         self.collection = collection
         self.warcinfo = warcinfo
         self.max_size = max_size
@@ -162,7 +164,7 @@ class WarcRoller:
         stamp = datetime.now(UTC).strftime("%Y%m%d%H%M%S")
         while True:
             self._serial += 1
-            name = f"{self.collection}-{stamp}-{self._serial:05d}-{_host_label()}.warc.gz"
+            name = f"{self.collection}-{stamp}-{self._serial:05d}-{self.label or _host_label()}.warc.gz"
             if not (self.archive_dir / name).exists() and not (self.archive_dir / (name + OPEN_SUFFIX)).exists():
                 break
         self.archive_dir.mkdir(parents=True, exist_ok=True)

@@ -24,7 +24,8 @@ from pathlib import Path
 
 from warcio.archiveiterator import ArchiveIterator
 
-from index import cdxj, runhistory, warcscan
+from index import backendcopy, cdxj, redisdb, runhistory, warcscan
+from index.backend import backend_of
 from index.collection import Collection
 from index.decision import NOT_MODIFIED_PROFILE, Observation, decide
 from index.state import SCHEMA_VERSION, Capture, HarvestState, Original, schema_version
@@ -99,6 +100,7 @@ def rebuild_state(collection: Collection, progress: Callable[[dict], None] | Non
             for suffix in ("-wal", "-shm"):
                 Path(str(collection.db_path) + suffix).unlink(missing_ok=True)
             os.replace(tmp, collection.db_path)
+            _refresh_redis(collection)
         except BaseException:
             state.close()
             for suffix in ("", "-wal", "-shm"):
@@ -111,6 +113,19 @@ def rebuild_state(collection: Collection, progress: Callable[[dict], None] | Non
             "cdxj_lines": len(scan.lines),
             "damage": [d.as_dict() for d in scan.damage],
         }
+
+
+def _refresh_redis(collection: Collection) -> None:
+    """On a root that uses Redis, what the rebuild derived replaces the collection's keys there too:
+    the URL state and digests incremental runs read, and pywb's CDX set."""
+    backend = backend_of(collection.root)
+    if backend.kind != "redis":
+        return
+    client = redisdb.connect(backend.redis_url)
+    try:
+        backendcopy.to_redis(collection, client)
+    finally:
+        client.close()
 
 
 def _restore_run(state: HarvestState, collection: Collection, run_id: str, run: dict, report: dict | None) -> None:

@@ -342,6 +342,10 @@ class HarvestState:
         row = self.conn.execute("SELECT * FROM captures WHERE record_id=?", (record_id,)).fetchone()
         return dict(row) if row else None
 
+    def cdx_indexed(self, lines: list[bytes]) -> None:
+        """A sealed file's CDXJ lines were merged into the collection's index file. Nothing more to
+        do here: ``index.redisstate`` also adds them to the sorted set pywb reads from Redis."""
+
     # -- digest index --------------------------------------------------------------------------
     def add_digest(self, digest: str, original: Original) -> None:
         """Most recent capture holding the payload wins. Usable once its WARC is indexed."""
@@ -413,6 +417,31 @@ class HarvestState:
                     "orig_warc=NULL, etag=NULL, last_modified=NULL WHERE orig_record_id=?",
                     (record_id,),
                 )
+
+    def record_ids_from(self, filename: str, good_end: int) -> list[str]:
+        """Record ids of the captures at or past ``good_end`` of ``filename`` (what ``forget_records`` drops)."""
+        return [
+            r[0]
+            for r in self.conn.execute(
+                "SELECT record_id FROM captures WHERE warc=? AND offset>=?", (filename, good_end)
+            )
+        ]
+
+    def url_columns(self) -> tuple[str, ...]:
+        """The fields of a URL's state row, in table order (a row held elsewhere has the same)."""
+        return tuple(r[1] for r in self.conn.execute("PRAGMA table_info(urls)"))
+
+    def url_job_pairs(self) -> list[tuple[str, str]]:
+        """(job, URL) of every URL a job queued ('' for runs of no job): ``strata backend copy``."""
+        return [(r[0], r[1]) for r in self.conn.execute("SELECT job, url FROM url_jobs ORDER BY job, url")]
+
+    def add_url_job(self, url: str, job: str | None) -> None:
+        self.conn.execute("INSERT OR IGNORE INTO url_jobs (job, url) VALUES (?,?)", (job or "", url))
+
+    def digest_rows(self) -> Iterator[tuple[str, Original]]:
+        """Every digest index entry, usable or not (``strata backend copy``)."""
+        for row in self.conn.execute("SELECT * FROM digests ORDER BY digest"):
+            yield row["digest"], Original(row["url"], row["warc_date"], row["record_id"], row["warc"])
 
     def response_locations(self, digest: str) -> list[dict]:
         """Where responses holding ``digest`` are stored (warc, offset, url), oldest first."""

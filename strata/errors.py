@@ -7,6 +7,7 @@ error handler).
      ├── HarvestError           a run could not start or was refused                   (exit 1, HTTP 409)
      │    └── CollectionBusy    another process is harvesting the same collection      (exit 1, HTTP 409)
      ├── ArchiveError           a WARC could not be read or repaired                   (exit 1, HTTP 500)
+     ├── BackendUnavailable     the shared backend (Redis) cannot be reached           (exit 1, HTTP 503)
      └── QueryError             a malformed or over-long search query                  (exit 2, HTTP 400)
 
 Messages say what went wrong and, where there is one, what to type instead.
@@ -47,6 +48,11 @@ class CollectionBusy(HarvestError):
 class ArchiveError(StrataError):
     exit_code = 1
     http_status = 500
+
+
+class BackendUnavailable(StrataError):
+    exit_code = 1
+    http_status = 503
 
 
 class QueryError(StrataError):

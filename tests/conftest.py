@@ -31,10 +31,17 @@ pytest_plugins = [
     "tests.support.staff_fixtures",
     "tests.support.access_fixtures",
     "tests.support.banner_fixtures",
+    "tests.support.redis_server",
 ]
 
 REPO = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent
+
+
+@pytest.fixture(autouse=True)
+def _no_outer_redis(monkeypatch):
+    """The suite's backend is chosen by its fixtures (``backend``), never by the shell's STRATA_REDIS."""
+    monkeypatch.delenv("STRATA_REDIS", raising=False)
 
 
 @pytest.fixture

@@ -13,21 +13,32 @@ has one harvest writer at a time, ``Collection.harvest_lock``).
 
 ``RunQueue`` is the interface; ``SQLiteQueue`` keeps it in one SQLite file per collections root
 (``<root>/.strata/queue.sqlite``, WAL, short ``BEGIN IMMEDIATE`` transactions, so several worker
-and web processes can share it). A Redis backend would implement the same methods; ``open_queue``
-picks the backend by name.
+and web processes can share it); ``RedisQueue`` (``harvester.jobs.redisqueue``) keeps it in the root's
+Redis. ``open_queue`` picks the root's backend (``index.backend``).
 """
 
 from __future__ import annotations
 
-import abc
-import dataclasses
 import json
-import os
-import socket
 import sqlite3
-from datetime import datetime, timedelta
 from pathlib import Path
 
+from harvester.jobs.queue_model import (
+    ACTIVE,
+    DONE,
+    MAX_ATTEMPTS,
+    MODES,
+    QueuedRun,
+    RunQueue,
+    ScheduleEntry,
+    entry_of_fields,
+    fields_of_entry,
+    is_stale,
+    worker_alive,
+    worker_id,
+)
+from harvester.jobs.redisqueue import RedisQueue
+from index.backend import backend_of
 from index.collection import root_state_dir
 from index.db import immediate_transaction
 from strata.errors import ConfigError, HarvestError
@@ -35,164 +46,20 @@ from strata.times import iso_micro as iso
 from strata.times import parse_iso_micro as parse_iso
 from strata.times import utc_now
 
-MAX_ATTEMPTS = 3
-ACTIVE = ("queued", "running")
-DONE = ("finished", "failed", "cancelled", "interrupted")
-MODES = ("auto", "incremental", "full")
-
-
-@dataclasses.dataclass
-class QueuedRun:
-    id: int
-    collection: str
-    job: str
-    mode: str
-    status: str
-    reason: str
-    requested_by: str | None
-    queued_at: datetime
-    started_at: datetime | None
-    finished_at: datetime | None
-    worker: str | None
-    heartbeat: datetime | None
-    cancel_requested: bool
-    attempt: int
-    retry_of: int | None
-    run_id: str | None
-    progress: dict
-    summary: dict
-    error: str | None
-
-    @property
-    def active(self) -> bool:
-        return self.status in ACTIVE
-
-    @property
-    def harvest_mode(self) -> str | None:
-        """The mode to pass to ``Harvest`` (None: let it choose)."""
-        return None if self.mode == "auto" else self.mode
-
-
-@dataclasses.dataclass
-class ScheduleEntry:
-    collection: str
-    job: str
-    frequency: str
-    next_due: datetime | None
-    last_queued: datetime | None
-    paused: bool
-
-
-class RunQueue(abc.ABC):
-    """What the console, the worker and the scheduler need from a queue backend."""
-
-    @abc.abstractmethod
-    def enqueue(
-        self,
-        collection: str,
-        job: str,
-        mode: str = "auto",
-        reason: str = "manual",
-        requested_by: str | None = None,
-        now: datetime | None = None,
-        retry_of: int | None = None,
-        attempt: int = 1,
-    ) -> tuple[QueuedRun, bool]:
-        """Queue a run; when the job already has a queued or running entry, return it and False."""
-
-    @abc.abstractmethod
-    def claim(self, worker: str, now: datetime | None = None) -> QueuedRun | None:
-        """Take the oldest queued run whose job and collection have nothing running."""
-
-    @abc.abstractmethod
-    def heartbeat(
-        self,
-        entry_id: int,
-        worker: str,
-        progress: dict | None = None,
-        run_id: str | None = None,
-        now: datetime | None = None,
-    ) -> bool:
-        """Record that ``worker`` still runs the entry; True when staff asked to cancel it."""
-
-    @abc.abstractmethod
-    def finish(
-        self,
-        entry_id: int,
-        status: str,
-        summary: dict | None = None,
-        error: str | None = None,
-        now: datetime | None = None,
-    ) -> None: ...
-
-    @abc.abstractmethod
-    def cancel(self, entry_id: int, now: datetime | None = None) -> QueuedRun:
-        """Cancel a queued run at once; ask the worker to stop a running one."""
-
-    @abc.abstractmethod
-    def interrupt(self, entry_id: int, why: str, retry: bool = True, now: datetime | None = None) -> QueuedRun | None:
-        """Mark a running entry interrupted and queue it again (unless out of attempts)."""
-
-    @abc.abstractmethod
-    def stale(self, now: datetime | None = None, stale_after: float = 60.0) -> list[QueuedRun]:
-        """Running entries whose worker is gone: dead process on this host, or no heartbeat lately."""
-
-    @abc.abstractmethod
-    def get(self, entry_id: int) -> QueuedRun | None: ...
-
-    @abc.abstractmethod
-    def entries(
-        self,
-        collection: str | None = None,
-        job: str | None = None,
-        statuses: tuple[str, ...] | None = None,
-        limit: int = 100,
-    ) -> list[QueuedRun]: ...
-
-    @abc.abstractmethod
-    def schedule(self, collection: str, job: str) -> ScheduleEntry | None: ...
-
-    @abc.abstractmethod
-    def save_schedule(self, entry: ScheduleEntry) -> None: ...
-
-    @abc.abstractmethod
-    def forget_job(self, collection: str, job: str, now: datetime | None = None) -> None:
-        """A job was deleted: drop its schedule, cancel its queued runs (history stays)."""
-
-    def close(self) -> None:
-        return None
-
-    def recover(self, now: datetime | None = None, stale_after: float = 60.0) -> list[QueuedRun]:
-        """Mark every stale running entry interrupted (each gets a retry); the entries marked."""
-        out = []
-        for entry in self.stale(now, stale_after):
-            marked = self.interrupt(
-                entry.id, f"worker {entry.worker} stopped while running it (restart or crash)", now=now
-            )
-            if marked:
-                out.append(marked)
-        return out
-
-
-def worker_id() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}:{os.urandom(3).hex()}"
-
-
-def worker_alive(worker: str | None) -> bool | None:
-    """True/False for a worker of this host; None when it runs elsewhere (only heartbeats tell)."""
-    if not worker:
-        return False
-    host, _, rest = worker.partition(":")
-    if host != socket.gethostname():
-        return None
-    try:
-        os.kill(int(rest.split(":")[0]), 0)
-    except (ValueError, ProcessLookupError):
-        return False
-    except PermissionError:
-        return True
-    return True
-
+__all__ = [
+    "ACTIVE",
+    "DONE",
+    "MAX_ATTEMPTS",
+    "MODES",
+    "QueuedRun",
+    "RunQueue",
+    "ScheduleEntry",
+    "SQLiteQueue",
+    "RedisQueue",
+    "open_queue",
+    "worker_alive",
+    "worker_id",
+]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS queue (
@@ -236,15 +103,7 @@ class SQLiteQueue(RunQueue):
 
     @staticmethod
     def _row(row: sqlite3.Row | None) -> QueuedRun | None:
-        if row is None:
-            return None
-        d = dict(row)
-        for key in ("queued_at", "started_at", "finished_at", "heartbeat"):
-            d[key] = parse_iso(d[key])
-        d["progress"] = json.loads(d["progress"] or "{}")
-        d["summary"] = json.loads(d["summary"] or "{}")
-        d["cancel_requested"] = bool(d["cancel_requested"])
-        return QueuedRun(**d)
+        return None if row is None else entry_of_fields(dict(row))
 
     def _active(self, collection: str, job: str) -> QueuedRun | None:
         row = self.conn.execute(
@@ -368,17 +227,11 @@ class SQLiteQueue(RunQueue):
 
     def stale(self, now=None, stale_after=60.0):
         now = now or utc_now()
-        limit = now - timedelta(seconds=stale_after)
         out = []
-        # A live process on this host may be busy (a long index merge holds its loop); trust it
-        # far longer than a silent worker elsewhere, but not forever (a pid reused after a reboot).
-        patient = now - timedelta(seconds=max(stale_after * 10, 600))
         for row in self.conn.execute("SELECT * FROM queue WHERE status='running' ORDER BY id"):
             entry = self._row(row)
             assert entry is not None  # a row was there
-            alive = worker_alive(entry.worker)
-            beat = entry.heartbeat or entry.queued_at
-            if alive is False or beat < (patient if alive else limit):
+            if is_stale(entry, now, stale_after):
                 out.append(entry)
         return out
 
@@ -442,14 +295,40 @@ class SQLiteQueue(RunQueue):
                 (collection, job),
             )
 
+    def schedules(self):
+        rows = self.conn.execute("SELECT * FROM schedule ORDER BY collection, job").fetchall()
+        return [
+            ScheduleEntry(
+                r["collection"],
+                r["job"],
+                r["frequency"],
+                parse_iso(r["next_due"]),
+                parse_iso(r["last_queued"]),
+                bool(r["paused"]),
+            )
+            for r in rows
+        ]
 
-BACKENDS = {"sqlite": SQLiteQueue.for_root}
+    def put_entry(self, entry):
+        fields = fields_of_entry(entry)
+        cols = list(fields)
+        self.conn.execute(
+            f"INSERT OR REPLACE INTO queue ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+            tuple(fields.values()),
+        )
 
 
-def open_queue(root: Path, backend: str = "sqlite") -> RunQueue:
-    """The run queue of a collections root, from the backend named (``sqlite``; later ``redis``)."""
+BACKENDS = {"sqlite": SQLiteQueue.for_root, "redis": RedisQueue.for_root}
+
+
+def open_queue(root: Path, backend: str = "auto") -> RunQueue:
+    """The run queue of a collections root: ``auto`` (the default) takes the root's backend
+    (``index.backend``: Redis when ``STRATA_REDIS`` or the root's settings name one, else SQLite);
+    ``sqlite`` or ``redis`` name one."""
+    if backend == "auto":
+        backend = backend_of(Path(root)).kind
     try:
         factory = BACKENDS[backend]
     except KeyError:
-        raise ConfigError(f"unknown queue backend {backend!r}; known: {', '.join(BACKENDS)}") from None
+        raise ConfigError(f"unknown queue backend {backend!r}; known: auto, {', '.join(BACKENDS)}") from None
     return factory(Path(root))

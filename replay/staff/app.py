@@ -91,7 +91,12 @@ STAFF_SETTINGS: tuple[Setting, ...] = (
     ),
     Setting("session_hours", 12, check_int(1, 24 * 30), "A login lasts at most this long."),
     Setting("idle_minutes", 120, check_int(1, 24 * 60), "A login ends after this long without a request."),
-    Setting("queue_backend", "sqlite", _name, "Run queue backend (harvester.jobs.queue.open_queue)."),
+    Setting(
+        "queue_backend",
+        "auto",
+        _name,
+        "Run queue backend: auto (the root's: Redis when STRATA_REDIS or the root's settings name one), sqlite, redis.",
+    ),
     Setting(
         "restricted_url",
         None,

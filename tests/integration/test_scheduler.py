@@ -8,7 +8,7 @@ import pytest
 
 from harvester.job import validate_job
 from harvester.jobs.frequency import add_months, check_frequency, next_slot
-from harvester.jobs.queue import SQLiteQueue
+from harvester.jobs.queue import open_queue
 from harvester.jobs.scheduler import Scheduler, set_paused
 from index.collection import Collection
 from index.state import HarvestState
@@ -35,10 +35,10 @@ def write_job(root, collection: str, name: str, **fields) -> None:
 
 
 @pytest.fixture
-def env(tmp_path):
+def env(tmp_path, backend):
     root = tmp_path / "collections"
     root.mkdir()
-    queue = SQLiteQueue.for_root(root)
+    queue = open_queue(root)
     clock = Clock(T0)
     yield root, queue, clock, Scheduler(root, queue, clock)
     queue.close()
@@ -93,7 +93,7 @@ def test_state_survives_a_restart(env, tmp_path):
     write_job(root, "c", "news", frequency="weekly")
     scheduler.tick()
     finish_all(queue, clock)
-    reopened = SQLiteQueue.for_root(root)
+    reopened = open_queue(root)
     clock.advance(days=6)
     assert Scheduler(root, reopened, clock).tick().queued == []
     clock.advance(days=1)

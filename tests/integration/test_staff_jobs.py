@@ -173,7 +173,7 @@ def test_a_file_edited_by_hand_meanwhile_is_not_overwritten(staff, staff_root):
     assert "unknown field" in staff.get("/jobs").text
 
 
-def test_pause_resume_delete_and_harvest_now(staff, staff_root):
+def test_pause_resume_delete_and_harvest_now(backend, staff, staff_root):
     _post_new(staff, frequency="daily")
     assert "Pause schedule" in staff.get("/jobs/c/news").text
     assert staff.post("/jobs/c/news/pause", data={"csrf_token": staff.csrf}).status_code == 302
@@ -209,7 +209,7 @@ def test_choices_agree_with_the_job_table():
     assert set(CHOICES) <= {s.name for s in JOB_SETTINGS}
 
 
-def test_history_of_real_runs_links_each_to_its_snapshot(staff, staff_root):
+def test_history_of_real_runs_links_each_to_its_snapshot(backend, staff, staff_root):
     """Two runs by the worker (v1 full, v2 incremental): the page lists both with charts and links."""
     with serve_sample_site(1) as site:
         _post_new(staff, seeds=site.base_url + "/", delay="0", depth="5")

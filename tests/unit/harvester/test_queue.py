@@ -8,15 +8,16 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from harvester.jobs.queue import MAX_ATTEMPTS, ScheduleEntry, SQLiteQueue, open_queue, worker_alive, worker_id
+from harvester.jobs.queue import MAX_ATTEMPTS, ScheduleEntry, open_queue, worker_alive, worker_id
 from strata.errors import ConfigError, HarvestError
 
 T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 
 
 @pytest.fixture
-def queue(tmp_path):
+def queue(tmp_path, backend):
     q = open_queue(tmp_path)
+    assert type(q).__name__ == {"sqlite": "SQLiteQueue", "redis": "RedisQueue"}[backend]
     yield q
     q.close()
 
@@ -74,9 +75,9 @@ def test_heartbeat_records_progress_only_for_the_owner(queue):
     assert entry.progress == {"done": 5, "queued": 2} and entry.run_id == "20240501120000-ab"
 
 
-def test_a_run_interrupted_by_a_restart_is_marked_and_retried(tmp_path):
+def test_a_run_interrupted_by_a_restart_is_marked_and_retried(tmp_path, backend):
     """A worker process dies mid-run; the next worker finds the entry and queues it again."""
-    queue = SQLiteQueue.for_root(tmp_path)
+    queue = open_queue(tmp_path)
     entry, _ = queue.enqueue("c", "news", "full", requested_by="ana", now=T0)
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     ghost = f"{worker_id().split(':')[0]}:{dead.stdout.strip()}:abcdef"
@@ -85,7 +86,7 @@ def test_a_run_interrupted_by_a_restart_is_marked_and_retried(tmp_path):
     queue.claim(ghost, now=T0)
     queue.close()
 
-    queue = SQLiteQueue.for_root(tmp_path)  # "after the restart"
+    queue = open_queue(tmp_path)  # "after the restart"
     marked = queue.recover(now=T0 + timedelta(seconds=1))
     assert [m.id for m in marked] == [entry.id]
     old = queue.get(entry.id)
@@ -143,5 +144,5 @@ def test_schedule_rows_and_forgetting_a_job(queue):
 
 
 def test_unknown_backend_is_named(tmp_path):
-    with pytest.raises(ConfigError, match="unknown queue backend 'redis'"):
-        open_queue(tmp_path, "redis")
+    with pytest.raises(ConfigError, match="unknown queue backend 'mongo'"):
+        open_queue(tmp_path, "mongo")

@@ -1,0 +1,257 @@
+"""One worker's part in a run that several workers share (``strata worker`` on a root that uses Redis).
+
+``SharedHarvest`` is a ``Harvest`` whose frontier is the run's ``SharedFrontier`` (URLs leased from
+Redis, politeness across workers), whose WARC files carry the worker's label (name and warcinfo),
+and whose run (``SharedRun``) outlives any one worker:
+
+- the *lead* (the worker that claimed the queue entry) names the run, or resumes the unfinished
+  one a dead lead left, seeds it, and closes it: once the frontier is settled and the other
+  workers have left, it adds up their figures, writes the run's report and records the run;
+- a *helper* joins an open run, works until the frontier is settled, seals its files (their
+  digests and CDX lines become usable as each is sealed) and leaves its figures in Redis.
+
+A worker killed mid-run loses nothing: its leases expire and other workers take the URLs again
+(counted: ``expired_leases``; such a URL may have two captures in the run, ``captured_twice`` says
+which), and its torn ``.open`` file is repaired by the next worker started with its label.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+import os
+import time
+from datetime import datetime
+from typing import Any
+
+from harvester.recovery import recover
+from harvester.robots import RobotsUnreachable
+from harvester.run import Harvest
+from harvester.shared_frontier import SharedFrontier
+from harvester.shared_run import SharedRun, add_figures
+from harvester.warcfile import OPEN_SUFFIX
+from index import cdxj, redisdb
+from index.rebuild import rebuild_if_outdated
+from index.redisstate import RedisHarvestState
+from index.statestore import open_harvest_state
+from strata.errors import HarvestError
+from strata.times import iso, utc_now
+
+log = logging.getLogger(__name__)
+BEAT_EVERY = 0.5
+_NOT_ADDED = ("warc_files", "bytes_stored", "full_estimate", "change_rates")
+
+
+class SharedHarvest(Harvest):
+    def __init__(
+        self,
+        collection,
+        job,
+        *,
+        redis_url: str,
+        label: str,
+        lead: bool,
+        run_id: str | None = None,
+        lease_seconds: float | None = None,
+        **kwargs,
+    ):
+        super().__init__(collection, job, **kwargs)
+        self.worker_label = label
+        self.worker_key = f"{label}:{os.getpid()}:{os.urandom(2).hex()}"  # one per incarnation
+        self.lead = lead
+        self.join_run_id = run_id
+        self.redis_url = redis_url
+        self.r = redisdb.connect(redis_url)
+        self.lease_seconds = lease_seconds or max(60.0, job.timeout * 3)
+        self.shared: SharedRun | None = None
+        self._last_beat = 0.0
+        self._last_wait_said = -1e9
+        self.expired_leases = 0
+        self.captured_twice: list[str] = []
+
+    def _patient(self, call):
+        return redisdb.patiently(self.redis_url, call, on_wait=self._waiting)
+
+    def _waiting(self, message: str) -> None:
+        """Redis is away: the whole worker waits (every step of a run needs it), and says so once per outage."""
+        now = time.monotonic()
+        if now - self._last_wait_said > 10.0:
+            log.warning("worker %s: %s", self.worker_label, message)
+            if len(self.notes) < 50:
+                self.notes.append(f"{utc_now():%H:%M:%S} {message}")
+        self._last_wait_said = now
+
+    async def run(self) -> dict:
+        coll = self.collection
+        coll.create()
+        if self.lead:
+            rebuild_if_outdated(coll)
+        cdxj.preload_indexer()
+        own_suffix = f"-{self.worker_label}.warc.gz{OPEN_SUFFIX}"
+        try:
+            if self.lead:
+                with coll.harvest_lock():
+                    summary = await self._locked_part(lambda name: name.endswith(own_suffix))
+            else:
+                summary = await self._locked_part(lambda name: name.endswith(own_suffix))
+        finally:
+            self.r.close()
+        if self.lead and self.job.fulltext:
+            summary["fulltext"] = self._index_fulltext()
+        return summary
+
+    async def _locked_part(self, own) -> dict:
+        self.state = open_harvest_state(self.collection)
+        if isinstance(self.state, RedisHarvestState):
+            self.state.on_wait = self._waiting
+        try:
+            recover(self.collection, self.state, own=own)  # this label's torn files: a killed worker's
+            return await self._run_locked()
+        finally:
+            self.state.close()
+
+    # -- the seams of Harvest ------------------------------------------------------------------------
+    def _begin_run(self, started: datetime) -> datetime:
+        coll = self.collection.name
+        if not self.lead:
+            run = SharedRun.load(self.r, coll, self.join_run_id or "")
+            if run is not None:
+                # Known to the lead first, then the run must still be open: a lead that closes it has
+                # either seen this worker (and waits for it) or said "closing" before this check.
+                run.beat(self.worker_key, {}, left=False)
+            if run is None or run.status() != "open":
+                if run is not None:
+                    run.beat(self.worker_key, {}, left=True)
+                raise HarvestError(f"run {self.join_run_id} of {coll} is not open to more workers")
+            self.shared, self.run_id, self.mode = run, run.run_id, run.mode
+            return datetime.fromisoformat(run.started)
+        resumed = SharedRun.unfinished(self.r, coll, self.job_key)
+        if resumed is None:
+            started = super()._begin_run(started)
+            assert self.mode is not None
+            self.shared = SharedRun.create(self.r, coll, self.job_key, self.run_id, self.mode, iso(started))
+            return started
+        self.shared, self.run_id, self.mode = resumed, resumed.run_id, resumed.mode
+        if self.state.run(self.run_id) is None:
+            self.state.begin_run(self.run_id, self.job_key, self.mode, resumed.started, os.getpid())
+        else:
+            self.state.update_run(self.run_id, status="running")
+        self.notes.append(f"run {self.run_id} resumed by {self.worker_label} after its lead stopped")
+        return datetime.fromisoformat(resumed.started)
+
+    def _make_frontier(self) -> Any:  # a SharedFrontier: Frontier's interface, in Redis
+        job = self.job
+        return SharedFrontier(
+            self.r,
+            self.collection.name,
+            self.run_id,
+            self.worker_key,
+            delay=job.delay,
+            per_host=job.concurrency,  # leases per host across all workers: the job's connections per host
+            max_urls=job.max_urls,
+            lease_seconds=self.lease_seconds,
+            do=self._patient,
+        )
+
+    def _seed(self) -> None:
+        if self.lead:
+            self.paging.seed()
+            assert self.shared is not None
+            self.shared.open_to_others()
+
+    def _closes_run(self) -> bool:
+        # Listing pages are read by whichever worker takes them: no one worker can tell that a
+        # content page vanished from all of them. Such pages are left to their due recheck.
+        return False
+
+    def _stored(self) -> tuple[list[str], int]:
+        files, size = list(self.roller.files), self.roller.bytes_written
+        if self.lead:
+            for figures in self._others():
+                files += figures.get("warc_files") or []
+                size += figures.get("bytes_stored") or 0
+        return sorted(set(files)), size
+
+    def _failure(self) -> str | None:
+        fetched = self.figures.urls_fetched + sum(f.get("urls_fetched") or 0 for f in self._others())
+        return None if fetched else super()._failure()
+
+    async def _end_run(self, started: datetime) -> datetime:
+        assert self.shared is not None
+        if not self.lead:
+            self.roller.close()
+            self.figures.warc_files, self.figures.bytes_stored = self._stored()
+            self._beat(left=True)
+            return utc_now()
+        self._patient(self.shared.closing)
+        while not self._patient(lambda: self.shared.others_done(self.worker_key, self.lease_seconds)):
+            await asyncio.sleep(0.2)
+        for figures in self._others():
+            add_figures(self.figures.__dict__, {k: v for k, v in figures.items() if k not in _NOT_ADDED})
+        assert isinstance(self.frontier, SharedFrontier)
+        self.expired_leases, _ = self.frontier.expired()
+        counts = collections.Counter(c["url"] for c in self.state.captures(run_id=self.run_id))
+        self.captured_twice = sorted(url for url, n in counts.items() if n > 1)
+        if self.expired_leases:
+            self.notes.append(
+                f"{self.expired_leases} lease(s) expired (a worker stopped or was too slow); "
+                f"{len(self.captured_twice)} URL(s) captured twice because of it"
+            )
+        finished = await super()._end_run(started)
+        self.shared.close()
+        return finished
+
+    def _others(self) -> list[dict]:
+        if self.shared is None:
+            return []
+        workers = self._patient(self.shared.workers)
+        return [w["figures"] for key, w in workers.items() if key != self.worker_key]
+
+    def _report(self, force: bool = False) -> None:
+        super()._report(force)
+        if force or time.monotonic() - self._last_beat >= BEAT_EVERY:
+            self._beat()
+
+    def _beat(self, left: bool = False) -> None:
+        if self.shared is None:
+            return
+        self._last_beat = time.monotonic()
+        figures = {**self.figures.as_dict(), "warc_files": list(self.roller.files)}
+        figures["bytes_stored"] = self.roller.bytes_written
+        self._patient(lambda: self.shared.beat(self.worker_key, figures, left))
+
+    def summary(self, started: datetime, finished: datetime) -> dict:
+        out = super().summary(started, finished)
+        out.update(
+            worker=self.worker_label,
+            lead=self.lead,
+            expired_leases=self.expired_leases,
+            captured_twice=self.captured_twice,
+        )
+        return out
+
+    # -- robots.txt once per run -------------------------------------------------------------------------
+    async def _fetch_robots(self, url: str) -> tuple[int | None, bytes | None]:
+        assert self.shared is not None
+        shared = self.shared
+        while True:
+            answer = self._patient(lambda: shared.robots_answer(url))
+            if answer is not None:
+                kind, value = answer
+                if kind == "error":
+                    raise RobotsUnreachable(value)
+                return value
+            if self._patient(lambda: shared.claim_robots(url, self.worker_key, self.lease_seconds)):
+                return await self._fetch_robots_for_all(shared, url)
+            await asyncio.sleep(0.05)
+
+    async def _fetch_robots_for_all(self, shared: SharedRun, url: str) -> tuple[int | None, bytes | None]:
+        try:
+            fetched = await super()._fetch_robots(url)
+        except RobotsUnreachable as exc:
+            why = str(exc)
+            self._patient(lambda: shared.put_robots_error(url, why))
+            raise
+        self._patient(lambda: shared.put_robots(url, *fetched))
+        return fetched

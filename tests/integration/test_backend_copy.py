@@ -1,0 +1,75 @@
+"""`strata backend copy --to redis://...` and back: counts checked, and the copy is what the other
+backend then works from."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from datetime import UTC, datetime
+
+from click.testing import CliRunner
+
+from cli import cli
+from harvester.jobs.queue import ScheduleEntry, open_queue
+from index import redisdb
+from index.collection import Collection
+from index.state import HarvestState
+from strata.errors import ConfigError
+from tests.conftest import harvest
+
+
+def _copy(root, *args):
+    return CliRunner().invoke(cli, ["backend", "copy", *args, "--root", str(root)])
+
+
+def test_copy_to_redis_and_back(root, site, redis_url, monkeypatch):
+    harvest(root, site)
+    queue = open_queue(root)  # SQLite
+    entry, _ = queue.enqueue("sample", "test", "full")
+    queue.save_schedule(ScheduleEntry("sample", "test", "daily", datetime(2030, 1, 1, tzinfo=UTC), None, False))
+    queue.close()
+    db = Collection(root, "sample").db_path
+    with HarvestState(db) as state:
+        urls = {row["url"]: row for row in state.known_urls()}
+
+    out = _copy(root, "--to", redis_url)
+    assert out.exit_code == 0, out.output
+    assert "DIFFERENT" not in out.output and out.output.count(" ok") == 7
+    assert "Now set STRATA_REDIS=" in out.output
+    client = redisdb.connect(redis_url)
+    assert {u: json.loads(r) for u, r in client.hgetall(redisdb.urls_key("sample")).items()} == urls
+    assert client.zcard(redisdb.cdxj_key("sample")) == len(
+        Collection(root, "sample").cdxj_path.read_bytes().splitlines()
+    )
+
+    monkeypatch.setenv("STRATA_REDIS", redis_url)  # switched: the root now works from Redis
+    queue = open_queue(root)
+    assert queue.get(entry.id).status == "queued" and queue.schedule("sample", "test").frequency == "daily"
+    assert queue.enqueue("sample", "other")[0].id == entry.id + 1  # ids go on after the copied ones
+    queue.close()
+    conn = sqlite3.connect(db)  # the file forgets; the next run's digests and URL state come from Redis
+    with conn:
+        conn.execute("DELETE FROM urls")
+        conn.execute("DELETE FROM url_jobs")
+        conn.execute("DELETE FROM digests")
+    conn.close()
+    site.version = 2
+    run2 = harvest(root, site)
+    assert run2["mode"] == "incremental" and run2["revisits"] > 0
+
+    monkeypatch.delenv("STRATA_REDIS")
+    back = _copy(root, "--to", "sqlite", "--from", redis_url)
+    assert back.exit_code == 0, back.output
+    assert "DIFFERENT" not in back.output and back.output.count(" ok") == 7
+    with HarvestState(db) as state:
+        again = {row["url"]: row for row in state.known_urls()}
+        assert len(again) == client.hlen(redisdb.urls_key("sample")) >= len(urls)
+        assert dict(state.digest_rows()).keys() == client.hgetall(redisdb.digests_key("sample")).keys()
+    client.close()
+
+
+def test_bad_targets_are_one_line(root):
+    bad = _copy(root, "--to", "http://x/")
+    assert isinstance(bad.exception, ConfigError) and "--to: 'http://x/' is not a Redis URL" in str(bad.exception)
+    unsaid = _copy(root, "--to", "sqlite")
+    assert isinstance(unsaid.exception, ConfigError) and "give --from redis://host:port/db" in str(unsaid.exception)

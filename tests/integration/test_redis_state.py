@@ -1,0 +1,81 @@
+"""Per-URL harvest state and the digest index in Redis: an incremental run reads them from there."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from urllib.parse import urlsplit
+
+from index import redisdb
+from index.collection import Collection
+from index.state import HarvestState
+from tests.conftest import harvest
+
+
+def _classes(root, run_id):
+    with HarvestState(Collection(root, "sample").db_path) as state:
+        return {urlsplit(r["url"]).path: (r["record_type"], r["class"]) for r in state.captures(run_id=run_id)}
+
+
+def _v1_then_v2(root, site, between=None):
+    site.version = 1
+    first = harvest(root, site)
+    if between:
+        between()
+    site.version = 2
+    second = harvest(root, site)
+    return first, second
+
+
+def test_an_incremental_run_reads_url_state_and_digests_from_redis(tmp_path, site, redis_url, monkeypatch):
+    baseline_root = tmp_path / "baseline" / "collections"
+    baseline_root.mkdir(parents=True)
+    _, base2 = _v1_then_v2(baseline_root, site)  # SQLite: the reference
+
+    monkeypatch.setenv("STRATA_REDIS", redis_url)
+    root = tmp_path / "redis" / "collections"
+    root.mkdir(parents=True)
+    client = redisdb.connect(redis_url)
+    db = Collection(root, "sample").db_path
+
+    def forget_locally():
+        # What Redis holds equals the file's rows; then the file forgets them: all that the
+        # incremental run knows of URLs and payloads must come from Redis.
+        with HarvestState(db) as state:
+            local = {row["url"]: row for row in state.known_urls()}
+            digests = dict(state.digest_rows())
+        held = {url: json.loads(raw) for url, raw in client.hgetall(redisdb.urls_key("sample")).items()}
+        assert held.keys() == local.keys() and len(held) > 40
+        for url, row in local.items():
+            assert {k: held[url].get(k) for k in row} == row, url
+        assert client.scard(redisdb.job_urls_key("sample", "test")) == len(local)
+        assert client.hlen(redisdb.digests_key("sample")) == len(digests) > 0
+        assert client.smembers(redisdb.indexed_key("sample"))
+        conn = sqlite3.connect(db)
+        with conn:
+            conn.execute("DELETE FROM urls")
+            conn.execute("DELETE FROM url_jobs")
+            conn.execute("DELETE FROM digests")
+        conn.close()
+
+    _, run2 = _v1_then_v2(root, site, forget_locally)
+    assert run2["mode"] == "incremental"
+    assert _classes(root, run2["run_id"]) == _classes(baseline_root, base2["run_id"])
+    assert run2["revisits"] == base2["revisits"] > 0 and run2["bytes_saved"] == base2["bytes_saved"]
+    client.close()
+
+
+def test_a_rebuild_refreshes_what_redis_holds(root, site, redis_url, monkeypatch):
+    from index.rebuild import rebuild_state
+
+    monkeypatch.setenv("STRATA_REDIS", redis_url)
+    harvest(root, site)
+    client = redisdb.connect(redis_url)
+    held = client.hgetall(redisdb.urls_key("sample"))
+    lines = client.zcard(redisdb.cdxj_key("sample"))
+    client.flushall()  # Redis lost everything (no persistence)
+    rebuild_state(Collection(root, "sample"))
+    assert client.hlen(redisdb.urls_key("sample")) == len(held) > 40
+    assert client.zcard(redisdb.cdxj_key("sample")) == lines > 40
+    assert client.hlen(redisdb.digests_key("sample")) > 0 and client.scard(redisdb.indexed_key("sample")) > 0
+    client.close()

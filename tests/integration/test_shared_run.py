@@ -1,0 +1,211 @@
+"""Several `strata worker` processes on one run, sharing its frontier in a real Redis: v1 then v2 of
+the sample site, right URL by URL, no URL captured twice; one worker killed mid-run, the run still
+completes right."""
+
+from __future__ import annotations
+
+import collections
+import os
+import signal
+import subprocess
+import time
+from urllib.parse import urlsplit
+
+import pytest
+from warcio.archiveiterator import ArchiveIterator
+
+from harvester.job import validate_job
+from harvester.jobs.queue import open_queue
+from index.collection import Collection
+from index.state import HarvestState
+from tests.conftest import VENV_BIN, harvest
+
+STRATA = str(VENV_BIN / "strata")
+
+
+def _job(root, site, **extra):
+    coll = Collection.open(root, "sample", create=True)
+    job = validate_job("news", {"seeds": [site.base_url + "/"], "delay": 0.0, "depth": 6, "timeout": 10.0, **extra})
+    coll.job_path("news").write_text(job.to_toml())
+    return coll
+
+
+def _workers(root, redis_url, labels, *extra):
+    env = {**os.environ, "STRATA_REDIS": redis_url}
+    return {
+        label: subprocess.Popen(
+            [STRATA, "worker", "--once", "--poll", "0.1", "--label", label, "--root", str(root)]
+            + ["--allow-network", "127.0.0.1/32", *extra],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for label in labels
+    }
+
+
+def _wait(procs, timeout=120):
+    out = {}
+    for label, proc in procs.items():
+        _, err = proc.communicate(timeout=timeout)
+        out[label] = (proc.returncode, err)
+    return out
+
+
+def _run_of(root, entry_id, redis_url, monkeypatch):
+    monkeypatch.setenv("STRATA_REDIS", redis_url)
+    queue = open_queue(root)
+    entry = queue.get(entry_id)
+    queue.close()
+    return entry
+
+
+def _captures(root, run_id):
+    with HarvestState(Collection(root, "sample").db_path) as state:
+        return state.captures(run_id=run_id)
+
+
+def _by_path(caps):
+    return {urlsplit(c["url"]).path: (c["record_type"], c["class"]) for c in caps}
+
+
+def _writers(root, run_id):
+    """worker label of each WARC file of the run, from its warcinfo, and the file name's label."""
+    out = {}
+    for path in sorted((root / "sample" / "archive").glob("*.warc.gz")):
+        with open(path, "rb") as fh:
+            info = next(iter(ArchiveIterator(fh)))
+            fields = dict(
+                line.split(": ", 1) for line in info.content_stream().read().decode().splitlines() if ": " in line
+            )
+        if fields.get("run-id") == run_id:
+            out[path.name] = fields.get("worker")
+    return out
+
+
+@pytest.mark.slow
+def test_three_workers_share_one_run_v1_then_v2(tmp_path, root, site, redis_url, monkeypatch):
+    reference = tmp_path / "reference" / "collections"
+    reference.mkdir(parents=True)
+    ref1 = harvest(reference, site)
+    site.version = 2
+    ref2 = harvest(reference, site)
+
+    site.latency = 0.01  # each URL takes a while: all three workers get some
+    _job(root, site)
+    monkeypatch.setenv("STRATA_REDIS", redis_url)
+    results = []
+    for version, mode, ref in ((1, "full", ref1), (2, "incremental", ref2)):
+        site.version = version
+        queue = open_queue(root)
+        entry, _ = queue.enqueue("sample", "news", mode)
+        queue.close()
+        done = _wait(_workers(root, redis_url, ["w1", "w2", "w3"]))
+        assert all(code == 0 for code, _ in done.values()), done
+        finished = _run_of(root, entry.id, redis_url, monkeypatch)
+        assert finished.status == "finished", finished.error
+        summary = finished.summary
+        caps = _captures(root, summary["run_id"])
+        counts = collections.Counter(c["url"] for c in caps)
+        assert [u for u, n in counts.items() if n > 1] == [] and summary["captured_twice"] == []
+        assert _by_path(caps) == _by_path(_captures(reference, ref["run_id"]))  # URL by URL as one harvester
+        writers = _writers(root, summary["run_id"])
+        assert set(writers.values()) == {"w1", "w2", "w3"}, writers  # every worker wrote, each its own files
+        assert all(name.endswith(f"-{label}.warc.gz") for name, label in writers.items())
+        assert sorted(summary["warc_files"]) == sorted(writers)
+        assert summary["bytes_stored"] == sum((root / "sample" / "archive" / f).stat().st_size for f in writers)
+        for cls in ("new", "changed", "unchanged", "not_modified", "redirect"):
+            assert summary[cls] == ref[cls], cls  # the sum of the workers' figures
+        assert summary["revisits"] == ref["revisits"]
+        results.append(summary)
+    assert results[1]["mode"] == "incremental" and results[1]["revisits"] > 0
+
+
+@pytest.mark.slow
+def test_a_worker_killed_mid_run_loses_nothing(tmp_path, root, site, redis_url, monkeypatch):
+    reference = tmp_path / "reference" / "collections"
+    reference.mkdir(parents=True)
+    ref = harvest(reference, site)
+    site.latency = 0.05
+    _job(root, site)
+    monkeypatch.setenv("STRATA_REDIS", redis_url)
+    queue = open_queue(root)
+    entry, _ = queue.enqueue("sample", "news", "full")
+    queue.close()
+    procs = _workers(root, redis_url, ["w1", "w2"], "--lease", "3")
+    archive = root / "sample" / "archive"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and len(list(archive.glob("*.warc.gz.open"))) < 2:
+        time.sleep(0.02)
+    time.sleep(0.8)
+    # The lead (the worker that claimed the entry) dies: the hardest case, its run must be resumed.
+    queue = open_queue(root)
+    lead_pid = int(queue.get(entry.id).worker.split(":")[1])
+    queue.close()
+    lead, other = sorted(procs, key=lambda label: procs[label].pid != lead_pid)
+    procs[lead].send_signal(signal.SIGKILL)
+    procs[lead].wait()
+    torn = list(archive.glob(f"*-{lead}.warc.gz.open"))
+    assert torn  # it died with its file open
+    again = _workers(root, redis_url, [lead], "--lease", "3")  # started again with its label: repairs, resumes
+    done = _wait({other: procs[other], **again})
+    assert all(code == 0 for code, _ in done.values()), done
+    assert not list(archive.glob("*.open"))
+    assert all((archive / p.name.removesuffix(".open")).is_file() for p in torn)  # repaired and sealed
+    for path in archive.glob("*.warc.gz"):
+        checked = subprocess.run([str(VENV_BIN / "fastwarc"), "check", str(path)], capture_output=True, text=True)
+        assert checked.returncode == 0, (path.name, checked.stdout)
+    queue = open_queue(root)
+    first, retry = queue.get(entry.id), queue.entries(collection="sample")[0]
+    queue.close()
+    assert first.status == "interrupted" and (retry.retry_of, retry.status) == (entry.id, "finished"), retry.error
+    summary = retry.summary
+    with HarvestState(Collection(root, "sample").db_path) as state:
+        assert [r["run_id"] for r in state.runs()] == [summary["run_id"]]  # the retry resumed it: one run
+    assert {p.name.removesuffix(".open") for p in torn} <= set(_writers(root, summary["run_id"]))
+    caps = _captures(root, summary["run_id"])
+    assert set(_by_path(caps)) == set(_by_path(_captures(reference, ref["run_id"])))  # every URL captured
+    twice = sorted(u for u, n in collections.Counter(c["url"] for c in caps).items() if n > 1)
+    assert twice == summary["captured_twice"]
+    assert summary["expired_leases"] >= 1  # w2 died holding URLs; they came back to w1 or the new w2
+    assert len(twice) <= summary["expired_leases"]  # only URLs whose lease expired
+    verified = subprocess.run([STRATA, "verify", "sample", "--root", str(root)], capture_output=True, text=True)
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+
+
+@pytest.mark.slow
+def test_redis_stopped_and_restarted_mid_run(tmp_path, root, site, redis_server, redis_url, monkeypatch):
+    """Workers wait for Redis (with backoff) and go on from what its append-only file kept: the
+    run finishes once, every URL captured once."""
+    reference = tmp_path / "reference" / "collections"
+    reference.mkdir(parents=True)
+    ref = harvest(reference, site)
+    site.latency = 0.05
+    _job(root, site)
+    monkeypatch.setenv("STRATA_REDIS", redis_url)
+    queue = open_queue(root)
+    entry, _ = queue.enqueue("sample", "news", "full")
+    queue.close()
+    procs = _workers(root, redis_url, ["w1", "w2"])
+    archive = root / "sample" / "archive"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and len(list(archive.glob("*.open"))) < 2:
+        time.sleep(0.02)
+    time.sleep(0.5)
+    redis_server.stop()  # by its PID
+    time.sleep(2.0)
+    assert all(p.poll() is None for p in procs.values())  # waiting, not gone
+    redis_server.start()
+    done = _wait(procs)
+    assert all(code == 0 for code, _ in done.values()), done
+    assert any("Redis at" in err and "cannot be reached" in err for _, err in done.values()), done  # said so
+    finished = _run_of(root, entry.id, redis_url, monkeypatch)
+    assert any("cannot be reached" in note for note in finished.summary["notes"]), finished.summary["notes"]
+    assert finished.status == "finished" and finished.attempt == 1, finished.error
+    queue = open_queue(root)
+    assert [e.id for e in queue.entries()] == [entry.id]  # no retry queued: the run was not done twice
+    queue.close()
+    caps = _captures(root, finished.summary["run_id"])
+    assert _by_path(caps) == _by_path(_captures(reference, ref["run_id"]))
+    assert len(caps) == len({c["url"] for c in caps})

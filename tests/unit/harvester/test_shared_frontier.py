@@ -1,0 +1,102 @@
+"""The shared frontier in a real Redis: one URL once per run, per-host limits across workers, leases."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from harvester.frontier import Item
+from harvester.shared_frontier import SharedFrontier
+from index import redisdb
+
+
+def _pair(redis_url, **kw):
+    client = redisdb.connect(redis_url)
+    opts = {"delay": 0.0, "per_host": 1, "max_urls": 100, **kw}
+    return client, SharedFrontier(client, "c", "r1", "w1", **opts), SharedFrontier(client, "c", "r1", "w2", **opts)
+
+
+def test_two_workers_share_one_queue_and_one_host_limit(redis_url):
+    client, a, b = _pair(redis_url)
+    for i in range(3):
+        assert a.add(Item(f"http://one.test/{i}", 1, "navigation"))
+    assert not b.add(Item("http://one.test/0", 1, "navigation"))  # queued once per run, whoever queues it
+    assert b.add(Item("http://two.test/x", 1, "embed"))
+    assert len(a) == 4 and b.seen("http://one.test/2")
+
+    async def take():
+        first = await a.get()
+        second = await b.get()  # one.test has its one lease out: b gets two.test
+        return first, second
+
+    first, second = asyncio.run(take())
+    assert {first.host, second.host} == {"one.test", "two.test"} and a.in_flight == 2
+
+    async def blocked():
+        # the host with items queued is busy with first's lease: nothing for b until it is done
+        host_busy = next(i for i in (first, second) if i.host == "one.test")
+        owner = a if host_busy is first else b
+        waiter = asyncio.create_task(b.get())
+        await asyncio.sleep(0.2)
+        assert not waiter.done()
+        await owner.done(host_busy)
+        return await asyncio.wait_for(waiter, 2)
+
+    third = asyncio.run(blocked())
+    assert third.host == "one.test"
+    client.close()
+
+
+def test_request_starts_are_spaced_across_workers(redis_url):
+    client, a, b = _pair(redis_url, delay=0.3, per_host=4)
+    for i in range(3):
+        a.add(Item(f"http://one.test/{i}", 1, "navigation"))
+
+    async def take():
+        times = []
+        for frontier in (a, b, a):
+            await frontier.get()
+            times.append(time.monotonic())
+        return times
+
+    times = asyncio.run(take())
+    assert times[1] - times[0] >= 0.28 and times[2] - times[1] >= 0.28
+    client.close()
+
+
+def test_an_expired_lease_comes_back_counted_and_the_run_settles(redis_url):
+    client, a, b = _pair(redis_url, lease_seconds=0.3)
+    a.add(Item("http://one.test/a", 1, "navigation"))
+
+    async def go():
+        lost = await a.get()  # "a" dies holding it
+        assert not b.settled()
+        again = await asyncio.wait_for(b.get(), 3)
+        assert again.url == lost.url
+        await b.done(again)
+        await a.done(lost)  # too late: the lease was reclaimed; nothing is counted twice
+        return await asyncio.wait_for(b.get(), 2)
+
+    assert asyncio.run(go()) is None
+    assert b.settled() and b.expired() == (1, ["http://one.test/a"])
+    client.close()
+
+
+def test_a_crawl_delay_learnt_by_one_worker_paces_the_others(redis_url):
+    client, a, b = _pair(redis_url, per_host=4)
+    for i in range(3):
+        a.add(Item(f"http://one.test/{i}", 1, "navigation"))
+    a.set_host_delay("one.test", 0.3)  # a read robots.txt: Crawl-delay 0.3
+
+    async def take():
+        times = []
+        for frontier in (b, b, a):
+            await frontier.get()
+            times.append(time.monotonic())
+        return times
+
+    started = time.monotonic()
+    times = asyncio.run(take())
+    assert times[0] - started >= 0.25  # the first request waits a delay after the robots.txt request
+    assert times[1] - times[0] >= 0.28 and times[2] - times[1] >= 0.28
+    client.close()
