@@ -21,7 +21,8 @@ def diff_command(collection, url, ts1, ts2, as_json, root) -> None:
     each the latest capture at or before it). Same payload digest: "identical", and which capture is
     a revisit of which, without reading either body; text and HTML: the main text with deletions
     as [-...-] and insertions as {+...+}; images and other types: their sizes. Exit 0 once compared
-    (identical or not), 2 for an unknown collection, URL or timestamp."""
+    (identical or not), 2 for an unknown collection, URL or timestamp, 1 when a payload cannot be
+    read from the WARCs."""
     from index.collection import Collection
     from index.compare import compare
 

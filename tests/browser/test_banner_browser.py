@@ -121,6 +121,7 @@ def test_embeds_from_a_later_capture_are_counted(browser, mixed_server, width):
     context.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("width", WIDTHS)
 def test_compare_from_the_calendar_and_from_the_banner(browser, mixed_server, width):
     context, tab = open_tab(browser, width)
