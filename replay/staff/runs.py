@@ -58,7 +58,8 @@ def progress_view(entry: QueuedRun) -> dict:
         "finished_at": _iso(entry.finished_at),
         "error": entry.error,
         "run_id": entry.run_id,
-        "done": figures.get("done", fetched),
+        # a run's last heartbeat may be older than its end: once it ended, its summary says
+        "done": entry.summary.get("requests", fetched) if entry.summary else figures.get("done", fetched),
         "queued": 0 if entry.summary else figures.get("queued", 0),
         "in_flight": 0 if entry.summary else figures.get("in_flight", 0),
         "urls_fetched": fetched,
