@@ -99,9 +99,9 @@ def _export(root, params, every: bool, fmt: str, as_json: bool, page: int, per_p
     from index.fulltext.export import all_hits, csv_lines, hit_page, jsonl_lines
 
     if as_json and not every:
-        click.echo(json.dumps(hit_page(root, params, page, per_page), ensure_ascii=False, indent=1))
+        click.echo(json.dumps(hit_page(root, params, page, per_page, private=True), ensure_ascii=False, indent=1))
         return
-    hits = all_hits(root, params)
+    hits = all_hits(root, params, private=True)
     if hits.unindexed:
         raise ConfigError(
             f"collection {hits.unindexed[0]!r} has no full-text index yet; build it with: "

@@ -68,29 +68,39 @@ class HitSet:
     prefixes: set[str]
     timed_out: bool
     unindexed: list[str]
+    private_views: list[IndexView] = dataclasses.field(default_factory=list)  # opened for this export alone
 
     @property
     def total(self) -> int:
         return len(self.groups)
 
 
-def all_hits(root: Path, params: SearchParams, time_limit: float | None = None) -> HitSet:
+RELEASE_EVERY = 2000  # rows between two unmappings of a private view's pages
+
+
+def all_hits(root: Path, params: SearchParams, time_limit: float | None = None, private: bool = False) -> HitSet:
     """Group every matching document by (collection, URL). ``time_limit`` (seconds per collection)
-    bounds the work; past it the collection's hits so far are kept and ``timed_out`` is set."""
+    bounds the work; past it the collection's hits so far are kept and ``timed_out`` is set.
+    ``private`` (a process that exports and ends, the CLI): each index is opened for this export
+    alone, unpopulated, and the pages it has read are unmapped as the rows go out, so the process's
+    memory is what it holds, not the size of the index (a server shares its searches' views)."""
     p = dataclasses.replace(params, page=1, per_page=1).checked()
     parsed = parse_query(p.q)
     names = p.collections if p.collections is not None else list_collections(root)
     groups: dict[tuple[str, str], _Group] = {}
     timed_out = False
     unindexed: list[str] = []
+    private_views: list[IndexView] = []
     lo, hi = p.date_from, p.date_to
     for name in names:
         coll = Collection.open(Path(root), name)
-        view = open_view(coll)
+        view = _private_view(coll) if private else open_view(coll)
         if view is None:
             if coll.warc_files():
                 unindexed.append(name)
             continue
+        if private:
+            private_views.append(view)
         shown = capture_filter(Path(root), name, "search-export")
         deadline = math.inf if time_limit is None else time.monotonic() + time_limit
         try:
@@ -124,7 +134,16 @@ def all_hits(root: Path, params: SearchParams, time_limit: float | None = None) 
         hits.sort(key=lambda g: (min(g.stamps), -g.score))
     else:
         hits.sort(key=lambda g: (-g.score, g.url))
-    return HitSet(p, hits, parsed.terms, parsed.prefixes, timed_out, unindexed)
+    for view in private_views:
+        view.release_pages()
+    return HitSet(p, hits, parsed.terms, parsed.prefixes, timed_out, unindexed, private_views)
+
+
+def _private_view(coll: Collection) -> IndexView | None:
+    try:
+        return IndexView(coll, populate=False)
+    except FileNotFoundError:
+        return None
 
 
 def _hit(hits: HitSet, group: _Group, with_snippet: bool = False) -> dict:
@@ -158,13 +177,13 @@ def _hit(hits: HitSet, group: _Group, with_snippet: bool = False) -> dict:
     return out
 
 
-def hit_page(root: Path, params: SearchParams, page: int, per_page: int) -> dict:
+def hit_page(root: Path, params: SearchParams, page: int, per_page: int, private: bool = False) -> dict:
     """One page of every hit: ``{total, hits, page, per_page, pages}`` (and the query's filters)."""
     if not 1 <= per_page <= MAX_EXPORT_PER_PAGE:
         raise QueryError(f"per_page must be from 1 to {MAX_EXPORT_PER_PAGE}")
     if page < 1:
         raise QueryError("page must be 1 or more")
-    hits = all_hits(root, params)
+    hits = all_hits(root, params, private=private)
     _require_indexed(hits)
     chosen = hits.groups[(page - 1) * per_page : page * per_page]
     p = hits.params
@@ -197,6 +216,9 @@ def iter_rows(hits: HitSet, limit: int | None = None) -> Iterator[dict]:
             return
         hit = _hit(hits, group)
         yield {k: hit[k] for k in CSV_FIELDS}
+        if n % RELEASE_EVERY == RELEASE_EVERY - 1:
+            for view in hits.private_views:
+                view.release_pages()
 
 
 def jsonl_lines(hits: HitSet, limit: int | None = None) -> Iterator[str]:

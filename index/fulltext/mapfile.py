@@ -32,12 +32,22 @@ class MappedStorage(FileStorage):
         # without mmap, CompoundStorage asks the file for subset(): _MappedFile answers with views
         super().__init__(str(path), supports_mmap=False, readonly=readonly)
         self.populate = populate
+        self._mapped: list[_MappedFile] = []
 
     def open_file(self, name, **kwargs):
         f = super().open_file(name, **kwargs)
         if name.endswith(".seg"):
-            return _MappedFile(f.file, name, self.populate)
+            mapped = _MappedFile(f.file, name, self.populate)
+            self._mapped.append(mapped)
+            return mapped
         return f
+
+    def release_pages(self) -> None:
+        """Drop the pages read so far from this process's mappings (``MADV_DONTNEED``): they stay in
+        the page cache, and a later read maps them again. For a reader that goes through the whole
+        index once (an export), so that its RSS stays at what it holds, not what it has read."""
+        for mapped in self._mapped:
+            mapped.release_pages()
 
 
 class _MappedFile(StructFile):
@@ -47,6 +57,10 @@ class _MappedFile(StructFile):
         super().__init__(fileobj, name=name)
         flags = mmap.MAP_SHARED | (getattr(mmap, "MAP_POPULATE", 0) if populate else 0)
         self._map = mmap.mmap(fileobj.fileno(), 0, flags=flags, prot=mmap.PROT_READ)
+
+    def release_pages(self) -> None:
+        if not self._map.closed and hasattr(mmap, "MADV_DONTNEED"):
+            self._map.madvise(mmap.MADV_DONTNEED)
 
     def subset(self, position: int, length: int, name: str | None = None) -> BufferFile:
         return _ViewFile(memoryview(self._map)[position : position + length], name or self._name)

@@ -68,8 +68,8 @@ class IndexView:
     """A collection's full-text index at one generation, opened for searching; threads share it
     (its files are read by slicing maps; its caches are filled under a lock)."""
 
-    def __init__(self, coll: Collection):
-        ix = open_index(coll, populate=True)
+    def __init__(self, coll: Collection, populate: bool = True):
+        ix = open_index(coll, populate=populate)
         if ix is None:
             raise FileNotFoundError(coll.fulltext_dir)
         self.coll = coll
@@ -104,6 +104,11 @@ class IndexView:
     def close(self) -> None:
         self.searcher.close()
         self._store.close()
+
+    def release_pages(self) -> None:
+        """Unmap the index pages read so far (``index.fulltext.mapfile``); for a private view that
+        reads every document once. A shared view keeps its pages: searches would fault them again."""
+        self.ix.storage.release_pages()
 
     @property
     def captures(self) -> CaptureTable:
