@@ -10,11 +10,13 @@ token; that host then sets its own cookie. The console's cookies never go there.
 
 from __future__ import annotations
 
+import re
+from datetime import UTC, datetime
 from urllib.parse import quote, urlencode
 
 from flask import Blueprint, abort, g, redirect, render_template, request, url_for
 
-from index.access import ACCESS, LEVELS, AccessRules, Rule
+from index.access import ACCESS, LEVELS, AccessRules, Rule, check_level, urlkey
 from index.collection import Collection, list_collections
 from replay.access_grants import ENTRY_PATH, Grants
 from replay.staff.context import ext
@@ -47,6 +49,26 @@ def index():
     return render_template("staff/access_index.html", collections=list_collections(ext()["root"]), sessions=sessions)
 
 
+def _check(rules: AccessRules) -> dict | None:
+    """The answer to the page's "check a URL" form (a GET: it changes nothing), like ``strata access check``."""
+    url = request.args.get("check", "").strip()
+    if not url:
+        return None
+    level = request.args.get("as") or "public"
+    at = (request.args.get("at") or "").strip() or datetime.now(UTC).strftime("%Y%m%d%H%M%S")
+    try:
+        check_level(level, "as")
+        if not re.fullmatch(r"\d{4,14}", at):
+            raise ConfigError(f"at: {at!r} is not a timestamp; use 4 to 14 digits")
+        target = url if "://" in url else "http://" + url
+        if any(c.isspace() for c in target):
+            raise ConfigError(f"URL: {url!r} is not a URL")
+        verdict = rules.rules().verdict_key(urlkey(target), at.ljust(14, "0"), level)
+    except ConfigError as exc:
+        return {"url": url, "as": level, "at": at, "error": exc.message}
+    return {"url": url, "as": level, "at": at, "verdict": verdict}
+
+
 def _page(collection: str, error: str | None = None, form: dict | None = None, status: int = 200):
     rules = _rules(collection)
     listed = sorted(rules.rules().rules_with_default(), key=lambda r: r.keys, reverse=True)
@@ -60,6 +82,7 @@ def _page(collection: str, error: str | None = None, form: dict | None = None, s
         access_values=ACCESS,
         levels=LEVELS,
         restricted=bool(ext()["settings"]["restricted_url"]),
+        check=_check(rules) if status == 200 else None,
     ), status
 
 

@@ -69,6 +69,11 @@ def test_takedown_takes_effect_at_the_next_request_with_no_restart(console, rule
 
 def test_the_console_refuses_bad_rules_with_the_field(console, ruled):
     staff, _ = console
+    checked = staff.get("/access/ruled", query_string={"check": ruled.url("/gallery.html"), "as": "staff"})
+    assert "Visible: needs staff" in checked.text and ruled.rules["/gallery.html"].id in checked.text
+    checked = staff.get("/access/ruled", query_string={"check": ruled.url("/gallery.html"), "as": "reading-room"})
+    assert "exclude (404): needs staff" in checked.text
+    assert "is not a level" in staff.get("/access/ruled", query_string={"check": "x.gov", "as": "boss"}).text
     cases = {
         ("ftp://x/", "block", "", ""): "PREFIX:",
         ("http://example.gov/", "block", "boss", ""): "--level:",

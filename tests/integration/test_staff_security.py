@@ -15,7 +15,7 @@ from replay.staff.security import PUBLIC_ENDPOINTS
 from strata.errors import ConfigError
 from tests.support.staff_helpers import STAFF_HOST, csrf_from, log_in, make_client, write_job
 
-SAMPLE_ARGS = {"collection": "c", "name": "j", "entry_id": 1, "filename": "staff.css"}
+SAMPLE_ARGS = {"collection": "c", "name": "j", "entry_id": 1, "filename": "staff.css", "rule_id": "r1"}
 
 
 def _queue_size(root) -> int:
@@ -59,6 +59,12 @@ def test_every_route_refuses_anonymous_users(staff_app, anon, staff_root):
         "runs.api_show",
         "runs.cancel",
         "auth.logout",
+        "access.index",
+        "access.add",
+        "access.takedown",
+        "access.remove",
+        "access.open_restricted",
+        "access.revoke",
     } <= endpoints
     assert (Collection(staff_root, "c").job_path("j")).exists()
     queue = open_queue(staff_root)
