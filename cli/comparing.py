@@ -14,9 +14,17 @@ from cli._base import cli, root_option
 @click.argument("url")
 @click.argument("ts1")
 @click.argument("ts2")
+@click.option(
+    "--as",
+    "level",
+    type=click.Choice(["public", "reading-room", "staff"]),
+    default="public",
+    show_default=True,
+    help="Whose view: only captures the access rules (strata access) show that level are compared.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as one JSON object.")
 @root_option
-def diff_command(collection, url, ts1, ts2, as_json, root) -> None:
+def diff_command(collection, url, ts1, ts2, level, as_json, root) -> None:
     """Compare the captures of URL in COLLECTION as of TS1 and TS2 (4 to 14 digits, YYYYMMDDhhmmss;
     each the latest capture at or before it). Same payload digest: "identical", and which capture is
     a revisit of which, without reading either body; text and HTML: the main text with deletions
@@ -26,7 +34,7 @@ def diff_command(collection, url, ts1, ts2, as_json, root) -> None:
     from index.collection import Collection
     from index.compare import compare
 
-    result = compare(Collection.open(root, collection), url, ts1, ts2)
+    result = compare(Collection.open(root, collection), url, ts1, ts2, {"level": level})
     if as_json:
         click.echo(json.dumps(result.as_dict(), ensure_ascii=False))
         return

@@ -24,9 +24,17 @@ def export_group() -> None:
 @click.option(
     "--run", "run_id", metavar="RUN", help="Only the captures of this harvest run (strata report lists them)."
 )
+@click.option(
+    "--as",
+    "level",
+    type=click.Choice(["public", "reading-room", "staff"]),
+    default="public",
+    show_default=True,
+    help="Whose view: the captures the access rules (strata access) show that level.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as one JSON object.")
 @root_option
-def export_wacz_command(collection, out, date_from, date_to, url_prefix, run_id, as_json, root) -> None:
+def export_wacz_command(collection, out, date_from, date_to, url_prefix, run_id, level, as_json, root) -> None:
     """Write a WACZ 1.1.1 package of COLLECTION: every revisit in it comes with its original."""
     import sys
 
@@ -41,7 +49,7 @@ def export_wacz_command(collection, out, date_from, date_to, url_prefix, run_id,
             text = f"copied {p['records']} records, {human_size(p['bytes_copied'])}"
             click.echo("\r\033[K" + text, err=True, nl=bool(p.get("final")))
 
-    figures = export_wacz(coll, out, Selection(date_from, date_to, url_prefix, run_id), progress=progress)
+    figures = export_wacz(coll, out, Selection(date_from, date_to, url_prefix, run_id, level), progress=progress)
     if as_json:
         click.echo(json.dumps(figures, ensure_ascii=False))
         return

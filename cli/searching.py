@@ -32,6 +32,14 @@ from strata.errors import ArchiveError, ConfigError
 )
 @click.option("--all", "every", is_flag=True, help="Print every hit (no cap), as --format says.")
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "csv"]), default="jsonl", show_default=True)
+@click.option(
+    "--as",
+    "level",
+    type=click.Choice(["public", "reading-room", "staff"]),
+    default="public",
+    show_default=True,
+    help="Whose view: only what the access rules (strata access) show that level is found.",
+)
 @meta_filter_options
 @root_option
 def search(
@@ -48,6 +56,7 @@ def search(
     per_page,
     every,
     fmt,
+    level,
     root,
     meta_filters,
 ) -> None:
@@ -68,9 +77,9 @@ def search(
         **meta_filters,
     )
     if every or as_json:
-        _export(root, params, every, fmt, as_json, page, per_page)
+        _export(root, params, every, fmt, as_json, page, per_page, level)
         return
-    result = run_search(root, dataclasses.replace(params, per_page=limit))
+    result = run_search(root, dataclasses.replace(params, per_page=limit), access_level=level)
     if result["unindexed"]:
         raise ConfigError(
             f"collection {collection!r} has no full-text index yet; build it with: "
@@ -94,14 +103,16 @@ def search(
             click.echo(f"  {hit['snippet']}")
 
 
-def _export(root, params, every: bool, fmt: str, as_json: bool, page: int, per_page: int) -> None:
+def _export(root, params, every: bool, fmt: str, as_json: bool, page: int, per_page: int, level: str) -> None:
     """Every hit (``--all``), or one exact page of them (``--json``): ``index.fulltext.export``."""
     from index.fulltext.export import all_hits, csv_lines, hit_page, jsonl_lines
 
     if as_json and not every:
-        click.echo(json.dumps(hit_page(root, params, page, per_page, private=True), ensure_ascii=False, indent=1))
+        click.echo(
+            json.dumps(hit_page(root, params, page, per_page, private=True, level=level), ensure_ascii=False, indent=1)
+        )
         return
-    hits = all_hits(root, params, private=True)
+    hits = all_hits(root, params, private=True, level=level)
     if hits.unindexed:
         raise ConfigError(
             f"collection {hits.unindexed[0]!r} has no full-text index yet; build it with: "

@@ -7,9 +7,10 @@ with the archived URL and the capture's 14-digit timestamp. A capture it refuses
 never archived (a search hit whose captures are all refused is left out; a revisit whose original is
 refused is left out of a WACZ with it, so the package stays self-contained).
 
-Today every capture is shown. Access rules (per URL prefix, embargo dates, the reader's role) are
-wired in here and nowhere else: ``surface`` says which surface asks (``SURFACES``), so a rule can
-differ between, say, a public CDX API and a staff export.
+The predicate is the collection's access rules (``index.access``) for the reader's level: the web
+surfaces pass the request's level (``replay.access.level``), the commands the level given with
+``--as`` (``public`` unless told otherwise, so that nothing restricted leaves by accident). A
+collection whose rules hide nothing from the level gets ``show_all``, which callers may skip.
 """
 
 from __future__ import annotations
@@ -17,17 +18,25 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from index.access import LEVELS, rules_for
+
 __all__ = ["SURFACES", "CaptureFilter", "capture_filter", "show_all"]
 
 CaptureFilter = Callable[[str, str], bool]  # (archived URL, 14-digit timestamp) -> shown?
 SURFACES = ("cdx", "wacz", "search-export")
 
 
-def capture_filter(root: Path, collection: str, surface: str) -> CaptureFilter:
-    """The predicate for ``collection``'s captures on ``surface``, built once per request or export."""
+def capture_filter(root: Path, collection: str, surface: str, level: str = "public") -> CaptureFilter:
+    """The predicate for ``collection``'s captures on ``surface`` as ``level`` sees them, built once
+    per request or export (the rules are read then: a takedown applies from the next one)."""
     if surface not in SURFACES:
         raise ValueError(f"unknown surface {surface!r}")
-    return show_all
+    if level not in LEVELS:
+        raise ValueError(f"unknown level {level!r}")
+    rules = rules_for(Path(root) / collection)
+    if not rules.hides_from(level):
+        return show_all
+    return lambda url, timestamp: rules.verdict(url, timestamp, level).visible
 
 
 def show_all(url: str, timestamp: str) -> bool:

@@ -71,7 +71,7 @@ def resolve(root: Path, pid: str, viewer: Mapping | None = None) -> list[tuple[s
     for name in list_collections(root):
         collection = Collection(root, name)
         matches = [v for v in _lines_at(collection, timestamp) if _hash(name, v.url, v.timestamp) == wanted]
-        found += [(name, v) for v in filter_captures(name, matches, viewer)]
+        found += [(name, v) for v in filter_captures(collection, matches, viewer)]
     return found
 
 

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
 
+from index.access import rules_for
 from index.cdxj import parse_line
 from index.collection import Collection
 from strata.errors import ConfigError, StrataError
@@ -73,12 +74,17 @@ def _int(value) -> int:
         return -1
 
 
-def filter_captures(collection: str, versions: list[Version], viewer: Mapping | None = None) -> list[Version]:
+def filter_captures(collection: Collection, versions: list[Version], viewer: Mapping | None = None) -> list[Version]:
     """THE filter point: the captures of ``collection`` a reader may be shown. Every capture-listing
-    surface of the banner, diff, ``/web/`` and permanent ids calls this, so access rules wired in
-    here apply to all of them. ``viewer`` says who asks (the replay app passes ``{"host": ...}``,
-    the command line None: staff at the console). Today it keeps every capture."""
-    return versions
+    surface of the banner, diff, ``/web/`` and permanent ids calls this, so the access rules
+    (``index.access``) apply to all of them. ``viewer`` says who asks: its ``level`` (the replay app
+    passes the request's, ``replay.access``; the command line the one given with ``--as``); none
+    given: ``public``."""
+    level = (viewer or {}).get("level") or "public"
+    rules = rules_for(collection.path)
+    if not rules.hides_from(level):
+        return versions
+    return [v for v in versions if rules.verdict(v.url, v.timestamp, level).visible]
 
 
 def url_key(url: str) -> str:
@@ -111,7 +117,7 @@ def read_versions(
             for line in iter_exact(fh, key):
                 found.append(Version.from_cdx(parse_line(line)))
     found.sort(key=lambda v: (v.timestamp, v.filename, v.offset))
-    found = filter_captures(collection.name, found, viewer)
+    found = filter_captures(collection, found, viewer)
     return found[:limit] if limit else found
 
 

@@ -104,7 +104,7 @@ def _guarded(lines, deadline: float, shown: CaptureFilter):
             yield line
             continue
         try:
-            cdx = CDXObject(line)
+            cdx = line if isinstance(line, CDXObject) else CDXObject(line)  # pywb's sources give objects
             url, timestamp = cdx.get("url", ""), cdx["timestamp"]
         except (ValueError, KeyError):
             continue  # a line the filter cannot judge is not shown
@@ -126,18 +126,22 @@ class CdxApi:
         )
         self.handler = IndexHandler(source, access_checker=access)
 
-    def query(self, coll: str, environ: dict) -> CdxAnswer:
-        """Answer the query string of ``environ`` for collection ``coll`` (already checked to exist)."""
+    def query(self, coll: str, environ: dict, level: str = "public") -> CdxAnswer:
+        """Answer the query string of ``environ`` for collection ``coll`` (already checked to exist),
+        with the captures ``level`` may see (``index.exposure``)."""
         params = check_params(environ.get("QUERY_STRING", ""), self.max_lines)
         wanted = int(params["limit"]) if "limit" in params else None
         capped = wanted is None or wanted > self.max_lines
         cap = self.max_lines if wanted is None or capped else wanted
         params["limit"] = str(cap + 1 if capped else cap)  # one line more: tells an answer cut by the cap
         env = dict(environ)
-        env.pop("HTTP_X_PYWB_ACL_USER", None)  # would select pywb access rules; Strata's live in index.exposure
+        env.pop("HTTP_X_PYWB_ACL_USER", None)  # a client's is never believed
+        if level != "public":
+            # the rules' own lines for this level (index.access): pywb marks what it may see "allow"
+            env["HTTP_X_PYWB_ACL_USER"] = level
         params.update({"mode": "index", "param.coll": coll, "_input_req": DirectWSGIInputRequest(env)})
         params["_deadline"] = time.monotonic() + self.time_limit
-        params["_shown"] = capture_filter(self.root, coll, "cdx")
+        params["_shown"] = capture_filter(self.root, coll, "cdx", level)
         try:
             headers, lines, errs = self.handler(params)
             if lines is None:

@@ -126,7 +126,7 @@ def export(fmt: str):
     try:
         if not any(request.args.get(k) for k in ("q", "from", "to", "site", "type")):
             raise QueryError("give a query or a filter (q, from, to, site, type) to export its hits")
-        hits = all_hits(_root(), _params(per_page_default=1), time_limit=EXPORT_TIME_LIMIT)
+        hits = all_hits(_root(), _params(per_page_default=1), time_limit=EXPORT_TIME_LIMIT, level=_level())
     except StrataError as exc:
         return jsonify({"error": exc.message}), exc.http_status
     lines = csv_lines(hits, limit) if fmt == "csv" else jsonl_lines(hits, limit)

@@ -78,12 +78,15 @@ class HitSet:
 RELEASE_EVERY = 2000  # rows between two unmappings of a private view's pages
 
 
-def all_hits(root: Path, params: SearchParams, time_limit: float | None = None, private: bool = False) -> HitSet:
+def all_hits(
+    root: Path, params: SearchParams, time_limit: float | None = None, private: bool = False, level: str = "public"
+) -> HitSet:
     """Group every matching document by (collection, URL). ``time_limit`` (seconds per collection)
     bounds the work; past it the collection's hits so far are kept and ``timed_out`` is set.
     ``private`` (a process that exports and ends, the CLI): each index is opened for this export
     alone, unpopulated, and the pages it has read are unmapped as the rows go out, so the process's
-    memory is what it holds, not the size of the index (a server shares its searches' views)."""
+    memory is what it holds, not the size of the index (a server shares its searches' views).
+    ``level``: only the captures the access rules show that level (``index.exposure``)."""
     p = dataclasses.replace(params, page=1, per_page=1).checked()
     parsed = parse_query(p.q)
     names = p.collections if p.collections is not None else list_collections(root)
@@ -101,7 +104,7 @@ def all_hits(root: Path, params: SearchParams, time_limit: float | None = None, 
             continue
         if private:
             private_views.append(view)
-        shown = capture_filter(Path(root), name, "search-export")
+        shown = capture_filter(Path(root), name, "search-export", level)
         deadline = math.inf if time_limit is None else time.monotonic() + time_limit
         try:
             ranked = rank(evaluate(view, parsed.tree, deadline, p.scope), _allowed(view, p), view.count + 1, deadline)
@@ -177,13 +180,15 @@ def _hit(hits: HitSet, group: _Group, with_snippet: bool = False) -> dict:
     return out
 
 
-def hit_page(root: Path, params: SearchParams, page: int, per_page: int, private: bool = False) -> dict:
+def hit_page(
+    root: Path, params: SearchParams, page: int, per_page: int, private: bool = False, level: str = "public"
+) -> dict:
     """One page of every hit: ``{total, hits, page, per_page, pages}`` (and the query's filters)."""
     if not 1 <= per_page <= MAX_EXPORT_PER_PAGE:
         raise QueryError(f"per_page must be from 1 to {MAX_EXPORT_PER_PAGE}")
     if page < 1:
         raise QueryError("page must be 1 or more")
-    hits = all_hits(root, params, private=private)
+    hits = all_hits(root, params, private=private, level=level)
     _require_indexed(hits)
     chosen = hits.groups[(page - 1) * per_page : page * per_page]
     p = hits.params

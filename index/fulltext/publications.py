@@ -10,6 +10,7 @@ version. Entries are ordered by published date, newest first, then those without
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Callable
 from urllib.parse import unquote, urlsplit
 
 from index.collection import Collection
@@ -21,9 +22,13 @@ __all__ = ["MAX_PUBLICATIONS", "publications"]
 MAX_PUBLICATIONS = 5000
 
 
-def publications(collection: Collection, host: str, limit: int = MAX_PUBLICATIONS) -> dict:
+def publications(
+    collection: Collection, host: str, limit: int = MAX_PUBLICATIONS, shown: Callable[[str, str], bool] | None = None
+) -> dict:
     """``{"host", "entries": [...], "total", "indexed"}``; ``indexed`` is False when the collection
-    has no full-text index (then there are no entries)."""
+    has no full-text index (then there are no entries). ``shown(url, timestamp)``: the captures a
+    reader may see (``index.exposure``); the others count for nothing, their documents' titles
+    included."""
     view = open_view(collection)
     if view is None:
         return {"host": host, "entries": [], "total": 0, "indexed": False}
@@ -32,9 +37,11 @@ def publications(collection: Collection, host: str, limit: int = MAX_PUBLICATION
     url_col = view.columns["url"]
     for docnum in docs:
         stamps = view.captures.of(docnum)
+        url = url_col[docnum]
+        if shown is not None:
+            stamps = [ts for ts in stamps if shown(url, ts)]
         if not stamps:
             continue
-        url = url_col[docnum]
         entry = by_url.get(url)
         if entry is None:
             entry = by_url[url] = {"url": url, "captures": set(), "docnum": docnum, "latest": ""}

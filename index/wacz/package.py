@@ -63,6 +63,7 @@ class Selection:
     date_to: str | None = None
     url_prefix: str | None = None
     run: str | None = None
+    level: str = "public"  # whose view of the collection (index.access): public unless told otherwise
 
 
 class _Hashing(io.RawIOBase):
@@ -198,7 +199,7 @@ def export_wacz(
 
 def _write(coll: Collection, part: Path, sel: Selection, lo, hi, run_warcs, created, figures, progress) -> None:
     """Everything but the rename: the package written as ``part``."""
-    shown = capture_filter(coll.root, coll.name, "wacz")
+    shown = capture_filter(coll.root, coll.name, "wacz", sel.level)
     with tempfile.TemporaryDirectory(dir=part.parent, prefix=".wacz-") as work:
         workdir = Path(work)
         reader = RecordReader(coll)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, jsonify, request
 
+from replay import access
 from replay.cdxapi import CdxQueryError, CdxTimeUp
 from replay.context import ext
 from strata.errors import StrataError
@@ -27,13 +28,15 @@ bp = Blueprint("cdx", __name__)
 def cdx(coll: str):
     try:
         ext()["collections"].require(coll)
-        answer = ext()["cdx"].query(coll, request.environ)
+        answer = ext()["cdx"].query(coll, request.environ, access.level())
     except CdxTimeUp as exc:
         return jsonify({"error": str(exc)}), 503
     except (CdxQueryError, StrataError) as exc:
         return jsonify({"error": exc.message}), exc.http_status
     response = Response(answer.body, status=answer.status, content_type=answer.content_type)
-    response.headers["Cache-Control"] = "max-age=86400, must-revalidate"  # as wayback's /cdx
+    # wayback's /cdx says max-age=86400; here a takedown must apply at the next request, and what a
+    # reading room sees must not reach anyone else through a shared cache
+    response.headers["Cache-Control"] = "no-cache" if access.level() == "public" else "private, no-store"
     if answer.truncated:
         response.headers["X-Strata-CDX-Truncated"] = f"at most {ext()['settings']['cdx_limit']} lines are given"
     return response

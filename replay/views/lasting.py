@@ -10,6 +10,7 @@ from flask import Blueprint, redirect, render_template, request
 
 from index.pid import resolve
 from index.versions import NoSuchCapture
+from replay import access
 from replay.context import ext
 from replay.views.rawpath import raw_rest
 from strata.errors import CollectionError
@@ -28,8 +29,8 @@ def default_collection() -> str | None:
 
 
 def viewer() -> dict:
-    """Who asks, as ``index.versions.filter_captures`` is told it (access rules may depend on the host)."""
-    return {"host": request.host}
+    """Who asks, as ``index.versions.filter_captures`` is told it: the request's access level."""
+    return {"host": request.host, "level": access.level()}
 
 
 @bp.route("/web/<path:rest>", methods=["GET", "HEAD"])

@@ -2,15 +2,17 @@
 click from its replay (``/<coll>/publications/<host>``; the same list as JSON at
 ``/api/publications/<coll>/<host>``). Linked from the collection page's list of sites.
 
-Entries come from the full-text index (``index.fulltext.publications``) and pass through
-``visible_entries``, the one place where access rules are to be applied to this list.
+Entries come from the full-text index (``index.fulltext.publications``); only the captures the
+reader's access level may see (``index.access``) are listed or counted.
 """
 
 from __future__ import annotations
 
 from flask import Blueprint, jsonify, render_template
 
+from index.access import rules_for
 from index.fulltext.publications import publications
+from replay import access
 from replay.context import ext
 from replay.filters import replay_url
 from strata.errors import StrataError
@@ -18,16 +20,12 @@ from strata.errors import StrataError
 bp = Blueprint("publications", __name__)
 
 
-def visible_entries(coll: str, entries: list[dict]) -> list[dict]:
-    """The entries a reader may see (all of them, until access rules say otherwise)."""
-    return entries
-
-
 def _listing(coll: str, host: str) -> dict:
     collection = ext()["collections"].require(coll)
     host = host.strip().lower().strip(".")
-    result = publications(collection, host)
-    result["entries"] = visible_entries(coll, result["entries"])
+    rules, level = rules_for(collection.path), access.level()
+    shown = (lambda url, ts: rules.verdict(url, ts, level).visible) if rules.hides_from(level) else None
+    result = publications(collection, host, shown=shown)
     for entry in result["entries"]:
         entry["replay"] = replay_url(coll, entry["last"], entry["url"])
         entry["calendar"] = replay_url(coll, entry["last"] + "*", entry["url"])
