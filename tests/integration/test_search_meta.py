@@ -191,9 +191,9 @@ def test_filters_on_the_web_page_api_and_cli(meta_harvest, client):
     args = ["search", meta_harvest.name, "--root", root, "--json"]
     out = runner.invoke(cli, [*args, "--lang", "ja"])
     assert out.exit_code == 0, out.output
-    assert [h["url"][len(meta_harvest.base_url) :] for h in json.loads(out.output)] == ["/reports/survey.html"]
+    assert [h["url"][len(meta_harvest.base_url) :] for h in json.loads(out.output)["hits"]] == ["/reports/survey.html"]
     out = runner.invoke(cli, [*args, "accessibility", "--in", "main"])
-    assert [h["url"][len(meta_harvest.base_url) :] for h in json.loads(out.output)] == ["/accessibility.html"]
+    assert [h["url"][len(meta_harvest.base_url) :] for h in json.loads(out.output)["hits"]] == ["/accessibility.html"]
     out = runner.invoke(cli, ["search", meta_harvest.name, "--root", root, "--published-from", "2024-13"])
     assert isinstance(out.exception, QueryError) and "published from must be a date" in out.exception.message
     out = runner.invoke(cli, ["search", meta_harvest.name, "tide", "--root", root, "--title", "tables"])
