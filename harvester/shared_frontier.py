@@ -68,15 +68,15 @@ for _, host in ipairs(hosts) do
       local lease = worker .. '|' .. redis.call('INCR', seq)
       redis.call('ZADD', leases, now + lease_ms, lease)
       redis.call('HSET', leased, lease, host .. '\\t' .. item)
-      return {lease, item, ''}
+      return {lease, item, '', '', ''}
     else
       redis.call('ZREM', ready, host)
     end
   end
 end
 local first = redis.call('ZRANGE', ready, 0, 0, 'WITHSCORES')
-if first[2] then return {'', '', first[2]} end
-return {'', '', ''}
+local left, out = redis.call('GET', queued) or '0', redis.call('ZCARD', leases)
+return {'', '', first[2] or '', left, out}
 """
 
 _DONE = """
@@ -159,6 +159,11 @@ class SharedFrontier:
         self._lease_of: dict[int, str] = {}
         self._stopping = False
         self.handed_out = 0
+        # Expired leases are looked for now and then, not on every hand-out; a lease released here
+        # wakes this worker's own waiters at once (others' releases are seen at the next poll).
+        self._reclaim_every = min(1.0, max(0.25, lease_seconds / 4))
+        self._last_reclaim = -1e9
+        self._wake: asyncio.Event | None = None
 
     # -- as Frontier -----------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -188,28 +193,23 @@ class SharedFrontier:
                 args=[item.url, item.host, value, "1" if item.kind == "embed" else "0", self.max_urls, _ms()],
             )
         )
+        if added and self._wake is not None:
+            self._wake.set()
         return bool(added)
 
     async def get(self) -> Item | None:
         k = self.keys
+        keys = [k["ready"], k["next"], k["delay"], k["inflight"], k["leases"], k["leased"], k["queued"], k["seq"]]
+        args = [self.per_host, int(self.delay * 1000), self.lease_ms, self.worker]
+        if self._wake is None:
+            self._wake = asyncio.Event()
         while not self._stopping:
             now = _ms()
-            self.reclaim(now)
-            lease, value, next_at = self._do(
-                lambda now=now: self._take(
-                    keys=[
-                        k["ready"],
-                        k["next"],
-                        k["delay"],
-                        k["inflight"],
-                        k["leases"],
-                        k["leased"],
-                        k["queued"],
-                        k["seq"],
-                        self.q_prefix,
-                    ],
-                    args=[now, self.per_host, int(self.delay * 1000), self.lease_ms, self.worker],
-                )
+            if now - self._last_reclaim >= self._reclaim_every * 1000:
+                self._last_reclaim = now
+                self.reclaim(now)
+            lease, value, next_at, queued, leased = self._do(
+                lambda now=now: self._take(keys=[*keys, self.q_prefix], args=[now, *args])
             )
             if lease:
                 d = json.loads(value)
@@ -217,12 +217,17 @@ class SharedFrontier:
                 self._lease_of[id(item)] = lease
                 self.handed_out += 1
                 return item
-            if self.settled():
-                return None
+            if int(queued or 0) <= 0 and int(leased or 0) == 0:
+                return None  # settled: nothing queued, nothing leased, by anyone
             wait = self.poll
-            if next_at:
-                wait = min(max((float(next_at) - _ms()) / 1000.0, 0.005), self.poll * 4)
-            await asyncio.sleep(wait)
+            if next_at and float(next_at) > now:  # a host rests (its delay): wake when it may be asked again
+                wait = min(max((float(next_at) - now) / 1000.0, 0.002), self.poll * 4)
+            self._wake.clear()
+            try:
+                async with asyncio.timeout(wait):
+                    await self._wake.wait()
+            except TimeoutError:
+                pass
         return None
 
     async def done(self, item: Item) -> None:
@@ -231,6 +236,8 @@ class SharedFrontier:
             return
         k = self.keys
         self._do(lambda: self._done(keys=[k["leases"], k["leased"], k["inflight"]], args=[lease]))
+        if self._wake is not None:
+            self._wake.set()
 
     def set_host_delay(self, host: str, seconds: float, since: float | None = None) -> None:
         """A host's own delay (Crawl-delay), for every worker: request starts to it spaced by ``seconds``."""
@@ -259,6 +266,8 @@ class SharedFrontier:
 
     async def stop(self) -> None:
         self._stopping = True
+        if self._wake is not None:
+            self._wake.set()
 
     # -- shared state ------------------------------------------------------------------------------
     def reclaim(self, now: int | None = None) -> int:

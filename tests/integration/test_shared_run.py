@@ -16,6 +16,7 @@ from warcio.archiveiterator import ArchiveIterator
 
 from harvester.job import validate_job
 from harvester.jobs.queue import open_queue
+from index import redisdb
 from index.collection import Collection
 from index.state import HarvestState
 from tests.conftest import VENV_BIN, harvest
@@ -144,6 +145,14 @@ def test_a_worker_killed_mid_run_loses_nothing(tmp_path, root, site, redis_url, 
     lead_pid = int(queue.get(entry.id).worker.split(":")[1])
     queue.close()
     lead, other = sorted(procs, key=lambda label: procs[label].pid != lead_pid)
+    client = redisdb.connect(redis_url)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:  # kill it while it holds a lease (a URL in hand)
+        keys = list(client.scan_iter(match="strata:sample:run:*:leases"))
+        if keys and any(m.startswith(f"{lead}:") for m in client.zrange(keys[0], 0, -1)):
+            break
+        time.sleep(0.005)
+    client.close()
     procs[lead].send_signal(signal.SIGKILL)
     procs[lead].wait()
     torn = list(archive.glob(f"*-{lead}.warc.gz.open"))
@@ -168,7 +177,7 @@ def test_a_worker_killed_mid_run_loses_nothing(tmp_path, root, site, redis_url, 
     assert set(_by_path(caps)) == set(_by_path(_captures(reference, ref["run_id"])))  # every URL captured
     twice = sorted(u for u, n in collections.Counter(c["url"] for c in caps).items() if n > 1)
     assert twice == summary["captured_twice"]
-    assert summary["expired_leases"] >= 1  # w2 died holding URLs; they came back to w1 or the new w2
+    assert summary["expired_leases"] >= 1, summary  # w2 died holding URLs; they came back to w1 or the new w2
     assert len(twice) <= summary["expired_leases"]  # only URLs whose lease expired
     verified = subprocess.run([STRATA, "verify", "sample", "--root", str(root)], capture_output=True, text=True)
     assert verified.returncode == 0, verified.stdout + verified.stderr

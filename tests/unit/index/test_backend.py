@@ -72,3 +72,14 @@ def test_an_unreachable_redis_is_one_clear_error(tmp_path, monkeypatch):
     monkeypatch.setenv("STRATA_REDIS", f"redis://127.0.0.1:{port}/0")
     with pytest.raises(BackendUnavailable, match=rf"Redis at redis://127.0.0.1:{port}/0 cannot be reached"):
         open_queue(tmp_path)
+
+
+def test_backend_show(tmp_path, redis_url, monkeypatch):
+    from click.testing import CliRunner
+
+    from cli import cli
+
+    assert CliRunner().invoke(cli, ["backend", "show", "--root", str(tmp_path)]).output.strip() == "sqlite"
+    monkeypatch.setenv("STRATA_REDIS", redis_url)
+    out = CliRunner().invoke(cli, ["backend", "show", "--root", str(tmp_path)]).output.strip()
+    assert out == f"{redis_url} (reachable)"
