@@ -25,6 +25,17 @@ allow_network_option = click.option(
     help="A non-public range harvests may reach (SSRF guard; repeatable). Also STRATA_ALLOW_NETWORKS.",
 )
 
+# Whose view a research command takes (index.access): public unless told otherwise, so that nothing
+# restricted leaves by accident.
+level_option = click.option(
+    "--as",
+    "level",
+    type=click.Choice(["public", "reading-room", "staff"]),
+    default="public",
+    show_default=True,
+    help="Whose view: only the captures the access rules (strata access) show that level.",
+)
+
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="strata-archive")

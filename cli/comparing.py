@@ -6,7 +6,7 @@ import json
 
 import click
 
-from cli._base import cli, root_option
+from cli._base import cli, level_option, root_option
 
 
 @cli.command("diff")
@@ -14,14 +14,7 @@ from cli._base import cli, root_option
 @click.argument("url")
 @click.argument("ts1")
 @click.argument("ts2")
-@click.option(
-    "--as",
-    "level",
-    type=click.Choice(["public", "reading-room", "staff"]),
-    default="public",
-    show_default=True,
-    help="Whose view: only captures the access rules (strata access) show that level are compared.",
-)
+@level_option
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as one JSON object.")
 @root_option
 def diff_command(collection, url, ts1, ts2, level, as_json, root) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from cli._base import cli, human_size, root_option
+from cli._base import cli, human_size, level_option, root_option
 
 
 @cli.group("export")
@@ -24,14 +24,7 @@ def export_group() -> None:
 @click.option(
     "--run", "run_id", metavar="RUN", help="Only the captures of this harvest run (strata report lists them)."
 )
-@click.option(
-    "--as",
-    "level",
-    type=click.Choice(["public", "reading-room", "staff"]),
-    default="public",
-    show_default=True,
-    help="Whose view: the captures the access rules (strata access) show that level.",
-)
+@level_option
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as one JSON object.")
 @root_option
 def export_wacz_command(collection, out, date_from, date_to, url_prefix, run_id, level, as_json, root) -> None:

@@ -8,7 +8,7 @@ import sys
 
 import click
 
-from cli._base import ProgressLine, cli, root_option
+from cli._base import ProgressLine, cli, level_option, root_option
 from cli.search_filters import meta_filter_options
 from strata.errors import ArchiveError, ConfigError
 
@@ -32,14 +32,7 @@ from strata.errors import ArchiveError, ConfigError
 )
 @click.option("--all", "every", is_flag=True, help="Print every hit (no cap), as --format says.")
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "csv"]), default="jsonl", show_default=True)
-@click.option(
-    "--as",
-    "level",
-    type=click.Choice(["public", "reading-room", "staff"]),
-    default="public",
-    show_default=True,
-    help="Whose view: only what the access rules (strata access) show that level is found.",
-)
+@level_option
 @meta_filter_options
 @root_option
 def search(
