@@ -120,6 +120,12 @@ def _shots(page, name: str) -> None:
     for width in (1280, 390):
         page.set_viewport_size({"width": width, "height": 900})
         page.screenshot(path=str(ARTIFACTS / f"access-{name}-{width}.png"), full_page=True)
+        if name != "restricted-replay":  # Strata's own pages (an archived page is as it was) fit the width
+            wide = page.evaluate(
+                "[...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > "
+                "window.innerWidth + 1 && !e.closest('.wide')).map(e => e.tagName + '.' + e.className).slice(0, 5)"
+            )
+            assert not wide, (name, width, wide)
 
 
 @pytest.mark.slow
