@@ -128,8 +128,10 @@ def test_a_worker_killed_mid_run_loses_nothing(tmp_path, root, site, redis_url, 
     reference = tmp_path / "reference" / "collections"
     reference.mkdir(parents=True)
     ref = harvest(reference, site)
-    site.latency = 0.05
-    _job(root, site)
+    # slow enough that the run is still going when the lead is killed (one connection a worker,
+    # 0.1 s a URL: about 2.5 s for the site; at 4 connections and 0.05 s it could end first)
+    site.latency = 0.1
+    _job(root, site, concurrency=1)
     monkeypatch.setenv("STRATA_REDIS", redis_url)
     queue = open_queue(root)
     entry, _ = queue.enqueue("sample", "news", "full")
