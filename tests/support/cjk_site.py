@@ -61,7 +61,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import quote
 
-from demo.site_server import RequestRecord, Resource, SiteServer
+from demo.site_server import RequestRecord, Resource
+from tests.support.served_site import ServedSite
 
 __all__ = ["GROUPS", "LIVE_CHARSET", "CjkPage", "CjkSite", "browser_target", "start_cjk_site"]
 
@@ -328,32 +329,12 @@ class _Model:
 _IGNORED = ("/robots.txt", "/favicon.ico")
 
 
-class CjkSite:
+class CjkSite(ServedSite):
     """The running site; see the module docstring."""
 
     def __init__(self, port: int = 0):
         self.pages: dict[str, CjkPage] = _build()
-        self._server = SiteServer(_Model(self.pages), port=port)
-
-    def start(self) -> CjkSite:
-        self._server.start()
-        return self
-
-    def stop(self) -> None:
-        self._server.stop()
-
-    def __enter__(self) -> CjkSite:
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
-
-    @property
-    def base_url(self) -> str:
-        return self._server.base_url
-
-    def url(self, target: str) -> str:
-        return self.base_url + target
+        super().__init__(_Model(self.pages), port)
 
     def page(self, target: str) -> CjkPage:
         return self.pages[target]

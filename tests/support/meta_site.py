@@ -29,7 +29,8 @@ import random
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from demo.site_server import Resource, SiteServer
+from demo.site_server import Resource
+from tests.support.served_site import ServedSite
 
 __all__ = ["ARTICLES", "MENU_WORDS", "PDFS", "MetaSite", "start_meta_site"]
 
@@ -300,32 +301,12 @@ class _Model:
         return Resource(200, (("Content-Type", found[0]),), found[1])
 
 
-class MetaSite:
+class MetaSite(ServedSite):
     """The running site: ``base_url``, ``url(path)``, ``pages`` (path -> (content type, bytes))."""
 
     def __init__(self, port: int = 0):
         self.pages = _build()
-        self._server = SiteServer(_Model(self.pages), port=port)
-
-    def start(self) -> MetaSite:
-        self._server.start()
-        return self
-
-    def stop(self) -> None:
-        self._server.stop()
-
-    def __enter__(self) -> MetaSite:
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
-
-    @property
-    def base_url(self) -> str:
-        return self._server.base_url
-
-    def url(self, path: str) -> str:
-        return self.base_url + path
+        super().__init__(_Model(self.pages), port)
 
 
 def start_meta_site(port: int = 0) -> MetaSite:
