@@ -11,61 +11,20 @@ browser that holds a restricted-host session. Screenshots at 1280 and 390 px go 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 
-import httpx
 import pytest
 
-from demo.site_server import Resource, SiteServer
+from demo.site_server import SiteServer
 from index.access import AccessRules, Rule
 from tests.conftest import REPO, free_port, harvest
 from tests.support.chromium import launched
+from tests.support.dispatcher import AttackingPage, running_dispatcher
 from tests.support.staff_helpers import PASSWORD, USER, add_user
 
 pytestmark = pytest.mark.browser
 
 ARTIFACTS = REPO / "tests" / "artifacts"
-SERVER = """
-import sys
-from pathlib import Path
-from replay.hosts import build_site
-from replay.server import serve
-root, port = Path(sys.argv[1]), int(sys.argv[2])
-app = build_site(root, "staff.localhost", archive_url=f"http://archive.localhost:{port}",
-                 replay_config={"staff_url": f"http://staff.localhost:{port}"},
-                 restricted_host="restricted.localhost", restricted_url=f"http://restricted.localhost:{port}")
-serve(app, "127.0.0.1", port)
-"""
-
-
-class EmbargoedPage:
-    """An archived page whose script goes after the console (its API, a takedown POST) and the cookies."""
-
-    def __init__(self, staff: str):
-        self.staff = staff
-
-    def resolve(self, version, path, headers):
-        if path != "/":
-            return Resource(404, (("Content-Type", "text/plain"),), b"no")
-        script = f"""
-var out = {{cookie: document.cookie}};
-function done(k, v) {{ out[k] = v; document.getElementById("out").textContent = JSON.stringify(out); }}
-done("start", 1);
-fetch("{self.staff}/access", {{credentials: "include"}})
-  .then(function (r) {{ return r.text(); }}).then(function (t) {{ done("api", "read: " + t.slice(0, 300)); }})
-  .catch(function (e) {{ done("api", "blocked: " + e); }});
-fetch("{self.staff}/access/embargoed/takedown", {{method: "POST", credentials: "include", mode: "no-cors",
-      body: new URLSearchParams({{prefix: "http://example.gov/", reason: "evil"}})}})
-  .then(function (r) {{ done("post", "sent: " + r.type); }})
-  .catch(function (e) {{ done("post", "blocked: " + e); }});
-"""
-        html = (
-            "<!DOCTYPE html><html><head><title>Embargoed report</title></head><body><h1>Embargoed report mkembargo</h1>"
-            f'<pre id=out style="white-space: pre-wrap"></pre><script>{script}</script></body></html>'
-        )
-        return Resource(200, (("Content-Type", "text/html; charset=utf-8"),), html.encode())
 
 
 @pytest.fixture
@@ -75,7 +34,15 @@ def port() -> int:
 
 @pytest.fixture
 def embargoed(root, port):
-    server = SiteServer(EmbargoedPage(f"http://staff.localhost:{port}")).start()
+    page = AttackingPage(
+        f"http://staff.localhost:{port}",
+        "/access",
+        "/access/embargoed/takedown",
+        {"prefix": "http://example.gov/", "reason": "evil"},
+        "Embargoed report",
+        "Embargoed report mkembargo",
+    )
+    server = SiteServer(page).start()
     try:
         summary = harvest(root, server, name="embargoed")
         assert summary["status"] == "finished"
@@ -90,30 +57,17 @@ def embargoed(root, port):
 @pytest.fixture
 def site(root, port, embargoed):
     add_user(root)
-    server = subprocess.Popen([sys.executable, "-c", SERVER, str(root), str(port)], stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                headers = {"Host": f"staff.localhost:{port}"}
-                if httpx.get(f"http://127.0.0.1:{port}/login", headers=headers).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline or server.poll() is not None:
-                raise RuntimeError("the server did not start: " + server.stderr.read1(4000).decode())
-            time.sleep(0.2)
+    options = {
+        "replay_config": {"staff_url": "http://staff.localhost:{port}"},
+        "restricted_host": "restricted.localhost",
+        "restricted_url": "http://restricted.localhost:{port}",
+    }
+    with running_dispatcher(root, port, **options):
         yield {
             "staff": f"http://staff.localhost:{port}",
             "archive": f"http://archive.localhost:{port}",
             "restricted": f"http://restricted.localhost:{port}",
         }
-    finally:
-        server.terminate()
-        try:
-            server.wait(10)
-        except subprocess.TimeoutExpired:
-            server.kill()
 
 
 def _shots(page, name: str) -> None:

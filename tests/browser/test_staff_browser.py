@@ -12,60 +12,21 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import time
 
-import httpx
 import pytest
 
 from demo.sample_site import MARKERS, serve_sample_site
-from demo.site_server import Resource, SiteServer
+from demo.site_server import SiteServer
 from harvester.jobs.queue import open_queue
 from tests.conftest import REPO, VENV_BIN, free_port, harvest
 from tests.support.chromium import launched
+from tests.support.dispatcher import AttackingPage, running_dispatcher
 from tests.support.staff_helpers import PASSWORD, USER, add_user
 
 pytestmark = pytest.mark.browser
 
 ARTIFACTS = REPO / "tests" / "artifacts"
-SERVER = """
-import sys
-from pathlib import Path
-from replay.hosts import build_site
-from replay.server import serve
-root, port = Path(sys.argv[1]), int(sys.argv[2])
-app = build_site(root, "staff.localhost", archive_url=f"http://archive.localhost:{port}",
-                 staff_config={"allow_networks": ["127.0.0.1/32"]})
-serve(app, "127.0.0.1", port)
-"""
-
-
-class EvilPage:
-    """An archived page whose script tries the staff API, a state-changing POST and the cookies."""
-
-    def __init__(self, staff: str):
-        self.staff = staff
-
-    def resolve(self, version, path, headers):
-        if path != "/":
-            return Resource(404, (("Content-Type", "text/plain"),), b"no")
-        script = f"""
-var out = {{cookie: document.cookie}};
-function done(k, v) {{ out[k] = v; document.getElementById("out").textContent = JSON.stringify(out); }}
-done("start", 1);
-fetch("{self.staff}/api/runs/1", {{credentials: "include"}})
-  .then(function (r) {{ return r.text(); }}).then(function (t) {{ done("api", "read: " + t.slice(0, 300)); }})
-  .catch(function (e) {{ done("api", "blocked: " + e); }});
-fetch("{self.staff}/jobs/sample/site/harvest", {{method: "POST", credentials: "include", mode: "no-cors",
-      body: new URLSearchParams({{mode: "full"}})}})
-  .then(function (r) {{ done("post", "sent: " + r.type + " " + r.status); }})
-  .catch(function (e) {{ done("post", "blocked: " + e); }});
-"""
-        html = (
-            f"<!DOCTYPE html><html><head><title>Evil</title></head><body><h1>Archived page</h1>"
-            f'<pre id=out style="white-space: pre-wrap"></pre><script>{script}</script></body></html>'
-        )
-        return Resource(200, (("Content-Type", "text/html; charset=utf-8"),), html.encode())
 
 
 @pytest.fixture
@@ -82,7 +43,15 @@ def port() -> int:
 @pytest.fixture
 def evil(root, port) -> SiteServer:
     """The attacking page, harvested into collection ``evil`` (before Playwright runs its loop)."""
-    server = SiteServer(EvilPage(f"http://staff.localhost:{port}")).start()
+    page = AttackingPage(
+        f"http://staff.localhost:{port}",
+        "/api/runs/1",
+        "/jobs/sample/site/harvest",
+        {"mode": "full"},
+        "Evil",
+        "Archived page",
+    )
+    server = SiteServer(page).start()
     try:
         assert harvest(root, server, name="evil")["status"] == "finished"
     finally:
@@ -94,33 +63,23 @@ def evil(root, port) -> SiteServer:
 def console(root, port):
     """The dispatcher on a real socket and a worker, over a root holding one staff user."""
     add_user(root)
-    server = subprocess.Popen([sys.executable, "-c", SERVER, str(root), str(port)], stderr=subprocess.PIPE)
     worker = subprocess.Popen(
         [str(VENV_BIN / "strata"), "worker", "--root", str(root), "--poll", "0.2", "--allow-network", "127.0.0.1/32"],
         stderr=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if (
-                    httpx.get(f"http://127.0.0.1:{port}/login", headers={"Host": f"staff.localhost:{port}"}).status_code
-                    == 200
-                ):
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline or server.poll() is not None:
-                raise RuntimeError("the console did not start: " + server.stderr.read1(4000).decode())
-            time.sleep(0.2)
-        yield {"staff": f"http://staff.localhost:{port}", "archive": f"http://archive.localhost:{port}", "port": port}
+        with running_dispatcher(root, port, staff_config={"allow_networks": ["127.0.0.1/32"]}):
+            yield {
+                "staff": f"http://staff.localhost:{port}",
+                "archive": f"http://archive.localhost:{port}",
+                "port": port,
+            }
     finally:
-        for proc in (worker, server):
-            proc.terminate()
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        worker.terminate()
+        try:
+            worker.wait(10)
+        except subprocess.TimeoutExpired:
+            worker.kill()
 
 
 def _queue_count(root) -> int:
