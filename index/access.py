@@ -38,7 +38,7 @@ import re
 import secrets
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
@@ -331,6 +331,13 @@ class RuleSet:
 
     def visible(self, url: str, timestamp: str, level: str) -> bool:
         return self.verdict(url, timestamp, level).visible
+
+    def shown_to(self, level: str) -> Callable[[str, str], bool] | None:
+        """``level``'s predicate on (URL, 14-digit timestamp) for a surface that filters captures one by
+        one, or None when these rules hide nothing from it (the caller's fast path)."""
+        if not self.hides_from(level):
+            return None
+        return lambda url, timestamp: self.verdict(url, timestamp, level).visible
 
     def verdict_key(self, key: str, timestamp: str, level: str) -> Verdict:
         """The same for a CDXJ urlkey (pywb's canonical SURT form), without canonicalising again."""

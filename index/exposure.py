@@ -33,10 +33,7 @@ def capture_filter(root: Path, collection: str, surface: str, level: str = "publ
         raise ValueError(f"unknown surface {surface!r}")
     if level not in LEVELS:
         raise ValueError(f"unknown level {level!r}")
-    rules = rules_for(Path(root) / collection)
-    if not rules.hides_from(level):
-        return show_all
-    return lambda url, timestamp: rules.verdict(url, timestamp, level).visible
+    return rules_for(Path(root) / collection).shown_to(level) or show_all
 
 
 def show_all(url: str, timestamp: str) -> bool:

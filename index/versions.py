@@ -81,10 +81,8 @@ def filter_captures(collection: Collection, versions: list[Version], viewer: Map
     passes the request's, ``replay.access``; the command line the one given with ``--as``); none
     given: ``public``."""
     level = (viewer or {}).get("level") or "public"
-    rules = rules_for(collection.path)
-    if not rules.hides_from(level):
-        return versions
-    return [v for v in versions if rules.verdict(v.url, v.timestamp, level).visible]
+    shown = rules_for(collection.path).shown_to(level)
+    return versions if shown is None else [v for v in versions if shown(v.url, v.timestamp)]
 
 
 def url_key(url: str) -> str:

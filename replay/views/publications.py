@@ -23,9 +23,7 @@ bp = Blueprint("publications", __name__)
 def _listing(coll: str, host: str) -> dict:
     collection = ext()["collections"].require(coll)
     host = host.strip().lower().strip(".")
-    rules, level = rules_for(collection.path), access.level()
-    shown = (lambda url, ts: rules.verdict(url, ts, level).visible) if rules.hides_from(level) else None
-    result = publications(collection, host, shown=shown)
+    result = publications(collection, host, shown=rules_for(collection.path).shown_to(access.level()))
     for entry in result["entries"]:
         entry["replay"] = replay_url(coll, entry["last"], entry["url"])
         entry["calendar"] = replay_url(coll, entry["last"] + "*", entry["url"])
