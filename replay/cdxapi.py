@@ -33,7 +33,7 @@ from pywb.utils.wbexception import WbException
 from pywb.warcserver.access_checker import AccessChecker, CacheDirectoryAccessSource
 from pywb.warcserver.handlers import IndexHandler
 from pywb.warcserver.index.aggregator import DirectoryIndexSource
-from pywb.warcserver.index.cdxobject import CDXException, CDXObject
+from pywb.warcserver.index.cdxobject import CDXException
 from pywb.warcserver.inputrequest import DirectWSGIInputRequest
 
 from index.exposure import CaptureFilter, capture_filter, show_all
@@ -71,7 +71,7 @@ class _PlainIndexSource(AsOfIndexSource):
     """The collection's index files listed as ``AsOfIndexSource`` lists them (once per change of the
     directory), answered as pywb answers: nearest-first ``closest`` (not as-of), so the lines are
     pywb's. Each file is read through ``_guarded``: under the query's deadline (``_deadline`` in the
-    params), and with the exposure filter (``_shown``) applied to its raw lines, before pywb's
+    params), and with the exposure filter (``_shown``) applied to its captures, before pywb's
     fuzzy matching, filters and limits: a capture it refuses is as if never indexed."""
 
     def __call__(self, params: dict):
@@ -95,21 +95,15 @@ class _Guarded:
         return str(self.source)
 
 
-def _guarded(lines, deadline: float, shown: CaptureFilter):
+def _guarded(cdx_iter, deadline: float, shown: CaptureFilter):
+    """The file's captures (pywb's ``CDXObject``s, as its file source parses them) under the deadline
+    and the exposure filter; a capture without a timestamp cannot be judged and is not shown."""
     everything = shown is show_all
-    for n, line in enumerate(lines):
+    for n, cdx in enumerate(cdx_iter):
         if n % CHECK_EVERY == 0 and time.monotonic() > deadline:
             raise CdxTimeUp
-        if everything:
-            yield line
-            continue
-        try:
-            cdx = line if isinstance(line, CDXObject) else CDXObject(line)  # pywb's sources give objects
-            url, timestamp = cdx.get("url", ""), cdx["timestamp"]
-        except (ValueError, KeyError):
-            continue  # a line the filter cannot judge is not shown
-        if shown(url, timestamp):
-            yield line
+        if everything or ("timestamp" in cdx and shown(cdx.get("url", ""), cdx["timestamp"])):
+            yield cdx
 
 
 class CdxApi:
