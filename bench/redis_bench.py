@@ -3,13 +3,17 @@ lookups from Redis against the local CDXJ file.
 
 Harvest: four generated sites (``bench/sitegen.py``), each on its own loopback address
 (127.0.0.1 to 127.0.0.4: four hosts to the politeness rules) with ``--latency`` before every
-response, at least 5,000 URLs in all. A job with the four seeds and one connection per host
-(``concurrency = 1``) is queued, then 1, 2 and 4 `strata worker` processes (labels w1..wN) run it
-over one root and one Redis (Debian's redis-server, started here on a free port with its own data
-directory, stopped by PID). Per worker count, repeated: wall time (spawn to the last worker's
-exit), speed-up against one worker, Redis commands per URL fetched (``total_commands_processed``
-before and after: each command is a round trip, pipelines and scripts count as their commands),
-each worker's peak RSS, and URLs captured twice (must be 0).
+response, at least 5,000 URLs in all. A job with the four seeds and ``concurrency = 1`` (one
+connection per worker, and at most one lease per host across all workers) is queued, then 1, 2
+and 4 `strata worker` processes (labels w1..wN) run it over one root and one Redis (Debian's
+redis-server, started here on a free port with its own data directory, stopped by PID). The job
+has ``fulltext = false``: full-text indexing is one pass at the run's end whatever the number of
+workers (``--fulltext`` keeps it). Per worker count, repeated: wall time (spawn to the last
+worker's exit), speed-up against one worker, the latency floor (URLs x latency / workers) and the
+wall's distance from it, Redis commands per URL fetched (``total_commands_processed`` before and
+after: pipelines and scripts count as their commands), each worker's peak RSS, CPU per URL of
+everything that serves the harvest (workers with their children, the site servers in this
+process, redis-server), URLs captured twice (must be 0), and the load average.
 
 Replay lookup: ``--cdx-lines`` synthetic CDXJ lines (default 1,000,000) written sorted to a file and
 added to a sorted set; pywb's own index sources (``FileIndexSource``, binary search in the file, and
@@ -27,6 +31,7 @@ import argparse
 import json
 import os
 import random
+import resource
 import shutil
 import socket
 import statistics
@@ -95,6 +100,16 @@ def start_redis(data_dir: Path) -> tuple[subprocess.Popen, str]:
     raise SystemExit("redis-server did not start")
 
 
+def _redis_cpu(client) -> float:
+    info = client.info("cpu")
+    return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
+
+
+def _own_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def harvest_once(args, servers, url: str, workers: int, out: Path) -> dict:
     from harvester.jobs.queue import open_queue
     from index import redisdb
@@ -105,13 +120,18 @@ def harvest_once(args, servers, url: str, workers: int, out: Path) -> dict:
     shutil.rmtree(root, ignore_errors=True)
     coll = Collection.open(root, "bench", create=True)
     seeds = ", ".join(f'"{s.base_url}/"' for s in servers)
-    coll.job_path("bench").write_text(f"seeds = [{seeds}]\ndepth = 100\ndelay = 0.0\nconcurrency = 1\n")
+    coll.job_path("bench").write_text(
+        f"seeds = [{seeds}]\ndepth = 100\ndelay = 0.0\nconcurrency = 1\n"
+        + ("" if args.fulltext else "fulltext = false\n")
+    )
     client = redisdb.connect(url)
     client.flushall()
     os.environ["STRATA_REDIS"] = url
     queue = open_queue(root)
     entry, _ = queue.enqueue("bench", "bench", "full")
     commands_before = int(client.info("stats")["total_commands_processed"])
+    redis_cpu_before = _redis_cpu(client)
+    servers_cpu_before = _own_cpu()
     results: dict[str, object] = {}
 
     def one(label: str) -> None:
@@ -127,6 +147,8 @@ def harvest_once(args, servers, url: str, workers: int, out: Path) -> dict:
         t.join()
     wall = time.monotonic() - started
     commands = int(client.info("stats")["total_commands_processed"]) - commands_before
+    redis_cpu = _redis_cpu(client) - redis_cpu_before
+    servers_cpu = _own_cpu() - servers_cpu_before  # this process: the four site servers (and the bench's threads)
     done = queue.get(entry.id)
     queue.close()
     client.close()
@@ -144,6 +166,10 @@ def harvest_once(args, servers, url: str, workers: int, out: Path) -> dict:
         "expired_leases": (done.summary or {}).get("expired_leases"),
         "redis_commands": commands,
         "commands_per_url": commands / fetched if fetched else None,
+        "load": os.getloadavg()[0],
+        "redis_cpu": redis_cpu,
+        "servers_cpu": servers_cpu,
+        "latency_floor": fetched * args.latency / workers if fetched else None,
         "rss": {label: m.maxrss for label, m in sorted(results.items())},
         "cpu": {label: m.cpu for label, m in sorted(results.items())},
         "exit": {label: m.returncode for label, m in sorted(results.items())},
@@ -201,6 +227,11 @@ def lookup_bench(args, url: str, out: Path) -> dict:
     return {"lines": args.cdx_lines, "lookups": args.lookups, "redis_memory": memory, "sources": out_times}
 
 
+def _cpu_per_url(r: dict) -> float:
+    total = sum(r["cpu"].values()) + r["servers_cpu"] + r["redis_cpu"]
+    return total / r["urls_fetched"] * 1000 if r["urls_fetched"] else 0.0
+
+
 def table(runs: list[dict], lookups: dict, args, urls_total: int) -> str:
     by: dict[int, list[dict]] = {}
     for r in runs:
@@ -210,7 +241,8 @@ def table(runs: list[dict], lookups: dict, args, urls_total: int) -> str:
         f"Harvest: {urls_total} URLs over 4 hosts, {args.latency * 1000:g} ms latency, one connection per host, "
         f"{args.repeat} run(s) each",
         f"{'workers':>7} {'wall s (median, min-max)':>26} {'speed-up':>8} {'Redis cmds/URL':>14} "
-        f"{'peak RSS/worker MB':>18} {'CPU s/worker':>12} {'twice':>5} {'expired':>7}",
+        f"{'peak RSS/worker MB':>18} {'CPU s/worker':>12} {'twice':>5} {'expired':>7} {'wall/floor':>10} "
+        f"{'CPU ms/URL (workers+servers+redis)':>34}",
     ]
     for n, rs in sorted(by.items()):
         walls = [r["wall"] for r in rs]
@@ -221,8 +253,12 @@ def table(runs: list[dict], lookups: dict, args, urls_total: int) -> str:
         rows.append(
             f"{n:>7} {med:>12.1f} ({min(walls):.1f}-{max(walls):.1f}) {base / med:>8.2f} {cmds:>14.1f} "
             f"{rss:>18.0f} {cpu:>12.1f} {max(r['captured_twice'] for r in rs):>5} "
-            f"{max(r['expired_leases'] or 0 for r in rs):>7}"
+            f"{max(r['expired_leases'] or 0 for r in rs):>7} "
+            f"{statistics.median(r['wall'] / r['latency_floor'] for r in rs):>10.2f} "
+            f"{statistics.median(_cpu_per_url(r) for r in rs):>34.1f}"
         )
+    loads = [r["load"] for r in runs]
+    rows.append(f"load average (1 min) at the runs: {min(loads):.2f}-{max(loads):.2f}")
     rows.append("")
     rows.append(
         f"Replay lookup, {lookups['lines']:,} captures, {lookups['lookups']} random exact-URL lookups "
@@ -240,6 +276,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--latency", type=float, default=0.02)
     parser.add_argument("--workers", default="1,2,4")
     parser.add_argument("--repeat", type=int, default=None)
+    parser.add_argument(
+        "--fulltext",
+        action="store_true",
+        help="index full text at the run's end too (off: a fixed cost, not the harvest's)",
+    )
     parser.add_argument("--cdx-lines", type=int, default=None)
     parser.add_argument("--lookups", type=int, default=2000)
     parser.add_argument("--timeout", type=float, default=1800.0)

@@ -157,6 +157,9 @@ class SharedFrontier:
         self._done = client.register_script(_DONE)
         self._reclaim = client.register_script(_RECLAIM)
         self._lease_of: dict[int, str] = {}
+        # URLs known to be in ``seen``: the set only grows during a run, so a URL once seen (queued
+        # here, or answered so by Redis) is never asked again. Nav links repeat on every page.
+        self._seen_here: set[str] = set()
         self._stopping = False
         self.handed_out = 0
         # Expired leases are looked for now and then, not on every hand-out; a lease released here
@@ -174,10 +177,17 @@ class SharedFrontier:
         return int(self._do(lambda: self.r.zcard(self.keys["leases"])))
 
     def seen(self, url: str) -> bool:
-        return bool(self._do(lambda: self.r.sismember(self.keys["seen"], url)))
+        if url in self._seen_here:
+            return True
+        if self._do(lambda: self.r.sismember(self.keys["seen"], url)):
+            self._seen_here.add(url)
+            return True
+        return False
 
     def add_seen(self, url: str) -> None:
-        self._do(lambda: self.r.sadd(self.keys["seen"], url))
+        if url not in self._seen_here:
+            self._do(lambda: self.r.sadd(self.keys["seen"], url))
+            self._seen_here.add(url)
 
     def add(self, item: Item) -> bool:
         if self._stopping:
@@ -193,8 +203,10 @@ class SharedFrontier:
                 args=[item.url, item.host, value, "1" if item.kind == "embed" else "0", self.max_urls, _ms()],
             )
         )
-        if added and self._wake is not None:
-            self._wake.set()
+        if added:
+            self._seen_here.add(item.url)
+            if self._wake is not None:
+                self._wake.set()
         return bool(added)
 
     async def get(self) -> Item | None:

@@ -140,6 +140,17 @@ class SharedHarvest(Harvest):
         self.notes.append(f"run {self.run_id} resumed by {self.worker_label} after its lead stopped")
         return datetime.fromisoformat(resumed.started)
 
+    async def _visit(self, item) -> None:
+        # The worker holds the URL's lease while it visits: its state row is read from Redis once.
+        state = self.state
+        if not isinstance(state, RedisHarvestState):
+            return await super()._visit(item)
+        state.hold(item.url)
+        try:
+            await super()._visit(item)
+        finally:
+            state.release(item.url)
+
     def _make_frontier(self) -> Any:  # a SharedFrontier: Frontier's interface, in Redis
         job = self.job
         return SharedFrontier(

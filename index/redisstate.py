@@ -65,6 +65,12 @@ class RedisHarvestState(HarvestState):
         self._urls = redisdb.urls_key(collection)
         self._digests = redisdb.digests_key(collection)
         self._indexed = redisdb.indexed_key(collection)
+        # Rows of the URLs this process holds the lease of (``hold``): no other worker writes them
+        # meanwhile, so they are read from Redis once and written without reading back.
+        self._held: dict[str, dict | None] = {}
+        self._held_count: dict[str, int] = {}
+        # WARC files known to be indexed: a file once indexed stays so (``forget_warc`` drops it).
+        self._indexed_here: set[str] = set()
 
     def close(self) -> None:
         super().close()
@@ -79,8 +85,26 @@ class RedisHarvestState(HarvestState):
             return None
         return {c: None for c in self._columns} | json.loads(raw)
 
+    def hold(self, url: str) -> None:
+        """This process works on ``url`` now (it holds its lease) until ``release``: its row is kept."""
+        self._held_count[url] = self._held_count.get(url, 0) + 1
+
+    def release(self, url: str) -> None:
+        left = self._held_count.get(url, 0) - 1
+        if left > 0:
+            self._held_count[url] = left
+        else:
+            self._held_count.pop(url, None)
+            self._held.pop(url, None)
+
     def url(self, url: str) -> dict | None:
-        return self._row(self._do(lambda: self.r.hget(self._urls, url)))
+        if url in self._held:
+            row = self._held[url]
+            return dict(row) if row is not None else None
+        row = self._row(self._do(lambda: self.r.hget(self._urls, url)))
+        if url in self._held_count:
+            self._held[url] = dict(row) if row is not None else None
+        return row
 
     def _merge(self, url: str, fields: dict, create: bool) -> None:
         """Set ``fields`` on the URL's row in Redis (a row of Nones first when ``create``). One URL is
@@ -92,6 +116,8 @@ class RedisHarvestState(HarvestState):
             row = {c: None for c in self._columns} | {"checks": 0, "changes": 0, "url": url}
         row.update(fields)
         self._do(lambda: self.r.hset(self._urls, url, json.dumps(row, ensure_ascii=False)))
+        if url in self._held_count:
+            self._held[url] = row
 
     def see_url(self, url, host, run_id, at, found_on, depth, link_kind, page_kind=None, job=None) -> bool:
         super().see_url(url, host, run_id, at, found_on, depth, link_kind, page_kind, job)
@@ -114,6 +140,7 @@ class RedisHarvestState(HarvestState):
             pipe.sadd(redisdb.job_urls_key(self.collection, job), url)
             return bool(pipe.execute()[0])
 
+        self._held.pop(url, None)  # a held row is read again: this may have created it
         return self._do(write)
 
     def put_url_fields(self, fields: dict) -> None:
@@ -151,9 +178,17 @@ class RedisHarvestState(HarvestState):
         if not raw:
             return None
         url, warc_date, record_id, warc = json.loads(raw)
-        if not warc or (warc != open_warc and not self._do(lambda: self.r.sismember(self._indexed, warc))):
+        if not warc or (warc != open_warc and not self._is_indexed(warc)):
             return None
         return Original(url, warc_date, record_id, warc)
+
+    def _is_indexed(self, warc: str) -> bool:
+        if warc in self._indexed_here:
+            return True
+        if self._do(lambda: self.r.sismember(self._indexed, warc)):
+            self._indexed_here.add(warc)
+            return True
+        return False
 
     # -- CDX index pywb reads ----------------------------------------------------------------------
     def cdx_indexed(self, lines: list[bytes]) -> None:
@@ -166,6 +201,7 @@ class RedisHarvestState(HarvestState):
         if state == "indexed":
             self._do(lambda: self.r.sadd(self._indexed, filename))
         else:
+            self._indexed_here.discard(filename)
             self._do(lambda: self.r.srem(self._indexed, filename))
 
     def put_warc(self, filename: str, run_id: str | None, state: str, size: int) -> None:
@@ -174,6 +210,7 @@ class RedisHarvestState(HarvestState):
 
     def forget_warc(self, filename: str) -> None:
         super().forget_warc(filename)
+        self._indexed_here.discard(filename)
         self._do(lambda: self.r.srem(self._indexed, filename))
 
     def forget_records(self, filename: str, good_end: int) -> None:
@@ -190,6 +227,7 @@ class RedisHarvestState(HarvestState):
         cleared = dict.fromkeys(
             ("digest", "orig_uri", "orig_date", "orig_record_id", "orig_warc", "etag", "last_modified")
         )
+        self._held.clear()
         for row in self._all_urls():
             if row.get("orig_record_id") in lost:
                 self._merge(row["url"], cleared, create=False)

@@ -79,3 +79,33 @@ def test_a_rebuild_refreshes_what_redis_holds(root, site, redis_url, monkeypatch
     assert client.zcard(redisdb.cdxj_key("sample")) == lines > 40
     assert client.hlen(redisdb.digests_key("sample")) > 0 and client.scard(redisdb.indexed_key("sample")) > 0
     client.close()
+
+
+def test_a_held_url_is_read_from_redis_once_and_read_again_after_release(tmp_path, redis_url):
+    from index.redisstate import RedisHarvestState
+
+    db = tmp_path / "harvest.sqlite"
+    url = "http://example.org/a"
+    writer = RedisHarvestState(db, "held", redis_url)
+    other = RedisHarvestState(tmp_path / "other.sqlite", "held", redis_url)  # another worker's process
+    client = redisdb.connect(redis_url)
+    try:
+        writer.see_url(url, "example.org", "r1", "2026-01-01T00:00:00Z", None, 0, "navigation", job="j")
+        writer.hold(url)
+        assert writer.url(url)["checks"] == 0
+        reads = int(client.info("stats")["total_commands_processed"])
+        writer.update_url(url, checks=1)
+        row = writer.url(url)
+        assert row["checks"] == 1
+        row["checks"] = 99  # a caller's copy: the held row is not changed through it
+        assert writer.url(url)["checks"] == 1
+        # update_url wrote once, and neither it nor the two reads went back to Redis for the row
+        assert int(client.info("stats")["total_commands_processed"]) - reads == 2  # HSET, and this INFO
+        assert json.loads(client.hget(redisdb.urls_key("held"), url))["checks"] == 1
+        writer.release(url)
+        other.update_url(url, checks=5)
+        assert writer.url(url)["checks"] == 5  # released: Redis is read again
+    finally:
+        writer.close()
+        other.close()
+        client.close()

@@ -100,3 +100,17 @@ def test_a_crawl_delay_learnt_by_one_worker_paces_the_others(redis_url):
     assert times[0] - started >= 0.25  # the first request waits a delay after the robots.txt request
     assert times[1] - times[0] >= 0.28 and times[2] - times[1] >= 0.28
     client.close()
+
+
+def test_a_url_known_seen_is_not_asked_of_redis_again(redis_url):
+    client, a, b = _pair(redis_url)
+    assert a.add(Item("http://one.test/", 0, "navigation"))
+    assert not b.seen("http://one.test/new") and b.seen("http://one.test/")  # b asks Redis, once
+    before = int(client.info("stats")["total_commands_processed"])
+    for _ in range(50):  # a nav link on every page: answered here
+        assert a.seen("http://one.test/") and b.seen("http://one.test/")
+    assert int(client.info("stats")["total_commands_processed"]) - before == 1  # the INFO call itself
+    assert not b.seen("http://one.test/new")  # not seen yet: still asked, as another worker may queue it
+    a.add(Item("http://one.test/new", 1, "navigation"))
+    assert b.seen("http://one.test/new")
+    client.close()
