@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import logging
 import os
 import time
@@ -35,7 +36,7 @@ from index import cdxj, redisdb
 from index.rebuild import rebuild_if_outdated
 from index.redisstate import RedisHarvestState
 from index.statestore import open_harvest_state
-from strata.errors import HarvestError
+from strata.errors import CollectionBusy, HarvestError
 from strata.times import iso, utc_now
 
 log = logging.getLogger(__name__)
@@ -69,6 +70,7 @@ class SharedHarvest(Harvest):
         self._last_wait_said = -1e9
         self.expired_leases = 0
         self.captured_twice: list[str] = []
+        self.handed_over = False  # this lead found another leading the run at its end: it left as a helper
 
     def _patient(self, call):
         return redisdb.patiently(self.redis_url, call, on_wait=self._waiting)
@@ -91,15 +93,38 @@ class SharedHarvest(Harvest):
         own_suffix = f"-{self.worker_label}.warc.gz{OPEN_SUFFIX}"
         try:
             if self.lead:
-                with coll.harvest_lock():
+                # A run left unfinished is this worker's to lead from now on, before it waits for the
+                # collection's lock: a lead cut off from Redis may still hold that lock, and must learn
+                # at its end that it no longer leads (``_end_run``), or it would close the run itself.
+                resumed = self._patient(lambda: SharedRun.unfinished(self.r, coll.name, self.job_key))
+                if resumed is not None:
+                    self._patient(lambda: resumed.take_lead(self.worker_key))
+                with await self._collection_lock(waits=resumed is not None):
                     summary = await self._locked_part(lambda name: name.endswith(own_suffix))
             else:
                 summary = await self._locked_part(lambda name: name.endswith(own_suffix))
         finally:
             self.r.close()
-        if self.lead and self.job.fulltext:
+        if self.lead and self.job.fulltext:  # (a lead that handed over is no longer one)
             summary["fulltext"] = self._index_fulltext()
         return summary
+
+    async def _collection_lock(self, waits: bool) -> contextlib.ExitStack:
+        """The collection's harvest lock, held. A lead resuming a run waits for it: the lead it takes
+        over from may be alive, cut off from Redis, and hold it until it hands the run over."""
+        said = False
+        while True:
+            stack = contextlib.ExitStack()
+            try:
+                stack.enter_context(self.collection.harvest_lock())
+                return stack
+            except CollectionBusy:
+                if not waits:
+                    raise
+                if not said:
+                    log.warning("worker %s: waiting for the worker that led the run to leave it", self.worker_label)
+                    said = True
+                await asyncio.sleep(0.5)
 
     async def _locked_part(self, own) -> dict:
         self.state = open_harvest_state(self.collection)
@@ -130,8 +155,11 @@ class SharedHarvest(Harvest):
         if resumed is None:
             started = super()._begin_run(started)
             assert self.mode is not None
-            self.shared = SharedRun.create(self.r, coll, self.job_key, self.run_id, self.mode, iso(started))
+            self.shared = SharedRun.create(
+                self.r, coll, self.job_key, self.run_id, self.mode, iso(started), lead=self.worker_key
+            )
             return started
+        resumed.take_lead(self.worker_key)
         self.shared, self.run_id, self.mode = resumed, resumed.run_id, resumed.mode
         if self.state.run(self.run_id) is None:
             self.state.begin_run(self.run_id, self.job_key, self.mode, resumed.started, os.getpid())
@@ -172,8 +200,8 @@ class SharedHarvest(Harvest):
             self.shared.open_to_others()
 
     def _closes_run(self) -> bool:
-        # Listing pages are read by whichever worker takes them: no one worker can tell that a
-        # content page vanished from all of them. Such pages are left to their due recheck.
+        # Listing pages are read by whichever worker takes them: no one worker can tell that a content
+        # page vanished from all of them. The lead does, at its end, from what every worker read.
         return False
 
     def _stored(self) -> tuple[list[str], int]:
@@ -190,16 +218,28 @@ class SharedHarvest(Harvest):
 
     async def _end_run(self, started: datetime) -> datetime:
         assert self.shared is not None
+        shared, me = self.shared, self.worker_key
+        if self.lead and not self._patient(lambda: shared.close_as_lead(me)):
+            # Cut off long enough for the queue to retry the entry: another worker resumed the run and
+            # leads it. This one leaves as a helper; the new lead adds up its figures and closes the run.
+            self.lead, self.handed_over = False, True
+            self.notes.append(
+                f"run {self.run_id} is led by another worker now; {self.worker_label} left it as a helper"
+            )
         if not self.lead:
+            if self.paging.tells_vanished and self.status == "finished":
+                reading = self.paging.reading()
+                self._patient(lambda: shared.put_paging(me, reading))  # before it leaves: the lead waits for that
             self.roller.close()
             self.figures.warc_files, self.figures.bytes_stored = self._stored()
             self._beat(left=True)
             return utc_now()
-        self._patient(self.shared.closing)
         while not self._patient(lambda: self.shared.others_done(self.worker_key, self.lease_seconds)):
             await asyncio.sleep(0.2)
         for figures in self._others():
             add_figures(self.figures.__dict__, {k: v for k, v in figures.items() if k not in _NOT_ADDED})
+        if self.paging.tells_vanished and self.status == "finished":
+            self._record_vanished(shared)
         assert isinstance(self.frontier, SharedFrontier)
         self.expired_leases, _ = self.frontier.expired()
         counts = collections.Counter(c["url"] for c in self.state.captures(run_id=self.run_id))
@@ -212,6 +252,29 @@ class SharedHarvest(Harvest):
         finished = await super()._end_run(started)
         self.shared.close()
         return finished
+
+    def _record_vanished(self, shared: SharedRun) -> None:
+        """Content pages gone from every listing, as one harvester tells them, from what every worker
+        read. A worker that stopped before saying what it read (killed, failed) may have read the
+        listing a page moved to: then no page is called vanished, each is left to its due recheck."""
+        readings = self._patient(shared.pagings)
+        workers = self._patient(shared.workers)
+        # who must have said: every other worker that fetched something, or did not leave (died)
+        others = {
+            key
+            for key, w in workers.items()
+            if key != self.worker_key and (not w["left"] or (w["figures"].get("urls_fetched") or 0) > 0)
+        }
+        if others - readings.keys():
+            self.notes.append(
+                f"{len(others - readings.keys())} worker(s) stopped before saying which listings they read: "
+                "no page is called vanished in this run; each is left to its due recheck"
+            )
+            return
+        for key, reading in readings.items():
+            if key != self.worker_key:
+                self.paging.add_reading(reading)
+        self.paging.record_vanished()
 
     def _others(self) -> list[dict]:
         if self.shared is None:
@@ -237,6 +300,7 @@ class SharedHarvest(Harvest):
         out.update(
             worker=self.worker_label,
             lead=self.lead,
+            handed_over=self.handed_over,
             expired_leases=self.expired_leases,
             captured_twice=self.captured_twice,
         )

@@ -1,8 +1,10 @@
 """A run that several workers share, as Redis holds it: who leads it, who works on it, their figures.
 
-    strata:<coll>:run:<run_id>:meta       hash: job, mode, started, status (starting | open | closing | closed)
+    strata:<coll>:run:<run_id>:meta       hash: job, mode, started, status (starting | open | closing | closed),
+                                          lead (the worker key of the lead now)
     strata:<coll>:run:<run_id>:workers    hash: worker label -> JSON {beat, left, figures}
     strata:<coll>:run:<run_id>:robots     hash: robots.txt URL -> JSON [status, base64 body] or ["error", why]
+    strata:<coll>:run:<run_id>:paging     hash: worker key -> JSON of what it read of the listings (``put_paging``)
     strata:<coll>:shared:<job>            the unfinished shared run of a job (its run id)
     strata:shared                         set of "<coll>\\t<job>\\t<run_id>" open for more workers
 
@@ -10,8 +12,11 @@ The worker that claimed the queue entry leads: it names the run, seeds the share
 (``harvester.shared_frontier``), opens the run to others, and when the frontier is settled waits
 for the others to leave (or to be silent longer than a lease: dead), then adds up everyone's
 figures and closes the run. A lead that dies leaves the run unfinished; the queue retries the
-entry and the next lead resumes the same run id. Robots.txt is fetched once per run: the first
-worker to ask claims it, the others wait for its answer.
+entry and the next lead resumes the same run id. A lead cut off from Redis longer than the queue
+trusts a silent worker may come back to find its entry retried and the run resumed by another:
+only the worker named ``lead`` in the run's meta closes it (``close_as_lead``, one script), so the
+old lead leaves as a helper would, its figures added by the new one, and the run is closed once.
+Robots.txt is fetched once per run: the first worker to ask claims it, the others wait for its answer.
 """
 
 from __future__ import annotations
@@ -26,6 +31,13 @@ from harvester.shared_frontier import run_key
 from index import redisdb
 
 OPEN = redisdb.key("shared")
+_CLOSE_AS_LEAD = """
+local lead = redis.call('HGET', KEYS[1], 'lead')
+if lead and lead ~= '' and lead ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'status', 'closing')
+redis.call('SREM', KEYS[2], ARGV[2])
+return 1
+"""
 
 
 def _job_key(coll: str, job: str | None) -> str:
@@ -59,10 +71,13 @@ class SharedRun:
         return cls.load(r, coll, run_id) if run_id else None
 
     @classmethod
-    def create(cls, r: Any, coll: str, job: str | None, run_id: str, mode: str, started: str) -> SharedRun:
+    def create(
+        cls, r: Any, coll: str, job: str | None, run_id: str, mode: str, started: str, lead: str = ""
+    ) -> SharedRun:
         run = cls(r, coll, run_id, job, mode, started)
         pipe = r.pipeline(transaction=True)
-        pipe.hset(run.key("meta"), mapping={"job": job or "", "mode": mode, "started": started, "status": "starting"})
+        meta = {"job": job or "", "mode": mode, "started": started, "status": "starting", "lead": lead}
+        pipe.hset(run.key("meta"), mapping=meta)
         pipe.set(_job_key(coll, job), run_id)
         pipe.execute()
         return run
@@ -73,15 +88,22 @@ class SharedRun:
         pipe.sadd(OPEN, f"{self.coll}\t{self.job or ''}\t{self.run_id}")
         pipe.execute()
 
+    def take_lead(self, lead: str) -> None:
+        """``lead`` leads the run from now on (a retry of the queue entry resumed it)."""
+        self.r.hset(self.key("meta"), "lead", lead)
+
+    def lead(self) -> str:
+        return self.r.hget(self.key("meta"), "lead") or ""
+
+    def close_as_lead(self, lead: str) -> bool:
+        """No more workers may join: the lead is about to add up the figures of those that did. Only if
+        ``lead`` still leads the run (one script: no other lead slips in between); False, and nothing
+        changed, when another worker has taken the run over."""
+        member = f"{self.coll}\t{self.job or ''}\t{self.run_id}"
+        return bool(self.r.eval(_CLOSE_AS_LEAD, 2, self.key("meta"), OPEN, lead, member))
+
     def status(self) -> str:
         return self.r.hget(self.key("meta"), "status") or "closed"
-
-    def closing(self) -> None:
-        """No more workers may join: the lead is about to add up the figures of those that did."""
-        pipe = self.r.pipeline(transaction=True)
-        pipe.hset(self.key("meta"), "status", "closing")
-        pipe.srem(OPEN, f"{self.coll}\t{self.job or ''}\t{self.run_id}")
-        pipe.execute()
 
     def close(self) -> None:
         pipe = self.r.pipeline(transaction=True)
@@ -92,12 +114,16 @@ class SharedRun:
 
     @staticmethod
     def joinable(r: Any) -> list[tuple[str, str | None, str]]:
-        """(collection, job, run id) of the runs open for more workers."""
-        out = []
-        for member in sorted(r.smembers(OPEN)):
-            coll, job, run_id = member.split("\t")
-            out.append((coll, job or None, run_id))
-        return out
+        """(collection, job, run id) of the runs open for more workers with URLs queued: a run whose
+        frontier is empty waits only for its last leases, and a worker joining it would find nothing."""
+        runs = [tuple(member.split("\t")) for member in sorted(r.smembers(OPEN))]
+        pipe = r.pipeline(transaction=False)
+        for coll, _, run_id in runs:
+            pipe.get(run_key(coll, run_id, "queued"))
+        queued = pipe.execute() if runs else []
+        return [
+            (coll, job or None, run_id) for (coll, job, run_id), n in zip(runs, queued, strict=True) if int(n or 0) > 0
+        ]
 
     # -- workers -------------------------------------------------------------------------------------
     def beat(self, label: str, figures: dict, left: bool = False) -> None:
@@ -111,6 +137,13 @@ class SharedRun:
         """Every other worker has left, or has been silent longer than ``silent_after`` (dead)."""
         now = time.time()
         return all(w["left"] or now - w["beat"] > silent_after for name, w in self.workers().items() if name != label)
+
+    # -- what each worker read of the listings (vanished pages are told from all of them) ---------------
+    def put_paging(self, worker: str, paging: dict) -> None:
+        self.r.hset(self.key("paging"), worker, json.dumps(paging, ensure_ascii=False))
+
+    def pagings(self) -> dict[str, dict]:
+        return {worker: json.loads(raw) for worker, raw in self.r.hgetall(self.key("paging")).items()}
 
     # -- robots.txt, once per run --------------------------------------------------------------------
     def robots_answer(self, url: str) -> tuple[str, Any] | None:

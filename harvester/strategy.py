@@ -185,11 +185,38 @@ class PagingStrategy:
         ]
         return not read or url_order_key(url) <= min(read)
 
+    # -- several workers on one run: each reads some listings; the lead tells vanished pages from all --
+    @property
+    def tells_vanished(self) -> bool:
+        return self.enabled and self.job.check_deleted_links
+
+    def reading(self) -> dict:
+        """What this worker read of the listings, as JSON-able data (``add_reading`` adds another's)."""
+        return {
+            "index_links": sorted(self.index_links),
+            "index_pages_done": sorted(self.index_pages_done),
+            "fetched": sorted(self.fetched),
+            "stopped_at": self.stopped_at,
+            "oldest_on_page": [[section, page, list(key)] for (section, page), key in self.oldest_on_page.items()],
+        }
+
+    def add_reading(self, other: dict) -> None:
+        self.index_links.update(other["index_links"])
+        self.index_pages_done.update(other["index_pages_done"])
+        self.fetched.update(other["fetched"])
+        for section, page in other["stopped_at"].items():
+            self.stopped_at[section] = min(page, self.stopped_at.get(section, page))
+        for section, page, key in other["oldest_on_page"]:
+            # a listing page is read by one worker in a run; the older key if two did
+            oldest = tuple(key)
+            known = self.oldest_on_page.get((section, page))
+            self.oldest_on_page[(section, page)] = oldest if known is None else min(known, oldest)
+
     def record_vanished(self) -> None:
         """Content pages that were listed on an index page read this run, and are on none now. Only
         when every listing was read to its end: where paging stopped early, an article may just
         have moved to a page not read, and its due recheck (a 404) is the evidence to wait for."""
-        if not (self.enabled and self.job.check_deleted_links):
+        if not self.tells_vanished:
             return
         unsure = 0
         for row in self.state.job_urls(self.job_key):

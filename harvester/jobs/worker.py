@@ -164,6 +164,10 @@ class Worker:
                     lambda: self.queue.interrupt(entry.id, f"worker {self.id} was stopped during the run")
                 )
                 self.report(f"run {entry.id} stopped with the worker; queued again")
+            elif summary.get("handed_over"):
+                # Cut off from Redis long enough that the entry was retried: the retry's worker leads the
+                # run now and records its outcome (this entry is already marked interrupted).
+                self.report(f"run {entry.id}: another worker resumed the run; this one's URLs went to it")
             else:
                 failure = summary.get("failure")  # a run that went to its end and still failed says why
                 await self._settle(

@@ -9,14 +9,16 @@ import os
 import signal
 import subprocess
 import time
+from datetime import UTC, datetime, timedelta
 from urllib.parse import urlsplit
 
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
+from demo.sample_site import SampleSite
 from harvester.job import validate_job
 from harvester.jobs.queue import open_queue
-from index import redisdb
+from index import redisdb, runhistory
 from index.collection import Collection
 from index.state import HarvestState
 from tests.conftest import VENV_BIN, harvest
@@ -49,7 +51,13 @@ def _workers(root, redis_url, labels, *extra):
 def _wait(procs, timeout=120):
     out = {}
     for label, proc in procs.items():
-        _, err = proc.communicate(timeout=timeout)
+        try:
+            _, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            for p in procs.values():
+                p.kill()
+            said = {name: p.communicate()[1] for name, p in procs.items()}
+            pytest.fail(f"worker {label} did not end in {timeout} s; they said: {said}")
         out[label] = (proc.returncode, err)
     return out
 
@@ -123,6 +131,46 @@ def test_three_workers_share_one_run_v1_then_v2(tmp_path, root, site, redis_url,
     assert results[1]["mode"] == "incremental" and results[1]["revisits"] > 0
 
 
+def _deleted(root, run_id):
+    with HarvestState(Collection(root, "sample").db_path) as state:
+        return sorted(urlsplit(c["url"]).path for c in state.checks(run_id) if c["outcome"] == "deleted")
+
+
+@pytest.mark.slow
+def test_three_workers_tell_vanished_pages_as_one_harvester_does(tmp_path, root, site, redis_url, monkeypatch):
+    """The index/content strategy with vanished pages recorded: listings are read by whichever worker
+    takes them, and the lead tells the pages gone from all of them, the same as one harvester."""
+    strategy = {
+        "index_patterns": list(SampleSite.INDEX_PATTERNS),
+        "content_patterns": list(SampleSite.CONTENT_PATTERNS),
+        "default_page_kind": "content",
+        "min_interval": "1h",
+        "check_deleted_links": True,
+    }
+    reference = tmp_path / "reference" / "collections"
+    reference.mkdir(parents=True)
+    harvest(reference, site, **strategy)
+    site.version = 2
+    ref2 = harvest(reference, site, **strategy)
+    expected = _deleted(reference, ref2["run_id"])
+    assert expected and ref2["deleted"] == len(expected)
+
+    site.version, site.latency = 1, 0.01
+    _job(root, site, **strategy)
+    monkeypatch.setenv("STRATA_REDIS", redis_url)
+    for version, mode in ((1, "full"), (2, "incremental")):
+        site.version = version
+        queue = open_queue(root)
+        entry, _ = queue.enqueue("sample", "news", mode)
+        queue.close()
+        done = _wait(_workers(root, redis_url, ["w1", "w2", "w3"]))
+        assert all(code == 0 for code, _ in done.values()), done
+    summary = _run_of(root, entry.id, redis_url, monkeypatch).summary
+    assert len(set(_writers(root, summary["run_id"]).values())) >= 2  # the listings were read by several
+    assert _deleted(root, summary["run_id"]) == expected
+    assert summary["deleted"] == ref2["deleted"]
+
+
 @pytest.mark.slow
 def test_a_worker_killed_mid_run_loses_nothing(tmp_path, root, site, redis_url, monkeypatch):
     reference = tmp_path / "reference" / "collections"
@@ -183,6 +231,83 @@ def test_a_worker_killed_mid_run_loses_nothing(tmp_path, root, site, redis_url, 
     assert len(twice) <= summary["expired_leases"]  # only URLs whose lease expired
     verified = subprocess.run([STRATA, "verify", "sample", "--root", str(root)], capture_output=True, text=True)
     assert verified.returncode == 0, verified.stdout + verified.stderr
+
+
+def _run_reports(root, run_id):
+    """How many run reports (``index.runhistory``) the collection's WARC files hold for ``run_id``."""
+    found = 0
+    for path in sorted((root / "sample" / "archive").glob("*.warc.gz")):
+        with open(path, "rb") as fh:
+            for record in ArchiveIterator(fh):
+                uri = record.rec_headers.get_header("WARC-Target-URI")
+                found += runhistory.is_run_record(record) and uri == runhistory.run_uri(run_id)
+    return found
+
+
+@pytest.mark.slow
+def test_a_lead_cut_off_longer_than_the_queue_trusts_hands_its_run_over(tmp_path, root, site, redis_url, monkeypatch):
+    """A lead frozen (SIGSTOP: as cut off from Redis) past the queue's trust: its entry is retried, the
+    retry's worker resumes the run and leads it; the old lead, back, leaves as a helper. One run,
+    closed once, with one report, every URL in it."""
+    reference = tmp_path / "reference" / "collections"
+    reference.mkdir(parents=True)
+    ref = harvest(reference, site)
+    site.latency = 0.1
+    _job(root, site, concurrency=1)
+    monkeypatch.setenv("STRATA_REDIS", redis_url)
+    queue = open_queue(root)
+    entry, _ = queue.enqueue("sample", "news", "full")
+    queue.close()
+    first = _workers(root, redis_url, ["w1"], "--lease", "2")
+    archive = root / "sample" / "archive"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not list(archive.glob("*-w1.warc.gz.open")):
+        time.sleep(0.02)
+    time.sleep(0.5)
+    first["w1"].send_signal(signal.SIGSTOP)
+    try:
+        queue = open_queue(root)
+        # The queue's own recovery, eleven minutes on: a silent worker is trusted ten at most.
+        later = datetime.now(UTC) + timedelta(minutes=11)
+        assert [e.id for e in queue.recover(now=later, stale_after=60.0)] == [entry.id]
+        queue.close()
+        second = _workers(root, redis_url, ["w2"], "--lease", "2")
+        client = redisdb.connect(redis_url)
+        meta_key = f"strata:sample:run:{_run_id_of(client)}:meta"
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not client.hget(meta_key, "lead").startswith("w2:"):
+            time.sleep(0.02)
+        assert client.hget(meta_key, "lead").startswith("w2:")  # the retry resumed the run and leads it
+        client.close()
+        time.sleep(0.3)
+    finally:
+        first["w1"].send_signal(signal.SIGCONT)
+    done = _wait({**first, **second})
+    assert all(code == 0 for code, _ in done.values()), done
+    assert "another worker resumed the run" in done["w1"][1]
+    queue = open_queue(root)
+    old, retry = queue.get(entry.id), queue.entries(collection="sample")[0]
+    queue.close()
+    assert old.status == "interrupted" and (retry.retry_of, retry.status) == (entry.id, "finished"), retry.error
+    summary = retry.summary
+    run_id = summary["run_id"]
+    with HarvestState(Collection(root, "sample").db_path) as state:
+        assert [(r["run_id"], r["status"]) for r in state.runs()] == [(run_id, "finished")]
+    assert _run_reports(root, run_id) == 1  # closed once
+    assert set(_writers(root, run_id).values()) == {"w1", "w2"}
+    caps = _captures(root, run_id)
+    assert set(_by_path(caps)) == set(_by_path(_captures(reference, ref["run_id"])))
+    twice = sorted(u for u, n in collections.Counter(c["url"] for c in caps).items() if n > 1)
+    assert twice == summary["captured_twice"] and len(twice) <= summary["expired_leases"]
+    assert summary["urls_fetched"] == len(caps)  # the old lead's URLs are in the run's figures
+    verified = subprocess.run([STRATA, "verify", "sample", "--root", str(root)], capture_output=True, text=True)
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+
+
+def _run_id_of(client):
+    keys = list(client.scan_iter(match="strata:sample:run:*:meta"))
+    assert len(keys) == 1, keys
+    return keys[0].split(":")[3]
 
 
 @pytest.mark.slow
