@@ -131,6 +131,20 @@ def test_three_workers_share_one_run_v1_then_v2(tmp_path, root, site, redis_url,
     assert results[1]["mode"] == "incremental" and results[1]["revisits"] > 0
 
 
+def _slow_run_queued(tmp_path, root, site, redis_url, monkeypatch):
+    """A reference harvest, then a full run queued on a site 0.1 s a URL, one connection a worker."""
+    reference = tmp_path / "reference" / "collections"
+    reference.mkdir(parents=True)
+    ref = harvest(reference, site)
+    site.latency = 0.1
+    _job(root, site, concurrency=1)
+    monkeypatch.setenv("STRATA_REDIS", redis_url)
+    queue = open_queue(root)
+    entry, _ = queue.enqueue("sample", "news", "full")
+    queue.close()
+    return reference, ref, entry
+
+
 def _deleted(root, run_id):
     with HarvestState(Collection(root, "sample").db_path) as state:
         return sorted(urlsplit(c["url"]).path for c in state.checks(run_id) if c["outcome"] == "deleted")
@@ -173,17 +187,9 @@ def test_three_workers_tell_vanished_pages_as_one_harvester_does(tmp_path, root,
 
 @pytest.mark.slow
 def test_a_worker_killed_mid_run_loses_nothing(tmp_path, root, site, redis_url, monkeypatch):
-    reference = tmp_path / "reference" / "collections"
-    reference.mkdir(parents=True)
-    ref = harvest(reference, site)
     # slow enough that the run is still going when the lead is killed (one connection a worker,
     # 0.1 s a URL: about 2.5 s for the site; at 4 connections and 0.05 s it could end first)
-    site.latency = 0.1
-    _job(root, site, concurrency=1)
-    monkeypatch.setenv("STRATA_REDIS", redis_url)
-    queue = open_queue(root)
-    entry, _ = queue.enqueue("sample", "news", "full")
-    queue.close()
+    reference, ref, entry = _slow_run_queued(tmp_path, root, site, redis_url, monkeypatch)
     procs = _workers(root, redis_url, ["w1", "w2"], "--lease", "3")
     archive = root / "sample" / "archive"
     deadline = time.monotonic() + 30
@@ -249,15 +255,7 @@ def test_a_lead_cut_off_longer_than_the_queue_trusts_hands_its_run_over(tmp_path
     """A lead frozen (SIGSTOP: as cut off from Redis) past the queue's trust: its entry is retried, the
     retry's worker resumes the run and leads it; the old lead, back, leaves as a helper. One run,
     closed once, with one report, every URL in it."""
-    reference = tmp_path / "reference" / "collections"
-    reference.mkdir(parents=True)
-    ref = harvest(reference, site)
-    site.latency = 0.1
-    _job(root, site, concurrency=1)
-    monkeypatch.setenv("STRATA_REDIS", redis_url)
-    queue = open_queue(root)
-    entry, _ = queue.enqueue("sample", "news", "full")
-    queue.close()
+    reference, ref, entry = _slow_run_queued(tmp_path, root, site, redis_url, monkeypatch)
     first = _workers(root, redis_url, ["w1"], "--lease", "2")
     archive = root / "sample" / "archive"
     deadline = time.monotonic() + 30
