@@ -4,7 +4,8 @@ Both servers read the collection's CDX from its sorted set in Redis (``index.cap
 answer every URL of a harvested collection (v1, then v2 incremental with revisits) identically, and
 from Redis (they keep answering with the local ``index.cdxj`` moved away); a run harvested after
 they started is visible on both as soon as its files are sealed; with Redis stopped they keep
-answering the same from the local index file, and read Redis again once it is back.
+answering the same from the local index file, and read Redis again once it is back; access rules
+apply on top of what they read.
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ from urllib.parse import quote
 
 import httpx
 import pytest
+from click.testing import CliRunner
 
+from cli import cli
 from index import redisdb
 from index.cdxj import iter_index
 from index.collection import Collection
@@ -107,6 +110,20 @@ def test_two_replay_servers_over_one_redis(tmp_path, root, site, redis_url, redi
             assert _answers(servers, every) == [before[0], before[0]]
         finally:
             hidden.rename(coll.cdxj_path)
+
+        # access rules apply on top of the Redis-read index, on both servers alike
+        for prefix, access in (("/about.html", "exclude"), ("/contact.html", "block")):
+            added = CliRunner().invoke(
+                cli, ["access", "sample", "add", site.base_url + prefix, "--access", access, "--root", str(root)]
+            )
+            assert added.exit_code == 0, added.output
+        ruled = [p for p in every if "/about.html" in p or "/contact.html" in p]
+        one, two = _answers(servers, ruled)
+        assert one == two
+        assert {a[0] for p, a in zip(ruled, one, strict=True) if "/about.html" in p} == {404}
+        assert {a[0] for p, a in zip(ruled, one, strict=True) if "/contact.html" in p and "timemap" not in p} == {451}
+        cdx = _answers(servers, [f"/sample/cdx?url={quote(site.base_url + '/about.html')}"])
+        assert cdx[0] == cdx[1] and cdx[0][0][:2] == (200, hashlib.sha256(b"").hexdigest())  # no lines
     finally:
         for server in servers:
             server.stop()
