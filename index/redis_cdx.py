@@ -8,6 +8,7 @@ pywb's ``RedisIndexSource`` reads it) or ``None`` when the caller must read the 
 
 - the set does not exist: a collection whose state was never copied (``strata backend copy``
   fills it; ``strata import`` and ``strata index rebuild`` do too);
+- the key is not a sorted set (a Redis error other than an outage): the same, with a log line;
 - Redis cannot be reached: replay keeps serving from the file, which holds every line Redis holds
   (it is written first). Redis is tried again ``retry_after`` seconds later, not on every lookup,
   so an outage costs one connection timeout, not one per request. Each change of state is logged
@@ -25,6 +26,7 @@ import time
 from typing import Any
 
 import valkey
+import valkey.exceptions
 
 from index import redisdb
 
@@ -66,6 +68,9 @@ class RedisCdx:
             exists, found = pipe.execute()
         except redisdb.UNAVAILABLE as exc:
             self._went_down(exc)
+            return None
+        except valkey.exceptions.ValkeyError as exc:  # e.g. WRONGTYPE: the key holds something else
+            log.warning("Redis key %s cannot be read as CDX (%s); replay reads %s's index files", zkey, exc, coll)
             return None
         self._came_back()
         return list(found) if exists else None

@@ -56,6 +56,18 @@ def test_no_set_for_the_collection_reads_its_file(tmp_path, redis_url):
     redis.close()
 
 
+def test_a_key_that_is_no_sorted_set_reads_the_file(tmp_path, redis_url):
+    coll = _collection(tmp_path, [A, B])
+    client = redisdb.connect(redis_url)
+    client.set(redisdb.cdxj_key("c"), "not a sorted set")
+    client.close()
+    redis = RedisCdx(redis_url)
+    (part,) = index_parts(coll, redis)
+    assert list(part.lines(*EXACT_B)) == [B]
+    assert redis.available  # not an outage
+    redis.close()
+
+
 def test_redis_down_reads_the_file_and_tries_again_later(tmp_path, redis_url, redis_server, caplog):
     coll = _collection(tmp_path, [A, B])
     _fill(redis_url, [A, B, B2])
