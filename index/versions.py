@@ -1,9 +1,9 @@
 """The captures of one URL, read from the collection's CDXJ index files, for moving between them.
 
 ``read_versions(collection, url)`` gives every capture of ``url`` (pywb's canonical match: the
-same SURT key replay looks up, read by ``index.capture_index`` from the same index parts, Redis
-or files), oldest first, as ``Version`` rows: timestamp, payload digest,
-MIME type, HTTP status, record type and where the record is. Everything here comes from the CDXJ
+same SURT key replay looks up, in the same index parts, files or Redis: ``index.capture_index``),
+oldest first, as ``Version`` rows: timestamp, payload digest, MIME type, HTTP status, record type
+and where the record is. Everything here comes from the CDXJ
 (itself derived from the WARCs), so it works for a collection indexed by ``wb-manager`` alone and
 says the same after ``strata index rebuild``.
 

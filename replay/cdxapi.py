@@ -1,10 +1,10 @@
 """pywb's CDX server API over a collection: what ``/<coll>/cdx`` answers.
 
 The lines are pywb's own: the query goes to pywb's ``IndexHandler`` (with its fuzzy-match rules)
-over the collection's ``indexes/*.cdxj`` read by pywb's directory index source (on a Redis root,
-``index.cdxj``'s lines from the collection's sorted set, as replay reads them: ``index.capture_index``), exactly as an
+over the collection's ``indexes/*.cdxj`` read by pywb's directory index source, exactly as an
 unmodified ``wayback`` answers its ``/<coll>/cdx`` (``tests/integration/test_cdx_api.py`` compares
-the two for a table of queries). Strata adds, before pywb sees the query:
+the two for a table of queries); on a Redis root ``index.cdxj``'s lines come from the collection's
+sorted set, as replay reads them (``index.capture_index``). Strata adds, before pywb sees the query:
 
 - checked parameters: a bad ``matchType``, ``from``/``to``/``closest``, ``limit``, ``sort``, ``output``,
   ``filter`` or ``fl`` is refused with ``CdxQueryError`` (HTTP 400) saying what to send instead;
