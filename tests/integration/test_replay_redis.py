@@ -3,7 +3,8 @@
 Both servers read the collection's CDX from its sorted set in Redis (``index.capture_index``): they
 answer every URL of a harvested collection (v1, then v2 incremental with revisits) identically, and
 from Redis (they keep answering with the local ``index.cdxj`` moved away); a run harvested after
-they started is visible on both as soon as its files are sealed; with Redis stopped they keep
+they started is visible on both as soon as its files are sealed (and so is one more file, written by
+warcio, once sealed); with Redis stopped they keep
 answering the same from the local index file, and read Redis again once it is back; access rules
 apply on top of what they read.
 """
@@ -22,8 +23,11 @@ from cli import cli
 from index import redisdb
 from index.cdxj import iter_index
 from index.collection import Collection
+from index.seal import index_sealed_file
+from index.statestore import open_harvest_state
 from tests.conftest import harvest
 from tests.support.replay_fixtures import StrataServer
+from tests.support.warc_makers import Cap, write_warc
 
 
 def _answer(http: httpx.Client, server: StrataServer, path: str) -> tuple:
@@ -88,8 +92,19 @@ def test_two_replay_servers_over_one_redis(tmp_path, root, site, redis_url, redi
         new_page = next(i for i, p in enumerate(new_paths) if p.endswith("/news/article-0015.html"))  # only in v3
         assert on_one[new_page][0] == 200
 
+        # one more file sealed (written by warcio, indexed as the harvester seals): on both at once
+        warc = coll.archive_dir / "sealed-later.warc.gz"
+        write_warc(warc, [Cap("http://sealed.example/page.html", "2030-01-02T03:04:05Z", b"<html>sealed</html>")])
+        with open_harvest_state(coll) as state:
+            index_sealed_file(coll, state, warc.name)
+        sealed = "/sample/20300102030405id_/http://sealed.example/page.html"
+        with httpx.Client(timeout=20.0) as http:
+            for server in servers:
+                resp = http.get(server.base_url + sealed)
+                assert (resp.status_code, resp.content) == (200, b"<html>sealed</html>")
+
         # Redis stopped: the same answers, from the local index.cdxj (which holds every line Redis holds)
-        every = paths + new_paths
+        every = paths + new_paths + [sealed]
         before = _answers(servers, every)
         redis_server.stop()
         try:
