@@ -3,5 +3,6 @@ index (SQLite), the full-text index (Whoosh), reports; all rebuildable (``index.
 
 Other packages use: ``collection.Collection``, ``state.HarvestState``, ``cdxj``, ``payload``,
 ``fulltext.index_run``, ``query.search``, ``report.build_report``, ``rebuild.rebuild_state``,
-``fixity.Fixity`` (and ``HashingFile``), ``verify.verify``, ``digestscan.scan`` / ``check_record_at``.
+``fixity.Fixity`` (and ``HashingFile``), ``verify.verify``, ``digestscan.scan`` / ``check_record_at``,
+``capture_index`` (where a collection's CDXJ lines are read from: files, or Redis on a Redis root).
 """

@@ -1,8 +1,9 @@
 """The captures of one URL, read from the collection's CDXJ index files, for moving between them.
 
 ``read_versions(collection, url)`` gives every capture of ``url`` (pywb's canonical match: the
-same SURT key replay looks up), oldest first, as ``Version`` rows: timestamp, payload digest,
-MIME type, HTTP status, record type and where the record is. Everything here comes from the CDXJ
+same SURT key replay looks up, in the same index parts, files or Redis: ``index.capture_index``),
+oldest first, as ``Version`` rows: timestamp, payload digest, MIME type, HTTP status, record type
+and where the record is. Everything here comes from the CDXJ
 (itself derived from the WARCs), so it works for a collection indexed by ``wb-manager`` alone and
 says the same after ``strata index rebuild``.
 
@@ -16,15 +17,13 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping
 from datetime import datetime
-from pathlib import Path
 
 from index.access import rules_for
+from index.capture_index import capture_lines
 from index.cdxj import parse_line
 from index.collection import Collection
 from strata.errors import ConfigError, StrataError
 from strata.times import pad_as_of, pad_start
-
-INDEX_SUFFIXES = (".cdxj",)
 
 
 class NoSuchCapture(StrataError):
@@ -95,25 +94,14 @@ def url_key(url: str) -> str:
         raise ConfigError(f"{url!r} is not a URL that can be looked up") from None
 
 
-def index_files(collection: Collection) -> list[Path]:
-    if not collection.indexes_dir.is_dir():
-        return []
-    return sorted(p for p in collection.indexes_dir.iterdir() if p.name.endswith(INDEX_SUFFIXES) and p.is_file())
-
-
 def read_versions(
     collection: Collection, url: str, limit: int | None = None, viewer: Mapping | None = None
 ) -> list[Version]:
     """Every capture of ``url`` in the collection, oldest first (same second: in file and offset
     order, as replay orders them), passed through ``filter_captures``."""
-    from pywb.utils.binsearch import iter_exact
-
     key = url_key(url).encode("utf-8")
-    found: list[Version] = []
-    for path in index_files(collection):
-        with open(path, "rb") as fh:
-            for line in iter_exact(fh, key):
-                found.append(Version.from_cdx(parse_line(line)))
+    # pywb's exact match: the lines whose first field is the key
+    found = [Version.from_cdx(parse_line(line)) for line in capture_lines(collection, key + b" ", key + b"!")]
     found.sort(key=lambda v: (v.timestamp, v.filename, v.offset))
     found = filter_captures(collection, found, viewer)
     return found[:limit] if limit else found

@@ -11,13 +11,15 @@ first). pywb's loader takes the first candidate it can load, so this ordering al
 ``<root>/<coll>/indexes/``, as ``wayback`` reads them) with that ordering in place of
 ``closest``. The revisit original lookup of pywb's ``ResolvingLoader`` goes through the same
 source (``closest=<WARC-Refers-To-Date>`` plus a digest filter); the original sits exactly at
-that date, so it still comes first.
+that date, so it still comes first. On a root that uses Redis the index lines of ``index.cdxj``
+come from the collection's sorted set (``redis``, see ``index.capture_index``).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator
+from pathlib import Path
 
 from pywb.utils.format import res_template
 from pywb.utils.wbexception import NotFoundException
@@ -33,6 +35,11 @@ from pywb.warcserver.index.cdxops import (
 from pywb.warcserver.index.query import CDXQuery
 from warcio.timeutils import timestamp_now
 
+from index.capture_index import IndexPart
+from index.collection import Collection
+from index.redis_cdx import RedisCdx
+from replay.redis_index import RedisPartSource
+from strata.errors import CollectionError
 from strata.times import pad_as_of
 
 
@@ -65,10 +72,11 @@ class AsOfIndexSource(DirectoryIndexSource):
     (filters, from/to clamps, collapsing, limits), so the CDX server API keeps its meaning.
     """
 
-    def __init__(self, *args, rules_for=None, **kwargs):
+    def __init__(self, *args, rules_for=None, redis: RedisCdx | None = None, **kwargs):
         super().__init__(*args, **kwargs)
         self._listings: dict[str, tuple[tuple[int, int], list]] = {}
         self.rules_for = rules_for  # coll -> index.access.RuleSet, for queries carrying ACCESS_PARAM
+        self.redis = redis  # the root's Redis CDX (index.capture_index): index.cdxj is read from it
 
     def _iter_sources(self, params: dict):
         """The index files of the collection, listed again only when its directory changes (a
@@ -82,9 +90,21 @@ class AsOfIndexSource(DirectoryIndexSource):
         stamp = (st.st_mtime_ns, st.st_ino)
         cached = self._listings.get(the_dir)
         if cached is None or cached[0] != stamp:
-            cached = (stamp, list(self._load_files_single_dir(the_dir)))
+            cached = (stamp, self._with_redis(params, list(self._load_files_single_dir(the_dir))))
             self._listings[the_dir] = cached
         return iter(cached[1])
+
+    def _with_redis(self, params: dict, sources: list) -> list:
+        """On a Redis root, ``index.cdxj`` read from the collection's set (``replay.redis_index``)."""
+        if self.redis is None:
+            return sources
+        try:
+            part = IndexPart.redis_set(Collection(Path(self.base_prefix), params.get("param.coll", "")), self.redis)
+        except CollectionError:
+            return sources
+        name = os.path.relpath(str(part.path), self.base_prefix)
+        kept = [(n, s) for n, s in sources if n != name]
+        return sorted([*kept, (name, RedisPartSource(part))], key=lambda pair: pair[0])
 
     def __call__(self, params: dict):
         if params.get("closest") == "now":

@@ -3,7 +3,8 @@
 The lines are pywb's own: the query goes to pywb's ``IndexHandler`` (with its fuzzy-match rules)
 over the collection's ``indexes/*.cdxj`` read by pywb's directory index source, exactly as an
 unmodified ``wayback`` answers its ``/<coll>/cdx`` (``tests/integration/test_cdx_api.py`` compares
-the two for a table of queries). Strata adds, before pywb sees the query:
+the two for a table of queries); on a Redis root ``index.cdxj``'s lines come from the collection's
+sorted set, as replay reads them (``index.capture_index``). Strata adds, before pywb sees the query:
 
 - checked parameters: a bad ``matchType``, ``from``/``to``/``closest``, ``limit``, ``sort``, ``output``,
   ``filter`` or ``fl`` is refused with ``CdxQueryError`` (HTTP 400) saying what to send instead;
@@ -36,6 +37,7 @@ from pywb.warcserver.index.aggregator import DirectoryIndexSource
 from pywb.warcserver.index.cdxobject import CDXException
 from pywb.warcserver.inputrequest import DirectWSGIInputRequest
 
+from index.capture_index import root_cdx
 from index.exposure import CaptureFilter, capture_filter, show_all
 from replay.asof import AsOfIndexSource
 from strata.errors import QueryError
@@ -112,7 +114,9 @@ class CdxApi:
         self.root = Path(root_dir)
         self.max_lines = max_lines
         self.time_limit = time_limit
-        source = _PlainIndexSource(base_prefix=root_dir, base_dir=os.path.join("{coll}", "indexes", ""))
+        source = _PlainIndexSource(
+            base_prefix=root_dir, base_dir=os.path.join("{coll}", "indexes", ""), redis=root_cdx(self.root)
+        )
         # pywb's access checker as wayback sets it up (default "allow", rules from <coll>/acl/ if
         # any): it marks each line "access": "allow", so the lines stay wayback's byte for byte.
         access = AccessChecker(

@@ -43,6 +43,7 @@ from pywb.warcserver.resource.resolvingloader import ResolvingLoader
 from pywb.warcserver.resource.responseloader import WARCPathLoader
 from warcio.recordloader import ArchiveLoadFailed
 
+from index.capture_index import root_cdx
 from index.collection import Collection
 from index.digestscan import check_record_at
 from index.state import indexed_original, open_readonly
@@ -250,7 +251,12 @@ def make_warcserver(root: Path, rules_for=None) -> tuple[BaseWarcServer, AsOfInd
     """The WSGI app routing ``/<coll>/index`` (CDX queries) and ``/<coll>/resource/postreq``
     (replay), and its index source (for the application's own lookups)."""
     root_dir = os.path.join(os.path.abspath(root), "")
-    index = AsOfIndexSource(base_prefix=root_dir, base_dir=os.path.join("{coll}", "indexes", ""), rules_for=rules_for)
+    index = AsOfIndexSource(
+        base_prefix=root_dir,
+        base_dir=os.path.join("{coll}", "indexes", ""),
+        rules_for=rules_for,
+        redis=root_cdx(Path(root_dir)),  # on a Redis root, index.cdxj's lines from the shared set
+    )
     archive_paths = os.path.join(root_dir, "{coll}", "archive", "")
     loader = _StrataWARCPathLoader(archive_paths, index, Path(root_dir))
     handler = ResourceHandler(index, [loader])
