@@ -67,7 +67,7 @@ class RedisHarvestState(HarvestState):
         self._indexed = redisdb.indexed_key(collection)
         # Rows of the URLs this process holds the lease of (``hold``): no other worker writes them
         # meanwhile, so they are read from Redis once and written without reading back.
-        self._held: dict[str, dict | None] = {}
+        self._held: dict[str, dict] = {}
         self._held_count: dict[str, int] = {}
         # WARC files known to be indexed: a file once indexed stays so (``forget_warc`` drops it).
         self._indexed_here: set[str] = set()
@@ -99,11 +99,12 @@ class RedisHarvestState(HarvestState):
 
     def url(self, url: str) -> dict | None:
         if url in self._held:
-            row = self._held[url]
-            return dict(row) if row is not None else None
+            return dict(self._held[url])
         row = self._row(self._do(lambda: self.r.hget(self._urls, url)))
-        if url in self._held_count:
-            self._held[url] = dict(row) if row is not None else None
+        # Only a row that exists is kept: the worker that queued the URL may create it (``see_url``)
+        # after this one leased it, and a kept "none" would then hide that row from the visit's writes.
+        if row is not None and url in self._held_count:
+            self._held[url] = dict(row)
         return row
 
     def _merge(self, url: str, fields: dict, create: bool) -> None:

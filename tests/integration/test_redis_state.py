@@ -109,3 +109,23 @@ def test_a_held_url_is_read_from_redis_once_and_read_again_after_release(tmp_pat
         writer.close()
         other.close()
         client.close()
+
+
+def test_a_row_made_by_another_worker_after_the_lease_is_not_hidden(tmp_path, redis_url):
+    """Worker B leases a URL before worker A, which queued it, has made its row: B's visit must write
+    to the row A then makes, not drop its writes as to a URL with no row."""
+    from index.redisstate import RedisHarvestState
+
+    url = "http://example.org/late"
+    a = RedisHarvestState(tmp_path / "a.sqlite", "late", redis_url)
+    b = RedisHarvestState(tmp_path / "b.sqlite", "late", redis_url)
+    try:
+        b.hold(url)
+        assert b.url(url) is None  # not made yet
+        a.see_url(url, "example.org", "r1", "2026-01-01T00:00:00Z", None, 1, "embed", job="j")
+        b.update_url(url, checks=1, digest="sha1:ABC")
+        assert a.url(url)["digest"] == "sha1:ABC" and a.url(url)["depth"] == 1
+        b.release(url)
+    finally:
+        a.close()
+        b.close()
