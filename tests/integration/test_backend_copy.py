@@ -3,19 +3,27 @@ backend then works from."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
+import threading
+import time
 from datetime import UTC, datetime
 
+import httpx
+import pytest
 from click.testing import CliRunner
 
 from cli import cli
 from harvester.jobs.queue import ScheduleEntry, open_queue
 from index import redisdb
+from index.backend import settings_path
+from index.cdxj import iter_index
 from index.collection import Collection
 from index.state import HarvestState
 from strata.errors import ConfigError
 from tests.conftest import harvest
+from tests.support.replay_fixtures import StrataServer
 
 
 def _copy(root, *args):
@@ -73,3 +81,66 @@ def test_bad_targets_are_one_line(root):
     assert isinstance(bad.exception, ConfigError) and "--to: 'http://x/' is not a Redis URL" in str(bad.exception)
     unsaid = _copy(root, "--to", "sqlite")
     assert isinstance(unsaid.exception, ConfigError) and "give --from redis://host:port/db" in str(unsaid.exception)
+
+
+@pytest.mark.slow
+def test_the_collection_is_served_throughout_a_copy_and_the_switch(tmp_path, root, site, redis_url, monkeypatch):
+    """A running `strata serve` answers every capture the same while the root is copied to Redis,
+    switched to it (its settings file), and copied back and switched back."""
+    monkeypatch.delenv("STRATA_REDIS", raising=False)
+    run = harvest(root, site)
+    coll = Collection(root, "sample")
+    paths = [
+        f"/sample/{run['snapshot']}id_/{line['url']}"
+        for line in iter_index(coll.cdxj_path)
+        if not line["url"].startswith("urn:")
+    ]
+    server = StrataServer(root, tmp_path / "serve.log")
+    wrong: list[tuple] = []
+    rounds = [0]
+    stop = threading.Event()
+    try:
+        with httpx.Client(timeout=20.0) as http:
+            expected = {p: _digest(http, server, p) for p in paths}
+            assert sum(status == 200 for status, _ in expected.values()) >= 20
+
+            def poll() -> None:
+                with httpx.Client(timeout=20.0) as reader:
+                    while not stop.is_set() and rounds[0] < 500:
+                        for p in paths:
+                            got = _digest(reader, server, p)
+                            if got != expected[p]:
+                                wrong.append((p, got, expected[p]))
+                        rounds[0] += 1
+
+            poller = threading.Thread(target=poll)
+            poller.start()
+            settings = settings_path(root)
+            out = _copy(root, "--to", redis_url)
+            assert out.exit_code == 0 and "DIFFERENT" not in out.output, out.output
+            settings.parent.mkdir(parents=True, exist_ok=True)
+            settings.write_text(f'redis = "{redis_url}"\n')  # switched: replay reads the CDX from Redis now
+            seen = rounds[0]
+            _wait_rounds(rounds, seen + 2)
+            back = _copy(root, "--to", "sqlite", "--from", redis_url)
+            assert back.exit_code == 0 and "DIFFERENT" not in back.output, back.output
+            settings.unlink()  # and back
+            _wait_rounds(rounds, rounds[0] + 2)
+            stop.set()
+            poller.join(timeout=60)
+    finally:
+        stop.set()
+        server.stop()
+    assert rounds[0] >= 4 and wrong == []
+
+
+def _digest(http, server, path):
+    resp = http.get(server.base_url + path)
+    return resp.status_code, hashlib.sha256(resp.content).hexdigest()
+
+
+def _wait_rounds(rounds, at_least, timeout=60.0):
+    deadline = time.monotonic() + timeout
+    while rounds[0] < at_least and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert rounds[0] >= at_least
