@@ -4,8 +4,11 @@ with SQL on ``harvest.sqlite``), the run queue and the staff accounts."""
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 from pathlib import Path
+
+log = logging.getLogger(__name__)
 
 
 class immediate_transaction:
@@ -23,11 +26,14 @@ class immediate_transaction:
         self.conn.execute("COMMIT" if exc_type is None else "ROLLBACK")
 
 
-def connect(path: Path, schema: str, version: int) -> sqlite3.Connection:
+def connect(path: Path, schema: str, version: int, journal: str = "wal") -> sqlite3.Connection:
+    """``journal``: ``wal`` (one machine), or ``delete`` for a file that processes on several machines
+    open (a root shared over NFS with Redis as its backend): WAL keeps its index in shared memory,
+    which no network file system shares, so there a rollback journal and file locks are used."""
     path.parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(str(path), timeout=30.0, isolation_level=None, check_same_thread=False)
     conn.row_factory = sqlite3.Row
-    conn.execute("PRAGMA journal_mode=WAL")
+    _journal_mode(conn, path, journal)
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.execute("PRAGMA busy_timeout=30000")
     conn.executescript(schema)
@@ -35,3 +41,15 @@ def connect(path: Path, schema: str, version: int) -> sqlite3.Connection:
     if row is None:
         conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (str(version),))
     return conn
+
+
+def _journal_mode(conn: sqlite3.Connection, path: Path, journal: str) -> None:
+    """Set the file's journal mode. Leaving WAL needs the file to itself: while another process has
+    it open it stays in WAL (said once in the log), and the next connection tries again."""
+    conn.execute("PRAGMA busy_timeout=0")
+    try:
+        conn.execute(f"PRAGMA journal_mode={'WAL' if journal == 'wal' else 'DELETE'}")
+    except sqlite3.OperationalError as exc:
+        if journal == "wal":
+            raise
+        log.warning("%s stays in WAL mode for now (%s): it leaves it once no other process has it open", path, exc)

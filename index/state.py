@@ -20,7 +20,9 @@ import sqlite3
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from index.backend import backend_of
 from index.db import connect, immediate_transaction
+from strata.errors import StrataError
 from strata.times import digits14, ts14_of
 
 SCHEMA_VERSION = 2  # 2: url_jobs (which job found or reached each URL); runs.job NULL for --seed runs
@@ -116,10 +118,19 @@ class Capture:
     location: str | None = None
 
 
+def journal_for(db_path: Path) -> str:
+    """``delete`` when the collection's root (``<root>/<coll>/strata/harvest.sqlite``) uses Redis:
+    several machines may then share the root and open this file (``index.db.connect``)."""
+    try:
+        return "delete" if backend_of(Path(db_path).parent.parent.parent).kind == "redis" else "wal"
+    except StrataError:
+        return "wal"  # a bad setting is reported where the backend is chosen, not here
+
+
 class HarvestState:
     def __init__(self, db_path: Path):
         self.db_path = Path(db_path)
-        self.conn: sqlite3.Connection = connect(self.db_path, SCHEMA, SCHEMA_VERSION)
+        self.conn: sqlite3.Connection = connect(self.db_path, SCHEMA, SCHEMA_VERSION, journal_for(self.db_path))
 
     def close(self) -> None:
         self.conn.close()

@@ -129,3 +129,29 @@ def test_a_row_made_by_another_worker_after_the_lease_is_not_hidden(tmp_path, re
     finally:
         a.close()
         b.close()
+
+
+def test_on_a_redis_root_the_collection_file_uses_a_rollback_journal(tmp_path, root, site, redis_url, monkeypatch):
+    """WAL keeps its index in shared memory, which no network file system shares: on a root that
+    several machines may share (Redis backend) harvest.sqlite uses a rollback journal instead."""
+    harvest(root, site)  # a SQLite root: WAL
+    db = Collection(root, "sample").db_path
+
+    def mode():
+        conn = sqlite3.connect(db)
+        try:
+            return conn.execute("PRAGMA journal_mode").fetchone()[0]
+        finally:
+            conn.close()
+
+    assert mode() == "wal"
+    monkeypatch.setenv("STRATA_REDIS", redis_url)
+    reader = sqlite3.connect(f"{db.as_uri()}?mode=ro", uri=True)  # a replay server's connection
+    reader.execute("SELECT count(*) FROM urls").fetchone()
+    with HarvestState(db):
+        assert mode() == "wal"  # not while another process has it open: it waits for the next open
+    reader.close()
+    site.version = 2
+    run2 = harvest(root, site)
+    assert mode() == "delete" and run2["status"] == "finished"
+    assert not db.with_name(db.name + "-wal").exists()
