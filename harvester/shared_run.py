@@ -117,10 +117,7 @@ class SharedRun:
         """(collection, job, run id) of the runs open for more workers with URLs queued: a run whose
         frontier is empty waits only for its last leases, and a worker joining it would find nothing."""
         runs = [tuple(member.split("\t")) for member in sorted(r.smembers(OPEN))]
-        pipe = r.pipeline(transaction=False)
-        for coll, _, run_id in runs:
-            pipe.get(run_key(coll, run_id, "queued"))
-        queued = pipe.execute() if runs else []
+        queued = r.mget([run_key(coll, run_id, "queued") for coll, _, run_id in runs]) if runs else []
         return [
             (coll, job or None, run_id) for (coll, job, run_id), n in zip(runs, queued, strict=True) if int(n or 0) > 0
         ]

@@ -91,7 +91,7 @@ class Worker:
         self.label = check_label(label or host_label())
         self.lease_seconds = lease_seconds
         self._helping: dict[str, _Active] = {}  # run id -> a run of another lead this worker works on
-        self._redis = None  # a client for the open shared runs, made when first needed
+        self._redis: Any = None  # a client for the open shared runs (Guarded), made when first needed
 
     def stop(self) -> None:
         """Stop claiming; stop running harvests cleanly; they are queued again for the next start."""
@@ -237,7 +237,7 @@ class Worker:
         # One harvest per collection in this process: two with one label would repair each other's open files.
         busy = {a.entry.collection for a in (*self._active.values(), *self._helping.values())}
         if self._redis is None:
-            self._redis = redisdb.connect(self.shared_url)
+            self._redis = redisdb.Guarded(redisdb.connect(self.shared_url), self.shared_url)  # BackendUnavailable
         for coll, job, run_id in joinable_runs(self._redis):
             if len(self._active) + len(self._helping) >= self.max_parallel or self._stopping:
                 return
