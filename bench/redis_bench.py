@@ -135,7 +135,7 @@ def harvest_once(args, servers, url: str, workers: int, out: Path) -> dict:
     results: dict[str, object] = {}
 
     def one(label: str) -> None:
-        cmd = [STRATA, "worker", "--once", "--poll", "0.1", "--label", label, "--root", str(root)]
+        cmd = [STRATA, "worker", "--once", "--label", label, "--root", str(root)]  # the default poll (1 s)
         cmd += ["--allow-network", "127.0.0.0/8"]
         results[label] = run_measured(cmd, args.timeout, out / f"{label}-{workers}.out", out / f"{label}-{workers}.err")
 

@@ -53,6 +53,14 @@ local ready, nxt, delay, inflight = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local leases, leased, queued, seq = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local now, per_host, default_delay = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local lease_ms, worker = tonumber(ARGV[4]), ARGV[5]
+for i = 6, #ARGV do  -- this worker's leases done since its last take: released first, as _DONE does
+  local value = redis.call('HGET', leased, ARGV[i])
+  if value then
+    redis.call('HDEL', leased, ARGV[i])
+    redis.call('ZREM', leases, ARGV[i])
+    redis.call('HINCRBY', inflight, string.match(value, '^([^\\t]*)'), -1)
+  end
+end
 local hosts = redis.call('ZRANGEBYSCORE', ready, '-inf', now)
 for _, host in ipairs(hosts) do
   if tonumber(redis.call('HGET', inflight, host) or '0') < per_host then
@@ -157,6 +165,8 @@ class SharedFrontier:
         self._done = client.register_script(_DONE)
         self._reclaim = client.register_script(_RECLAIM)
         self._lease_of: dict[int, str] = {}
+        # Leases done, released with this worker's next take (one round trip for both) or ``flush``.
+        self._done_leases: list[str] = []
         # URLs known to be in ``seen``: the set only grows during a run, so a URL once seen (queued
         # here, or answered so by Redis) is never asked again. Nav links repeat on every page.
         self._seen_here: set[str] = set()
@@ -220,9 +230,14 @@ class SharedFrontier:
             if now - self._last_reclaim >= self._reclaim_every * 1000:
                 self._last_reclaim = now
                 self.reclaim(now)
-            lease, value, next_at, queued, leased = self._do(
-                lambda now=now: self._take(keys=[*keys, self.q_prefix], args=[now, *args])
-            )
+            done, self._done_leases = self._done_leases, []
+            try:
+                lease, value, next_at, queued, leased = self._do(
+                    lambda now=now, done=done: self._take(keys=[*keys, self.q_prefix], args=[now, *args, *done])
+                )
+            except BaseException:
+                self._done_leases = done + self._done_leases  # not released: the next call does
+                raise
             if lease:
                 d = json.loads(value)
                 item = Item(d["url"], d["depth"], d["kind"], d.get("via"), d.get("host") or "")
@@ -243,13 +258,22 @@ class SharedFrontier:
         return None
 
     async def done(self, item: Item) -> None:
+        """The item's lease is released with this worker's next ``get`` (the harvest's loop asks for
+        the next URL at once), or by ``flush`` when the worker stops asking."""
         lease = self._lease_of.pop(id(item), None)
         if lease is None:
             return
-        k = self.keys
-        self._do(lambda: self._done(keys=[k["leases"], k["leased"], k["inflight"]], args=[lease]))
+        self._done_leases.append(lease)
         if self._wake is not None:
             self._wake.set()
+
+    def flush(self) -> None:
+        """Release the leases done and not yet released (the worker asks for no more URLs)."""
+        k = self.keys
+        while self._done_leases:
+            lease = self._done_leases[0]
+            self._do(lambda lease=lease: self._done(keys=[k["leases"], k["leased"], k["inflight"]], args=[lease]))
+            self._done_leases.pop(0)
 
     def set_host_delay(self, host: str, seconds: float, since: float | None = None) -> None:
         """A host's own delay (Crawl-delay), for every worker: request starts to it spaced by ``seconds``."""
@@ -278,6 +302,7 @@ class SharedFrontier:
 
     async def stop(self) -> None:
         self._stopping = True
+        self.flush()
         if self._wake is not None:
             self._wake.set()
 

@@ -218,6 +218,8 @@ class SharedHarvest(Harvest):
 
     async def _end_run(self, started: datetime) -> datetime:
         assert self.shared is not None
+        if isinstance(self.frontier, SharedFrontier):
+            self.frontier.flush()  # the leases of its last URLs, done after its last take
         shared, me = self.shared, self.worker_key
         if self.lead and not self._patient(lambda: shared.close_as_lead(me)):
             # Cut off long enough for the queue to retry the entry: another worker resumed the run and

@@ -40,6 +40,7 @@ def test_two_workers_share_one_queue_and_one_host_limit(redis_url):
         await asyncio.sleep(0.2)
         assert not waiter.done()
         await owner.done(host_busy)
+        owner.flush()  # the owner's next take would release it too
         return await asyncio.wait_for(waiter, 2)
 
     third = asyncio.run(blocked())
@@ -113,4 +114,29 @@ def test_a_url_known_seen_is_not_asked_of_redis_again(redis_url):
     assert not b.seen("http://one.test/new")  # not seen yet: still asked, as another worker may queue it
     a.add(Item("http://one.test/new", 1, "navigation"))
     assert b.seen("http://one.test/new")
+    client.close()
+
+
+def test_a_lease_done_is_released_by_the_workers_next_take_in_the_same_round_trip(redis_url):
+    client, a, b = _pair(redis_url)
+    a.add(Item("http://one.test/1", 1, "navigation"))
+    a.add(Item("http://one.test/2", 1, "navigation"))
+
+    async def go():
+        first = await a.get()
+        await a.done(first)
+        assert client.hget(a.keys["inflight"], "one.test") == "1"  # not yet: with the next take
+        before = client.info("commandstats")
+        second = await a.get()  # releases first's lease, then leases one.test again
+        after = client.info("commandstats")
+        calls = {name: after[name]["calls"] - before.get(name, {"calls": 0})["calls"] for name in after}
+        assert second.url.endswith("/2") and client.hget(a.keys["inflight"], "one.test") == "1"
+        await a.done(second)
+        a.flush()
+        assert client.hget(a.keys["inflight"], "one.test") == "0" and a.in_flight == 0
+        return calls
+
+    calls = asyncio.run(go())
+    sent = {name: n for name, n in calls.items() if n and name not in ("cmdstat_info",)}
+    assert sent.get("cmdstat_evalsha") == 1 and "cmdstat_hdel" in sent  # the release ran inside the one script
     client.close()
