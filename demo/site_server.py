@@ -223,6 +223,12 @@ class SiteServer:
             return self._most_open
 
     @property
+    def most_requests_at_once(self) -> int:
+        """The most requests being answered at one time since the last reset (latency included)."""
+        with self._lock:
+            return self._most_in_flight
+
+    @property
     def request_log(self) -> list[RequestRecord]:
         with self._lock:
             return list(self._log)
@@ -233,6 +239,8 @@ class SiteServer:
             self._bytes_sent = 0
             self._connection_count = 0
             self._most_open = len(self._connections)
+            self._in_flight = 0
+            self._most_in_flight = 0
             self._log: list[RequestRecord] = []
 
     # -- internals used by the handler -----------------------------------------------------
@@ -247,6 +255,11 @@ class SiteServer:
         with self._idle:
             self._connections.discard(conn)
             self._idle.notify_all()
+
+    def _answering(self, delta: int) -> None:
+        with self._lock:
+            self._in_flight += delta
+            self._most_in_flight = max(self._most_in_flight, self._in_flight)
 
     def _sent(self, nbytes: int) -> None:
         with self._lock:
@@ -331,6 +344,13 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _serve(self, head_only: bool) -> None:
         owner = self.server.owner
+        owner._answering(+1)
+        try:
+            self._answer(owner, head_only)
+        finally:
+            owner._answering(-1)
+
+    def _answer(self, owner: SiteServer, head_only: bool) -> None:
         version = owner.version
         if owner.latency > 0 and owner._stop_event.wait(owner.latency):
             self.close_connection = True

@@ -137,6 +137,24 @@ def test_three_workers_share_one_run_v1_then_v2(tmp_path, root, site, redis_url,
     assert results[1]["mode"] == "incremental" and results[1]["revisits"] > 0
 
 
+@pytest.mark.slow
+def test_a_host_is_never_asked_more_at_once_than_the_jobs_concurrency(root, site, redis_url, monkeypatch):
+    """Three workers of two connections each on a one-host site, with a job of concurrency 2: the
+    server never has more than two requests to answer at one time, yet the workers share the run."""
+    site.latency = 0.03
+    _job(root, site, concurrency=2)
+    monkeypatch.setenv("STRATA_REDIS", redis_url)
+    queue = open_queue(root)
+    entry, _ = queue.enqueue("sample", "news", "full")
+    queue.close()
+    site.reset_counters()
+    _all_ended_well(_wait(_workers(root, redis_url, ["w1", "w2", "w3"])))
+    summary = _run_of(root, entry.id, redis_url, monkeypatch).summary
+    assert site.request_count >= summary["urls_fetched"] > 20
+    assert site.most_requests_at_once == 2
+    assert len(set(_writers(root, summary["run_id"]).values())) >= 2
+
+
 def _slow_run_queued(tmp_path, root, site, redis_url, monkeypatch):
     """A reference harvest, then a full run queued on a site 0.15 s a URL, one connection a worker."""
     reference = tmp_path / "reference" / "collections"
