@@ -130,14 +130,15 @@ class SQLiteQueue(RunQueue):
             entry_id = cur.lastrowid
         return self.get(entry_id), True
 
-    def claim(self, worker, now=None):
+    def claim(self, worker, now=None, skip=frozenset()):
         now = now or utc_now()
         with self._tx():
-            row = self.conn.execute(
-                "SELECT q.id FROM queue q WHERE q.status='queued' AND NOT EXISTS ("
+            rows = self.conn.execute(
+                "SELECT q.id, q.collection FROM queue q WHERE q.status='queued' AND NOT EXISTS ("
                 " SELECT 1 FROM queue r WHERE r.status='running' AND r.collection=q.collection) "
-                "ORDER BY q.id LIMIT 1"
-            ).fetchone()
+                "ORDER BY q.id"
+            )
+            row = next((r for r in rows if r["collection"] not in skip), None)
             if row is None:
                 return None
             self.conn.execute(

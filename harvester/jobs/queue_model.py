@@ -106,8 +106,9 @@ class RunQueue(abc.ABC):
         """Queue a run; when the job already has a queued or running entry, return it and False."""
 
     @abc.abstractmethod
-    def claim(self, worker: str, now: datetime | None = None) -> QueuedRun | None:
-        """Take the oldest queued run whose job and collection have nothing running."""
+    def claim(self, worker: str, now: datetime | None = None, skip: frozenset[str] = frozenset()) -> QueuedRun | None:
+        """Take the oldest queued run whose job and collection have nothing running, and whose
+        collection is not in ``skip`` (the worker's own: it works on a shared run of it already)."""
 
     @abc.abstractmethod
     def heartbeat(

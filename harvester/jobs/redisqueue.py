@@ -135,11 +135,11 @@ class RedisQueue(RunQueue):
         assert entry is not None
         return entry, True
 
-    def claim(self, worker, now=None):
+    def claim(self, worker, now=None, skip=frozenset()):
         now = now or utc_now()
         with self._tx():
             rows = self._all()
-            busy = {r["collection"] for r in rows if r["status"] == "running"}
+            busy = {r["collection"] for r in rows if r["status"] == "running"} | set(skip)
             row = next((r for r in rows if r["status"] == "queued" and r["collection"] not in busy), None)
             if row is None:
                 return None

@@ -134,7 +134,10 @@ class Worker:
 
     def _claim_more(self) -> None:
         while len(self._active) + len(self._helping) < self.max_parallel and not self._stopping:
-            entry = self.queue.claim(self.id)
+            # Not a collection this worker helps a shared run of: leading the retry of that run's entry
+            # too, the lead's recovery would take the helper's open file (one label) for a dead one's.
+            helping = frozenset(a.entry.collection for a in self._helping.values())
+            entry = self.queue.claim(self.id, skip=helping)
             if entry is None:
                 return
             active = _Active(entry)

@@ -235,6 +235,10 @@ def test_a_worker_killed_mid_run_loses_nothing(tmp_path, root, site, redis_url, 
     procs[lead].wait()
     torn = list(archive.glob(f"*-{lead}.warc.gz.open"))
     assert torn  # it died with its file open
+    queue = open_queue(root)  # the queue's recovery (any worker's) retries the entry at once: its worker is dead
+    assert [e.id for e in queue.recover(stale_after=60.0)] == [entry.id]
+    queue.close()
+    time.sleep(0.5)  # the helper polls the queue meanwhile: it must not lead the run it helps (one label, two roles)
     again = _workers(root, redis_url, [lead], "--lease", "3")  # started again with its label: repairs, resumes
     done = _wait({other: procs[other], **again})
     _all_ended_well(done)

@@ -51,6 +51,14 @@ def test_claim_takes_oldest_and_keeps_one_run_per_collection(queue):
     assert queue.enqueue("c1", "a", now=T0)[1]
 
 
+def test_a_worker_skips_the_collections_it_helps_a_shared_run_of(queue):
+    a, _ = queue.enqueue("c1", "a", now=T0)
+    b, _ = queue.enqueue("c2", "b", now=T0)
+    assert queue.claim("w1", now=T0, skip=frozenset({"c1"})).id == b.id  # c1's entry is left for others
+    assert queue.claim("w1", now=T0, skip=frozenset({"c1"})) is None
+    assert queue.claim("w2", now=T0).id == a.id
+
+
 def test_cancel_queued_and_running(queue):
     a, _ = queue.enqueue("c", "a", now=T0)
     assert queue.cancel(a.id).status == "cancelled"
