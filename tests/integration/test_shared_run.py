@@ -68,6 +68,13 @@ def _all_ended_well(done):
         pytest.fail("\n".join(f"worker {label} exited {code}:\n{err}" for label, (code, err) in failed.items()))
 
 
+def _enqueue(root, mode):
+    queue = open_queue(root)
+    entry, _ = queue.enqueue("sample", "news", mode)
+    queue.close()
+    return entry
+
+
 def _run_of(root, entry_id, redis_url, monkeypatch):
     monkeypatch.setenv("STRATA_REDIS", redis_url)
     queue = open_queue(root)
@@ -113,9 +120,7 @@ def test_three_workers_share_one_run_v1_then_v2(tmp_path, root, site, redis_url,
     results = []
     for version, mode, ref in ((1, "full", ref1), (2, "incremental", ref2)):
         site.version = version
-        queue = open_queue(root)
-        entry, _ = queue.enqueue("sample", "news", mode)
-        queue.close()
+        entry = _enqueue(root, mode)
         done = _wait(_workers(root, redis_url, ["w1", "w2", "w3"]))
         _all_ended_well(done)
         finished = _run_of(root, entry.id, redis_url, monkeypatch)
@@ -144,9 +149,7 @@ def test_a_host_is_never_asked_more_at_once_than_the_jobs_concurrency(root, site
     site.latency = 0.03
     _job(root, site, concurrency=2)
     monkeypatch.setenv("STRATA_REDIS", redis_url)
-    queue = open_queue(root)
-    entry, _ = queue.enqueue("sample", "news", "full")
-    queue.close()
+    entry = _enqueue(root, "full")
     site.reset_counters()
     _all_ended_well(_wait(_workers(root, redis_url, ["w1", "w2", "w3"])))
     summary = _run_of(root, entry.id, redis_url, monkeypatch).summary
@@ -163,9 +166,7 @@ def _slow_run_queued(tmp_path, root, site, redis_url, monkeypatch):
     site.latency = 0.15
     _job(root, site, concurrency=1)
     monkeypatch.setenv("STRATA_REDIS", redis_url)
-    queue = open_queue(root)
-    entry, _ = queue.enqueue("sample", "news", "full")
-    queue.close()
+    entry = _enqueue(root, "full")
     return reference, ref, entry
 
 
@@ -198,9 +199,7 @@ def test_three_workers_tell_vanished_pages_as_one_harvester_does(tmp_path, root,
     monkeypatch.setenv("STRATA_REDIS", redis_url)
     for version, mode in ((1, "full"), (2, "incremental")):
         site.version = version
-        queue = open_queue(root)
-        entry, _ = queue.enqueue("sample", "news", mode)
-        queue.close()
+        entry = _enqueue(root, mode)
         done = _wait(_workers(root, redis_url, ["w1", "w2", "w3"]))
         _all_ended_well(done)
     summary = _run_of(root, entry.id, redis_url, monkeypatch).summary
@@ -344,9 +343,7 @@ def test_redis_stopped_and_restarted_mid_run(tmp_path, root, site, redis_server,
     site.latency = 0.05
     _job(root, site)
     monkeypatch.setenv("STRATA_REDIS", redis_url)
-    queue = open_queue(root)
-    entry, _ = queue.enqueue("sample", "news", "full")
-    queue.close()
+    entry = _enqueue(root, "full")
     procs = _workers(root, redis_url, ["w1", "w2"])
     archive = root / "sample" / "archive"
     deadline = time.monotonic() + 30
