@@ -176,6 +176,52 @@ def harvest_once(args, servers, url: str, workers: int, out: Path) -> dict:
     }
 
 
+def round_trips(args, servers, url: str, workers: int, out: Path) -> dict:
+    """One more run with a MONITOR client counting what the workers send: every command outside a
+    script and a MULTI block is a round trip, a MULTI ... EXEC block is one (a pipeline is sent as one
+    write too, but MONITOR does not tell; so this counts high for pipelines without MULTI)."""
+    from index import redisdb
+
+    client = redisdb.connect(url)
+    conn = client.connection_pool.get_connection("MONITOR")
+    conn.send_command("MONITOR")
+    assert conn.read_response() in (b"OK", "OK")
+    counts = {"round_trips": 0, "in_scripts": 0}
+    stop = threading.Event()
+
+    def listen() -> None:
+        in_multi = set()
+        while not stop.is_set():
+            if not conn.can_read(timeout=0.2):
+                continue
+            line = conn.read_response()
+            line = line.decode() if isinstance(line, bytes) else str(line)
+            head, _, rest = line.partition("] ")
+            who = head.rsplit(" ", 1)[-1]
+            command = rest.split(" ", 1)[0].strip('"').upper()
+            if who == "lua":
+                counts["in_scripts"] += 1
+            elif command == "MULTI":
+                in_multi.add(who)
+            elif command in ("EXEC", "DISCARD"):
+                in_multi.discard(who)
+                counts["round_trips"] += 1
+            elif who not in in_multi and command not in ("INFO", "FLUSHALL"):
+                counts["round_trips"] += 1
+
+    listener = threading.Thread(target=listen, daemon=True)
+    listener.start()
+    try:
+        r = harvest_once(args, servers, url, workers, out)
+    finally:
+        stop.set()
+        listener.join(timeout=5)
+        conn.disconnect()
+        client.close()
+    urls = r["urls_fetched"] or 1
+    return {"workers": workers, "urls": urls, **counts, "per_url": counts["round_trips"] / urls}
+
+
 def lookup_bench(args, url: str, out: Path) -> dict:
     from pywb.warcserver.index.indexsource import FileIndexSource, RedisIndexSource
 
@@ -276,6 +322,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--latency", type=float, default=0.02)
     parser.add_argument("--workers", default="1,2,4")
     parser.add_argument("--repeat", type=int, default=None)
+    parser.add_argument("--no-round-trips", dest="round_trips", action="store_false", help="skip the run under MONITOR")
     parser.add_argument(
         "--fulltext",
         action="store_true",
@@ -312,6 +359,12 @@ def main(argv: list[str] | None = None) -> int:
                         f"{r['commands_per_url'] or 0:.1f} Redis commands/URL",
                         flush=True,
                     )
+            trips = None
+            if args.round_trips:
+                n = max(int(w) for w in args.workers.split(","))
+                print(f"round trips, {n} worker(s), Redis MONITOR on ...", end=" ", flush=True)
+                trips = round_trips(args, servers, url, n, out)
+                print(f"{trips['per_url']:.1f} a URL", flush=True)
         finally:
             for server in servers:
                 server.stop()
@@ -321,11 +374,25 @@ def main(argv: list[str] | None = None) -> int:
         redis_proc.terminate()
         redis_proc.wait(timeout=10)
     text = table(runs, lookups, args, urls_total)
+    if trips:
+        text += (
+            f"\nRedis round trips a URL ({trips['workers']} workers, one untimed run under MONITOR): "
+            f"{trips['per_url']:.1f} ({trips['round_trips']} for {trips['urls']} URLs; a MULTI block or "
+            f"a script is one; {trips['in_scripts']} commands ran inside scripts)"
+        )
     print()
     print(text)
     (out / "report.txt").write_text(text + "\n")
     (out / "results.json").write_text(
-        json.dumps({"runs": runs, "lookups": lookups, "args": {k: str(v) for k, v in vars(args).items()}}, indent=2)
+        json.dumps(
+            {
+                "runs": runs,
+                "lookups": lookups,
+                "round_trips": trips,
+                "args": {k: str(v) for k, v in vars(args).items()},
+            },
+            indent=2,
+        )
         + "\n"
     )
     for n in {r["workers"] for r in runs}:
