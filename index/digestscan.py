@@ -711,3 +711,45 @@ def check_record_at(path: Path, offset: int, length: int | None) -> str:
     if not parser.done:
         return "the record is incomplete"
     return parser.done[0][2].finish(offset, length or 0).problem
+
+
+# A record read into memory by ``read_checked_record``: at most this much in the file (one read)
+# and this much inflated. Anything larger is left to ``check_record_at`` and a streaming reader.
+WHOLE_READ_LIMIT = 1 << 20
+WHOLE_INFLATED_LIMIT = 4 << 20
+
+
+def read_checked_record(path: Path, offset: int, length: int | None) -> tuple[str, bytes | None, bytes | None]:
+    """The record at ``offset`` as ``check_record_at`` checks it, from one positioned read of exactly
+    its ``length`` bytes (its gzip member), inflated once: ``(why it cannot be trusted, None, None)``
+    or ``("", the member as read, the member inflated)``, which a reader can parse from memory
+    instead of reading the file again. ``("", None, None)`` when the record is not a gzip member
+    of at most ``WHOLE_READ_LIMIT`` bytes inflating to less than ``WHOLE_INFLATED_LIMIT``; it is
+    then not checked here (``check_record_at`` does that, reading as it goes)."""
+    if not length or length > WHOLE_READ_LIMIT:
+        return "", None, None
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        data = os.pread(fd, length, offset)
+    finally:
+        os.close(fd)
+    if data[:2] != GZIP_MAGIC[:2]:
+        return "", None, None
+    decoder = _inflater()
+    try:
+        inflated = decoder.decompress(data, WHOLE_INFLATED_LIMIT)
+    except _INFLATE_ERRORS as exc:
+        return f"gzip member does not inflate ({_zlib_reason(exc)})", None, None
+    if decoder.unconsumed_tail or len(inflated) >= WHOLE_INFLATED_LIMIT:
+        return "", None, None  # inflates to more than the limit
+    if not decoder.eof:
+        return "the record's gzip member ends early (truncated)", None, None
+    parser = RecordParser()
+    try:
+        parser.feed(inflated, offset)
+    except ParseError as exc:
+        return str(exc), None, None
+    if not parser.done:
+        return "the record is incomplete", None, None
+    problem = parser.done[0][2].finish(offset, length).problem
+    return (problem, None, None) if problem else ("", data, inflated)

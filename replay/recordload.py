@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import re
 from functools import cache
+from io import BytesIO
 
 from pywb.utils.io import no_except_close
 from pywb.warcserver.resource.blockrecordloader import BlockArcWarcRecordLoader
-from warcio.bufferedreaders import DecompressingBufferedReader
+from warcio.bufferedreaders import BufferedReader, DecompressingBufferedReader
 from warcio.limitreader import LimitReader
 from warcio.recordloader import ArcWarcRecord
 from warcio.statusandheaders import StatusAndHeaders, StatusAndHeadersParser
@@ -39,19 +40,32 @@ def _status_prefixes(statuslist: tuple[str, ...]) -> tuple[bytes, ...]:
     return tuple(prefix.encode() for prefix in statuslist)
 
 
+class InflatedReader(BufferedReader):
+    """A record's gzip member inflated in memory (``index.digestscan.read_checked_record``), read
+    as warcio's ``DecompressingBufferedReader`` reads a member it takes in one read: all of it in
+    its buffer."""
+
+    def __init__(self, data: bytes):
+        super().__init__(BytesIO(b""))
+        self.buff = BytesIO(data)  # shares ``data``: getvalue() returns it, no copy
+        self.buff_size = self.num_read = len(data)
+
+
 def _buffered_block(stream, prefixes: tuple[bytes, ...]):
     """``(buffer, data, start, end)``: the header block at ``stream``'s read position is
     ``data[start:end]``, from a status line starting with one of ``prefixes`` to the CRLF CRLF
     ending it, each line but the last non-blank, all in the buffer (and inside the limit, for a
     ``LimitReader``). None if any of that is not so, or the stream is not gzip from warcio's
-    ``DecompressingBufferedReader``."""
+    ``DecompressingBufferedReader`` (or an ``InflatedReader``)."""
     if type(stream) is LimitReader:
         limit = stream.limit
         reader = stream.stream
     else:
         limit = None
         reader = stream
-    if type(reader) is not DecompressingBufferedReader or reader.decompressor is None:
+    if type(reader) is InflatedReader:
+        pass
+    elif type(reader) is not DecompressingBufferedReader or reader.decompressor is None:
         return None
     if reader.buff is None:
         # What the first readline() does: read and decompress the first block.
@@ -160,7 +174,19 @@ def skip_http_header_block(record: ArcWarcRecord) -> bool:
 
 class RecordLoader(BlockArcWarcRecordLoader):
     """pywb's record loader, header blocks read from the buffer when they can be
-    (``parse_buffered_headers``)."""
+    (``parse_buffered_headers``). ``load_member`` parses a record already read into memory."""
+
+    def load_member(self, raw: bytes, inflated: bytes, no_record_parse: bool = False) -> ArcWarcRecord:
+        """What ``load`` returns for the record whose gzip member is ``raw`` (``inflated`` once
+        inflated), read from memory: the same reader over the same bytes. A member warcio's first
+        read takes whole (``block_size`` bytes) it inflates whole into its buffer, so the inflated
+        bytes are that buffer; a longer one is inflated again block by block as from the file, so
+        that a header line across a buffer's end reads as warcio reads it (cut short)."""
+        if len(raw) <= self.block_size:
+            stream = InflatedReader(inflated)
+        else:
+            stream = DecompressingBufferedReader(stream=BytesIO(raw), block_size=self.block_size)
+        return self.parse_record_stream(stream, no_record_parse=no_record_parse)
 
     def _detect_type_load_headers(self, stream, statusline=None, known_format=None):
         if statusline is None and known_format is None:
@@ -189,3 +215,9 @@ class PayloadRecordLoader(RecordLoader):
             return record
         no_except_close(record.raw_stream)
         return super().load(url, offset, length, no_record_parse=False)
+
+    def load_member(self, raw: bytes, inflated: bytes, no_record_parse: bool = False) -> ArcWarcRecord:
+        record = super().load_member(raw, inflated, no_record_parse=True)
+        if no_record_parse or skip_http_header_block(record):
+            return record
+        return super().load_member(raw, inflated, no_record_parse=False)

@@ -45,7 +45,7 @@ from warcio.recordloader import ArchiveLoadFailed
 
 from index.capture_index import root_cdx
 from index.collection import Collection
-from index.digestscan import check_record_at
+from index.digestscan import check_record_at, read_checked_record
 from index.state import indexed_original, open_readonly
 from replay.asof import AsOfIndexSource
 from replay.recordload import PayloadRecordLoader, RecordLoader
@@ -81,13 +81,21 @@ class _DamageCheck:
     def load(self, url, offset, length, no_record_parse=False):
         if os.path.isabs(url) and not url.endswith((".arc", ".arc.gz")):  # ARC records: not checked (no digests)
             length_value = int(length) if str(length).isdigit() else None
+            raw = inflated = None
             try:
-                reason = check_record_at(Path(url), int(offset), length_value)
+                if isinstance(self, RecordLoader):  # checked and parsed from one read, when small enough
+                    reason, raw, inflated = read_checked_record(Path(url), int(offset), length_value)
+                    if not reason and raw is None:
+                        reason = check_record_at(Path(url), int(offset), length_value)
+                else:
+                    reason = check_record_at(Path(url), int(offset), length_value)
             except OSError:
                 reason = ""  # a file that is not there: pywb's own handling
             if reason:
                 self.damage = DamagedCapture(url, int(offset), reason)
                 raise self.damage
+            if raw is not None and inflated is not None and isinstance(self, RecordLoader):
+                return self.load_member(raw, inflated, no_record_parse=no_record_parse)
         return super().load(url, offset, length, no_record_parse=no_record_parse)  # type: ignore[misc]  # a mixin before pywb's loaders, which are untyped
 
 

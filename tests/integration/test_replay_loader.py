@@ -19,6 +19,7 @@ import pytest
 from pywb.warcserver.resource.blockrecordloader import BlockArcWarcRecordLoader
 
 import replay.recordload as recordload
+from index.digestscan import read_checked_record
 from replay.recordload import PayloadRecordLoader, RecordLoader
 
 OK = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 5\r\n\r\nhello"
@@ -214,3 +215,29 @@ def test_the_cases_cover_both_ways():
     """Every branch has records that take it and records that do not."""
     for column in (2, 3, 4):
         assert {case[column] for case in CASES.values()} == {True, False}
+
+
+@pytest.mark.parametrize("name", [name for name, case in CASES.items() if case[1]])
+def test_a_record_inflated_in_memory_reads_as_pywb_reads_it_from_the_file(tmp_path, taken, name):
+    """``load_member``: the gzip member read and inflated once (``index.digestscan.read_checked_record``)
+    and parsed from memory gives what pywb's loader reads from the file. (A record the check turns
+    down, such as one without a Content-Length, never gets there.)"""
+    member, _, _, _, skipped = CASES[name]
+    path = tmp_path / "case.warc.gz"
+    offset, length = write(path, member, True)
+    reason, raw, inflated = read_checked_record(path, offset, length)
+    if reason:
+        return
+    assert raw is not None and inflated is not None
+    want = state(lambda: BlockArcWarcRecordLoader().load(str(path), offset, length))
+
+    assert state(lambda: RecordLoader().load_member(raw, inflated)) == want
+    assert taken["WARC"]
+    taken["skip"].clear()
+    got = state(lambda: PayloadRecordLoader().load_member(raw, inflated))
+    # stepped over wherever it is from the file, and also where the file's buffer ends too soon
+    assert taken["skip"] == [True] if skipped else len(taken["skip"]) == 1
+    if taken["skip"][0]:
+        assert want[6] is not None and got[6] is None and got[:6] + got[7:] == want[:6] + want[7:]
+    else:
+        assert got == want

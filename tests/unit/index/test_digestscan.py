@@ -167,3 +167,53 @@ def test_digest_labels_in_base32_or_hex(alg, encode):
     check = _DigestCheck(f"{alg}:{encode(bad)}")
     check.hash.update(data)
     assert check.matches() is False
+
+
+def test_a_checked_read_in_one_go_judges_as_check_record_at_and_returns_the_member(wget_warcs, tmp_path):
+    """``read_checked_record``: for every record of wget's gzipped WARC, whole, with a byte of its
+    block flipped, with a byte of its gzip stream flipped, and cut short, the same verdict as
+    ``check_record_at``; for a sound one, its member inflated (what warcio reads from the file)."""
+    src = wget_warcs["gz"]
+    data = src.read_bytes()
+    records = [r for r in scan(src) if isinstance(r, Record)]
+    assert len(records) > 10
+    for r in records:
+        member = data[r.offset : r.offset + r.length]
+        assert digestscan.read_checked_record(src, r.offset, r.length) == ("", member, gzip.decompress(member))
+    flipped = tmp_path / "flipped.warc.gz"
+    cuts = []
+    for r in records:
+        member = bytearray(gzip.decompress(data[r.offset : r.offset + r.length]))
+        if len(member) > 40:
+            member[-20] ^= 0x20  # inside the block, before the trailer
+        cuts.append((r, gzip.compress(bytes(member), mtime=0)))
+    # each damaged member in a file of its own at the same offset as in the original
+    for r, member in cuts[:15]:
+        path = tmp_path / f"{r.offset}.warc.gz"
+        path.write_bytes(data[: r.offset] + member)
+        want = check_record_at(path, r.offset, len(member))
+        assert want != ""
+        assert digestscan.read_checked_record(path, r.offset, len(member)) == (want, None, None)
+    for r in records[:15]:
+        raw = bytearray(data)
+        raw[r.offset + r.length // 2] ^= 0xFF
+        flipped.write_bytes(bytes(raw))
+        want = check_record_at(flipped, r.offset, r.length)
+        assert want != "" and digestscan.read_checked_record(flipped, r.offset, r.length) == (want, None, None)
+        cut = tmp_path / "cut.warc.gz"
+        cut.write_bytes(data[: r.offset + r.length - 5])
+        want = check_record_at(cut, r.offset, r.length)
+        assert "truncated" in want and digestscan.read_checked_record(cut, r.offset, r.length) == (want, None, None)
+
+
+def test_a_record_too_large_to_read_in_one_go_is_left_to_check_record_at(wget_warcs, monkeypatch):
+    src = wget_warcs["gz"]
+    r = next(r for r in scan(src) if isinstance(r, Record) and r.rec_type == "response" and r.length > 600)
+    monkeypatch.setattr(digestscan, "WHOLE_READ_LIMIT", r.length - 1)
+    assert digestscan.read_checked_record(src, r.offset, r.length) == ("", None, None)
+    monkeypatch.setattr(digestscan, "WHOLE_READ_LIMIT", r.length)
+    monkeypatch.setattr(digestscan, "WHOLE_INFLATED_LIMIT", 500)
+    assert digestscan.read_checked_record(src, r.offset, r.length) == ("", None, None)
+    plain = wget_warcs["plain"]
+    p = next(r for r in scan(plain) if isinstance(r, Record))
+    assert digestscan.read_checked_record(plain, p.offset, p.length) == ("", None, None)  # not gzip
