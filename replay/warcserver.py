@@ -22,6 +22,10 @@ Before a record is handed to pywb it is read whole and its digests checked
 not catch, so the reader gets an error page instead of a torn body or, through pywb's fallback,
 another capture served under this one's address (``replay.engine`` turns it into ``CaptureDamaged``).
 
+A record of up to 1 MiB in a gzipped WARC is read once: one positioned read of its member, inflated
+once, checked (``index.digestscan.read_checked_record``) and parsed from those bytes
+(``RecordLoader.load_member``); a larger one is checked, then read again streaming.
+
 Records are read by ``replay.recordload``: warcio's parser, header blocks read from the decompressed
 buffer instead of line by line, same results. When a revisit carries its own HTTP headers (an
 identical-payload revisit, not a 304's empty block) nothing reads its original's, so the original is
