@@ -17,7 +17,9 @@
    ``Connection: close``, in two modes: the rewritten page (Strata ``/<ts>/``, pywb ``/<ts>mp_/``:
    pywb's page is framed, its ``mp_`` frame does the same work) and the raw bytes (``id_``).
    Reports requests per second, p50 and p95 latency, and each server's peak RSS (VmHWM). Every
-   configuration is bounded by ``--pass-seconds``. Strata's revisit/response ratio is reported per
+   configuration is bounded by ``--pass-seconds``. Also the server's CPU time per request (read
+   around each block of 10), which other load on the machine moves far less than wall time.
+   Strata's revisit/response ratio, of throughput and of server CPU per request, is reported per
    repeat and as the median and range over the repeats, with the load average around the passes.
 4. Index lookup growth: synthesises CDXJ indexes of 10k, 100k and 1M captures and times as-of
    lookups in Strata's index source and closest lookups in pywb's, in-process.
@@ -152,6 +154,21 @@ class Server:
             pass
         return 0
 
+    def cpu_seconds(self) -> float:
+        """CPU time the server's threads have run so far (``schedstat``: nanoseconds, unlike the
+        clock ticks of ``/proc/<pid>/stat``)."""
+        total = 0
+        try:
+            tasks = os.listdir(f"/proc/{self.proc.pid}/task")
+        except OSError:
+            return 0.0
+        for task in tasks:
+            try:
+                total += int(Path(f"/proc/{self.proc.pid}/task/{task}/schedstat").read_text().split()[0])
+            except (OSError, ValueError, IndexError):
+                pass
+        return total / 1e9
+
     def stop(self) -> None:
         self.proc.terminate()
         try:
@@ -243,9 +260,12 @@ def run_config(
     cost of following another server's turn, fall on all of them alike. (A rotating order put
     Strata's revisit turn after another server's nearly every round and its response turn after its
     own revisit turn, on a warm process: that alone moved revisit/response by 0.1.)
-    Requests are sequential: throughput is 1 / mean latency."""
+    Requests are sequential: throughput is 1 / mean latency. The server's CPU time is read around
+    each block, so each series also gets the server CPU per request, which other load on the
+    machine moves far less than wall time."""
     clients = {(name, kind): _client(servers[name], keep_alive) for name, kind in series}
     latencies: dict[tuple[str, str], list[float]] = {key: [] for key in series}
+    cpu = dict.fromkeys(series, 0.0)
     errors = dict.fromkeys(series, 0)
     keys = list(series)
     rng = random.Random(20261130)
@@ -256,11 +276,14 @@ def run_config(
             order = keys[:]
             rng.shuffle(order)
             for key in order:
+                server = servers[key[0]]
+                cpu_before = server.cpu_seconds()
                 for path in series[key][offset : offset + block]:
                     t0 = time.perf_counter()
                     r = clients[key].get(path)
                     latencies[key].append(time.perf_counter() - t0)
                     errors[key] += r.status_code != 200
+                cpu[key] += server.cpu_seconds() - cpu_before
             if time.perf_counter() - started > seconds:
                 break
     finally:
@@ -274,6 +297,7 @@ def run_config(
             "rps": len(lat) / sum(lat) if lat else 0.0,
             "p50_ms": 1000 * statistics.median(lat),
             "p95_ms": 1000 * statistics.quantiles(lat, n=20)[-1] if len(lat) >= 20 else float("nan"),
+            "server_cpu_us": 1e6 * cpu[key] / len(lat) if lat else float("nan"),
         }
     return out
 
@@ -305,6 +329,7 @@ def replay_bench(servers: dict[str, Server], snapshot: str, urls: dict[str, list
                 print(
                     f"  {name:<18} {mode:<4} {kind:<8} {res['connection']:<10} {res['requests']:>4} req "
                     f"{res['rps']:>7.1f}/s  p50 {res['p50_ms']:6.1f} ms  p95 {res['p95_ms']:6.1f} ms"
+                    f"  server CPU {res['server_cpu_us']:6.0f} us/req"
                     f"{'  errors ' + str(res['errors']) if res['errors'] else ''}",
                     flush=True,
                 )
@@ -418,25 +443,28 @@ def ratios(results: list[dict]) -> list[str]:
 
 
 def revisit_spread(results: list[dict]) -> list[str]:
-    """Strata's revisit/response throughput in each mode: the median over the repeats (what the
-    target is checked against) and the lowest and highest."""
+    """Strata's revisit/response in each mode, of throughput and of the throughput its server CPU
+    per request allows: the median over the repeats (what the target is checked against) and the
+    lowest and highest."""
     lines = []
     for mode in ("page", "raw"):
         for conn in ("close", "keep-alive"):
-            found: dict[tuple[int, str], float] = {}
+            found: dict[tuple[int, str], dict] = {}
             for r in results:
                 if (r["server"], r["mode"], r["connection"]) == ("strata", mode, conn):
-                    found[(r["repeat"], r["kind"])] = r["rps"]
-            values = sorted(
-                found[(rep, "revisit")] / found[(rep, "response")]
-                for rep, kind in found
-                if kind == "revisit" and found.get((rep, "response"))
-            )
-            if values:
+                    found[(r["repeat"], r["kind"])] = r
+            pairs = [(found[key], found[(key[0], "response")]) for key in found if key[1] == "revisit"]
+            pairs = [(rv, rs) for rv, rs in pairs if rs["rps"] and rv["server_cpu_us"]]
+            if not pairs:
+                continue
+            wall = sorted(rv["rps"] / rs["rps"] for rv, rs in pairs)
+            # throughput the server's CPU allows: 1 / CPU per request
+            cpu = sorted(rs["server_cpu_us"] / rv["server_cpu_us"] for rv, rs in pairs)
+            for label, values in (("wall", wall), ("server CPU", cpu)):
                 median = statistics.median(values)
                 verdict = "ok" if median >= 0.95 else "BELOW TARGET"
                 lines.append(
-                    f"  Strata revisit/response {mode:<4} {conn:<10} median x{median:.3f} "
+                    f"  Strata revisit/response {mode:<4} {conn:<10} {label:<10} median x{median:.3f} "
                     f"(x{values[0]:.3f}-x{values[-1]:.3f} over {len(values)}; target >= 0.95) {verdict}"
                 )
     return lines
