@@ -33,9 +33,9 @@ def connect(path: Path, schema: str, version: int, journal: str = "wal") -> sqli
     path.parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(str(path), timeout=30.0, isolation_level=None, check_same_thread=False)
     conn.row_factory = sqlite3.Row
+    conn.execute("PRAGMA busy_timeout=30000")
     _journal_mode(conn, path, journal)
     conn.execute("PRAGMA synchronous=NORMAL")
-    conn.execute("PRAGMA busy_timeout=30000")
     conn.executescript(schema)
     row = conn.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
     if row is None:
@@ -45,11 +45,16 @@ def connect(path: Path, schema: str, version: int, journal: str = "wal") -> sqli
 
 def _journal_mode(conn: sqlite3.Connection, path: Path, journal: str) -> None:
     """Set the file's journal mode. Leaving WAL needs the file to itself: while another process has
-    it open it stays in WAL (said once in the log), and the next connection tries again."""
+    it open it stays in WAL (said in the log), and the next connection tries again."""
+    if journal == "wal":
+        conn.execute("PRAGMA journal_mode=WAL")
+        return
+    if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() == "delete":
+        return  # (waits, as any read, for a writer's lock)
     conn.execute("PRAGMA busy_timeout=0")
     try:
-        conn.execute(f"PRAGMA journal_mode={'WAL' if journal == 'wal' else 'DELETE'}")
+        conn.execute("PRAGMA journal_mode=DELETE")
     except sqlite3.OperationalError as exc:
-        if journal == "wal":
-            raise
         log.warning("%s stays in WAL mode for now (%s): it leaves it once no other process has it open", path, exc)
+    finally:
+        conn.execute("PRAGMA busy_timeout=30000")

@@ -63,7 +63,8 @@ def _wait(procs, timeout=120):
 
 
 def _all_ended_well(done):
-    failed = {label: (code, err) for label, (code, err) in done.items() if code != 0}
+    """Every worker exited 0 and none logged a failure (a helper's failure is logged, not fatal)."""
+    failed = {label: (code, err) for label, (code, err) in done.items() if code != 0 or "Traceback" in err}
     if failed:
         pytest.fail("\n".join(f"worker {label} exited {code}:\n{err}" for label, (code, err) in failed.items()))
 
