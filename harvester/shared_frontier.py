@@ -148,11 +148,13 @@ class SharedFrontier:
         lease_seconds: float = 120.0,
         poll: float = 0.05,
         do=None,
+        per_worker: int = 1 << 30,
     ):
         self.r = client
         self.worker = worker
         self.delay = delay
         self.per_host = max(1, per_host)
+        self.per_worker = max(1, per_worker)  # leases this worker holds at once, at most
         self.max_urls = max_urls
         self.lease_ms = int(lease_seconds * 1000)
         self.poll = poll
@@ -226,6 +228,12 @@ class SharedFrontier:
         if self._wake is None:
             self._wake = asyncio.Event()
         while not self._stopping:
+            if len(self._lease_of) >= self.per_worker:
+                # A URL in hand waiting for this worker's connection would hold its host's lease from
+                # the other workers: this worker leases no more than it has connections.
+                self._wake.clear()
+                await self._wake.wait()
+                continue
             now = _ms()
             if now - self._last_reclaim >= self._reclaim_every * 1000:
                 self._last_reclaim = now

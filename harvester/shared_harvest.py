@@ -188,6 +188,7 @@ class SharedHarvest(Harvest):
             self.worker_key,
             delay=job.delay,
             per_host=job.concurrency,  # leases per host across all workers: the job's connections per host
+            per_worker=job.concurrency,  # and per worker: one URL a connection (no URL in hand holds a host)
             max_urls=job.max_urls,
             lease_seconds=self.lease_seconds,
             do=self._patient,

@@ -160,11 +160,11 @@ def test_a_host_is_never_asked_more_at_once_than_the_jobs_concurrency(root, site
 
 
 def _slow_run_queued(tmp_path, root, site, redis_url, monkeypatch):
-    """A reference harvest, then a full run queued on a site 0.15 s a URL, one connection a worker."""
+    """A reference harvest, then a full run queued on a site 0.25 s a URL, one connection a worker."""
     reference = tmp_path / "reference" / "collections"
     reference.mkdir(parents=True)
     ref = harvest(reference, site)
-    site.latency = 0.15
+    site.latency = 0.25
     _job(root, site, concurrency=1)
     monkeypatch.setenv("STRATA_REDIS", redis_url)
     entry = _enqueue(root, "full")
@@ -211,7 +211,7 @@ def test_three_workers_tell_vanished_pages_as_one_harvester_does(tmp_path, root,
 @pytest.mark.slow
 def test_a_worker_killed_mid_run_loses_nothing(tmp_path, root, site, redis_url, monkeypatch):
     # slow enough that the run is still going when the lead is killed (one connection a worker,
-    # 0.15 s a URL: about 2 s for the site with two workers; at 4 connections and 0.05 s it could end first)
+    # 0.25 s a URL: about 6 s for the site with two workers; at 4 connections and 0.05 s it could end first)
     reference, ref, entry = _slow_run_queued(tmp_path, root, site, redis_url, monkeypatch)
     procs = _workers(root, redis_url, ["w1", "w2"], "--lease", "3")
     archive = root / "sample" / "archive"

@@ -140,3 +140,25 @@ def test_a_lease_done_is_released_by_the_workers_next_take_in_the_same_round_tri
     sent = {name: n for name, n in calls.items() if n and name not in ("cmdstat_info",)}
     assert sent.get("cmdstat_evalsha") == 1 and "cmdstat_hdel" in sent  # the release ran inside the one script
     client.close()
+
+
+def test_a_worker_holds_no_more_leases_than_its_connections(redis_url):
+    """Two URLs in hand on one connection would hold two hosts from the other workers."""
+    client, a, b = _pair(redis_url, per_worker=1)
+    for host in ("one.test", "two.test"):
+        a.add(Item(f"http://{host}/", 1, "navigation"))
+
+    async def go():
+        first = await a.get()
+        second = asyncio.create_task(a.get())  # a's second coroutine: waits for a's connection
+        await asyncio.sleep(0.2)
+        assert not second.done()
+        other = await asyncio.wait_for(b.get(), 2)  # the other host is b's
+        assert {first.host, other.host} == {"one.test", "two.test"}
+        await a.done(first)
+        await b.done(other)
+        b.flush()  # b asks for no more
+        return await asyncio.wait_for(second, 2)
+
+    assert asyncio.run(go()) is None  # both taken, both done: settled
+    client.close()
