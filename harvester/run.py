@@ -270,7 +270,8 @@ class Harvest:
         return Frontier(delay=job.delay, per_host=job.concurrency * URLS_PER_CONNECTION, max_urls=job.max_urls)
 
     def _seed(self) -> None:
-        self.paging.seed()
+        with self.state.transaction():  # every known URL seen again: one commit, not one per URL
+            self.paging.seed()
 
     def _closes_run(self) -> bool:
         """Whether this harvest ends the run (vanished URLs, report, figures): one of several workers does not."""
@@ -579,6 +580,9 @@ class Harvest:
         decided = decision.decide(previous, capture)
         # a record Strata wrote has all three
         assert capture.warc_date and capture.record_type and capture.record_id
+        # The capture's state and the URLs it leads to in one transaction: one commit per URL, not one
+        # more for each new URL seen and for its outlinks.
+        failed: Exception | None = None
         with self.state.transaction():
             self.state.add_capture(
                 Capture(
@@ -604,15 +608,23 @@ class Harvest:
             self.state.update_url(item.url, **decided.state)
             if decided.original and capture.digest:
                 self.state.add_digest(capture.digest, decided.original)
-        self.figures.count(decided.cls)
-        if not follow:
-            return
-        if decided.redirect is not None:
-            target = normalize_url(decided.redirect, item.url)
+            self.figures.count(decided.cls)
+            if follow:
+                try:
+                    self._follow(item, decided.redirect, capture.digest, mime, link_source)
+                except Exception as exc:  # the capture is written: its state is committed all the same
+                    failed = exc
+        if failed is not None:
+            raise failed
+
+    def _follow(self, item: Item, redirect: str | None, digest: str | None, mime: str, link_source) -> None:
+        """Queue where a capture leads: its redirect's target, its links."""
+        if redirect is not None:
+            target = normalize_url(redirect, item.url)
             if target:
                 self.paging.follow(item, target, "redirect", item.depth)
         if link_source is not None:
-            self._queue_links(item, capture.digest, mime, link_source)
+            self._queue_links(item, digest, mime, link_source)
 
     def _write_not_modified(
         self, item: Item, result: FetchResult, previous: dict, now: datetime, mime: str
@@ -749,20 +761,24 @@ class Harvest:
         """A soft change the job does not store: nothing written, the check recorded (replay of this
         run shows the previous capture, as the NLC harvester does)."""
         self.figures.count("soft")
-        self.state.add_check(
-            self.run_id,
-            item.url,
-            "soft",
-            f"main content {similarity:.3f} similar to the stored capture; not stored",
-            iso(now),
-        )
-        self.state.update_url(item.url, **decision.not_stored(previous, "soft", iso(now), self.run_id))
-        if follow:
-            content_type = result.header("Content-Type") or ""
-            mime = content_type.split(";")[0].strip().lower()
-            self._queue_links(
-                item, result.digest, mime, lambda: (result.read_body(), content_type, result.header("Content-Encoding"))
+        with self.state.transaction():  # the check, the URL's state and the URLs it leads to: one commit
+            self.state.add_check(
+                self.run_id,
+                item.url,
+                "soft",
+                f"main content {similarity:.3f} similar to the stored capture; not stored",
+                iso(now),
             )
+            self.state.update_url(item.url, **decision.not_stored(previous, "soft", iso(now), self.run_id))
+            if follow:
+                content_type = result.header("Content-Type") or ""
+                mime = content_type.split(";")[0].strip().lower()
+                self._queue_links(
+                    item,
+                    result.digest,
+                    mime,
+                    lambda: (result.read_body(), content_type, result.header("Content-Encoding")),
+                )
 
     def _main_text_score(self, text: str, fingerprint: str, previous: dict) -> float:
         """How alike the new main text is to the stored one (1.0: the same). Below a threshold of 1.0
