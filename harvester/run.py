@@ -11,6 +11,7 @@ queued. When a WARC is sealed its CDXJ lines are merged and its digest entries b
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import os
 import secrets
@@ -42,6 +43,7 @@ from index.collection import Collection
 from index.fixity import Fixity
 from index.payload import DecodeError, decode_content, read_record
 from index.rebuild import rebuild_if_outdated
+from index.redisstate import RedisHarvestState
 from index.seal import index_sealed_file
 from index.state import Capture, Original
 from index.statestore import open_harvest_state
@@ -213,7 +215,7 @@ class Harvest:
             },
             label=self.worker_label,
             max_size=job.warc_max_size,
-            on_open=lambda name: state.warc_opened(name, self.run_id),
+            on_open=self._on_opened,
             on_sealed=self._on_sealed,
             indexer=cdxj.RecordIndexer(),
             fixity=Fixity(self.collection.fixity_dir),
@@ -228,9 +230,12 @@ class Harvest:
         self._crawl_delays: dict[str, float] = {}  # host -> seconds between requests it was given
         try:
             self.roller.write([])  # the run's first file (its warcinfo) at once: even a killed run leaves one
-            self._seed()
-            self._workers = [asyncio.create_task(self._worker()) for _ in range(job.concurrency * URLS_PER_CONNECTION)]
-            results = await asyncio.gather(*self._workers, return_exceptions=True)
+            with self._grouped_commits():
+                self._seed()
+                self._workers = [
+                    asyncio.create_task(self._worker()) for _ in range(job.concurrency * URLS_PER_CONNECTION)
+                ]
+                results = await asyncio.gather(*self._workers, return_exceptions=True)
             for res in results:
                 if isinstance(res, BaseException) and not isinstance(res, asyncio.CancelledError):
                     raise res
@@ -824,9 +829,25 @@ class Harvest:
         return body, http_headers.get_header("Content-Type") or "", http_headers.get_header("Content-Encoding")
 
     # -- sealing ------------------------------------------------------------------------------------
+    def _grouped_commits(self) -> contextlib.AbstractContextManager:
+        """The URLs recorded in one turn of the event loop share a commit (``index.state.commits_deferred``).
+        Not with URL state in Redis: a Redis call waiting out an outage would then hold SQLite's
+        write lock, which the run's other workers wait for."""
+        if isinstance(self.state, RedisHarvestState):
+            return contextlib.nullcontext()
+        return self.state.commits_deferred(asyncio.get_running_loop().call_soon)
+
+    def _on_opened(self, filename: str) -> None:
+        self.state.commit_now()  # a file's states are committed as they change, as without deferred commits
+        self.state.warc_opened(filename, self.run_id)
+        self.state.commit_now()
+
     def _on_sealed(self, filename: str, size: int, lines: list[bytes] | None) -> None:
+        self.state.commit_now()
         self.state.warc_state(filename, "sealed", size)
+        self.state.commit_now()
         index_sealed_file(self.collection, self.state, filename, lines)
+        self.state.commit_now()
 
     def _report(self, force: bool = False) -> None:
         if not self.progress:
