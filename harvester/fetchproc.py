@@ -12,9 +12,10 @@ opens and unlinks, so memory stays bounded as with in-process fetching. Politene
 decision stay in the harvest: the child only fetches what it is sent, when it is sent.
 
 Messages are length-prefixed pickles over the child's stdin and stdout (the child's own prints go
-to stderr). The child ignores SIGINT (the harvest decides how to stop) and exits when its stdin
-closes: when the harvest closes it, or dies (SIGKILL included). If the child dies, fetches in flight
-come back as errors and later ones run in the harvest's own process.
+to stderr); the messages of one turn of the event loop go in one write (``_Outbox``). The child
+ignores SIGINT (the harvest decides how to stop) and exits when its stdin closes: when the harvest
+closes it, or dies (SIGKILL included). If the child dies, fetches in flight come back as errors and
+later ones run in the harvest's own process.
 """
 
 from __future__ import annotations
