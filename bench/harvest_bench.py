@@ -465,7 +465,7 @@ def evaluate(results: dict, floors: dict, storage: dict, checks: dict) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python bench/harvest_bench.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="the small site (preset quick)")
-    parser.add_argument("--preset", default=None, help="sitegen preset: quick, issue2 (default), govcn")
+    parser.add_argument("--preset", default=None, help="sitegen preset: quick, issue2 (default), govcn, 100k")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--latency", type=float, default=0.005, help="seconds before each response (default 5 ms)")
     parser.add_argument("--concurrency", type=int, default=4, help="Strata's connections (issue 2 allows up to 4)")

@@ -12,9 +12,10 @@ opens and unlinks, so memory stays bounded as with in-process fetching. Politene
 decision stay in the harvest: the child only fetches what it is sent, when it is sent.
 
 Messages are length-prefixed pickles over the child's stdin and stdout (the child's own prints go
-to stderr). The child ignores SIGINT (the harvest decides how to stop) and exits when its stdin
-closes: when the harvest closes it, or dies (SIGKILL included). If the child dies, fetches in flight
-come back as errors and later ones run in the harvest's own process.
+to stderr); the messages of one turn of the event loop go in one write (``_Outbox``). The child
+ignores SIGINT (the harvest decides how to stop) and exits when its stdin closes: when the harvest
+closes it, or dies (SIGKILL included). If the child dies, fetches in flight come back as errors and
+later ones run in the harvest's own process.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import shutil
 import signal
 import sys
 import tempfile
+from collections.abc import Callable
 
 from harvester.fetch import FetchResult, fetch, make_client
 
@@ -68,6 +70,7 @@ class FetchProcess:
         self._pending: dict[int, tuple[asyncio.Future, str]] = {}
         self._ids = itertools.count(1)
         self._reader: asyncio.Task | None = None
+        self._outbox = _Outbox(self._stdin, self._lost)
 
     async def start(self) -> FetchProcess:
         self._proc = await asyncio.create_subprocess_exec(
@@ -98,17 +101,21 @@ class FetchProcess:
         answer = asyncio.get_running_loop().create_future()
         self._pending[fetch_id] = (answer, url)
         try:
-            self._stdin().write(_frame(("fetch", fetch_id, url, headers, deadline, max_size)))
+            self._outbox.put(_frame(("fetch", fetch_id, url, headers, deadline, max_size)))
             # The child may hold it until a connection is free (at most one fetch's deadline), then fetches.
             async with asyncio.timeout(2 * deadline + ANSWER_GRACE):
                 return await answer
         except TimeoutError:
             return FetchResult(url=url, error="the fetch process did not answer")
-        except (ConnectionError, RuntimeError):  # its stdin is closed: it has gone
-            self.alive = False
-            return FetchResult(url=url, error="the fetch process has exited")
         finally:
             self._pending.pop(fetch_id, None)
+
+    def _lost(self) -> None:
+        """Its stdin is closed: it has gone, and what was sent to it will not be answered."""
+        self.alive = False
+        for answer, url in list(self._pending.values()):
+            if not answer.done():
+                answer.set_result(FetchResult(url=url, error="the fetch process has exited"))
 
     async def _read_answers(self) -> None:
         while True:
@@ -151,13 +158,38 @@ class FetchProcess:
                 await self._reader
 
 
+class _Outbox:
+    """Frames for a pipe, written together once per turn of the event loop: the workers that send
+    fetches (or the answers that are ready) in one turn cost one write, not a write each."""
+
+    def __init__(self, writer: Callable[[], asyncio.StreamWriter], lost: Callable[[], None] | None = None):
+        self.writer = writer
+        self.lost = lost
+        self.frames: list[bytes] = []
+
+    def put(self, frame: bytes) -> None:
+        if not self.frames:
+            asyncio.get_running_loop().call_soon(self.flush)
+        self.frames.append(frame)
+
+    def flush(self) -> None:
+        data, self.frames = b"".join(self.frames), []
+        if not data:
+            return
+        try:
+            self.writer().write(data)
+        except (ConnectionError, RuntimeError):  # the other side has gone
+            if self.lost is not None:
+                self.lost()
+
+
 # -- the child ----------------------------------------------------------------------------------------
 
 
 async def _answer(
     client,
     slots: asyncio.Semaphore,
-    writer: asyncio.StreamWriter,
+    outbox: _Outbox,
     fetch_id: int,
     url: str,
     headers: dict,
@@ -179,7 +211,7 @@ async def _answer(
     finally:
         result.close()
     fields = {name: getattr(result, name) for name in _FIELDS}
-    writer.write(_frame(("result", fetch_id, fields, body, body_path)))
+    outbox.put(_frame(("result", fetch_id, fields, body, body_path)))
 
 
 async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -191,19 +223,21 @@ async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> 
         settings["concurrency"], settings["connect_timeout"], settings["timeout"], settings["user_agent"]
     )
     slots = asyncio.Semaphore(settings["concurrency"])
+    outbox = _Outbox(lambda: writer)
     tasks: set[asyncio.Task] = set()
     try:
         while True:
             message = await _read_frame(reader)
             if message is None:
                 break
-            task = asyncio.create_task(_answer(client, slots, writer, *message[1:]))
+            task = asyncio.create_task(_answer(client, slots, outbox, *message[1:]))
             tasks.add(task)
             task.add_done_callback(tasks.discard)
     finally:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        outbox.flush()
         await client.aclose()
 
 

@@ -43,6 +43,7 @@ class Frontier:
         self._seen: set[str] = set()
         self._cond = asyncio.Condition()
         self._stopping = False
+        self._wake_pending = False
         self.handed_out = 0
 
     def __len__(self) -> int:
@@ -76,14 +77,20 @@ class Frontier:
         return True
 
     def _notify(self) -> None:
-        async def wake():
-            async with self._cond:
-                self._cond.notify_all()
-
+        # One wake-up for all the URLs queued before it runs (a page queues dozens at once), not a
+        # task, a lock round and every worker woken per URL.
+        if self._wake_pending:
+            return
         try:
-            asyncio.get_running_loop().create_task(wake())
+            asyncio.get_running_loop().create_task(self._wake())
         except RuntimeError:
-            pass
+            return
+        self._wake_pending = True
+
+    async def _wake(self) -> None:
+        self._wake_pending = False  # a URL queued from here on asks for a wake-up of its own
+        async with self._cond:
+            self._cond.notify_all()
 
     async def get(self) -> Item | None:
         async with self._cond:

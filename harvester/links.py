@@ -252,11 +252,28 @@ def _refresh_url(content: str) -> str:
     return url
 
 
+# Links that resolve the same against any base (absolute), or against the origin alone (path-
+# absolute), unless tabs or newlines (removed anywhere, "/\t/x" is "//x") or a backslash (read as
+# "/") could make them something else: those take the full base, as before.
+_ABSOLUTE = ("http://", "https://")
+_NOT_PATH_ABSOLUTE = ("/", "\\")
+_UNSAFE_FOR_SHORTCUT = re.compile(r"[\t\n\r\\]")
+
+
+def _origin_of(base: str | None) -> str | None:
+    """``scheme://host[:port]/`` of a normalised URL."""
+    if base is None:
+        return None
+    scheme, sep, rest = base.partition("://")
+    return f"{scheme}://{rest.split('/', 1)[0]}/" if sep else None
+
+
 class _Collector:
     """lxml parser target: turns start-tag events into links."""
 
     def __init__(self, base_url: str, max_links: int):
         self.base = normalize_url(base_url)
+        self.origin = _origin_of(self.base)
         self.max_links = max_links
         self.links: list[Link] = []
         self.seen: set[tuple[str, str]] = set()
@@ -280,10 +297,25 @@ class _Collector:
             self.before_base.append((raw, kind, source, css))
             if len(self.before_base) > 2 * self.max_links:  # a <head> of links, no <body>
                 self.before_base = None
-        url = normalize_url(raw, self.base)
+        url = normalize_url(raw, self._base_for(raw))
         if url is not None and (url, kind) not in self.seen:
             self.seen.add((url, kind))
             self.links.append(Link(url, kind, source))
+
+    def _base_for(self, raw: str) -> str | None:
+        """What ``raw`` is resolved against: the page's URL, or as much of it as ``raw`` depends on,
+        so that the URL cache (keyed on the pair) hits for a link that many pages carry. An absolute
+        URL depends on no base, a path-absolute one (``/a/b``) on the origin alone."""
+        if raw.startswith(_ABSOLUTE) and not _UNSAFE_FOR_SHORTCUT.search(raw):
+            return None
+        if (
+            raw[:1] == "/"
+            and raw[1:2] not in _NOT_PATH_ABSOLUTE
+            and self.origin is not None
+            and not _UNSAFE_FOR_SHORTCUT.search(raw)
+        ):
+            return self.origin
+        return self.base
 
     def add_css(self, css: str, source: str) -> None:
         for raw in _css_urls(css):
@@ -299,6 +331,7 @@ class _Collector:
         if base is None:
             return
         self.base = base
+        self.origin = _origin_of(base)
         self.links, self.seen = [], set()
         for raw, kind, source, css in pending:
             self.add(raw, kind, source, css)

@@ -11,6 +11,7 @@ queued. When a WARC is sealed its CDXJ lines are merged and its digest entries b
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import os
 import secrets
@@ -42,6 +43,7 @@ from index.collection import Collection
 from index.fixity import Fixity
 from index.payload import DecodeError, decode_content, read_record
 from index.rebuild import rebuild_if_outdated
+from index.redisstate import RedisHarvestState
 from index.seal import index_sealed_file
 from index.state import Capture, Original
 from index.statestore import open_harvest_state
@@ -213,7 +215,7 @@ class Harvest:
             },
             label=self.worker_label,
             max_size=job.warc_max_size,
-            on_open=lambda name: state.warc_opened(name, self.run_id),
+            on_open=self._on_opened,
             on_sealed=self._on_sealed,
             indexer=cdxj.RecordIndexer(),
             fixity=Fixity(self.collection.fixity_dir),
@@ -228,9 +230,12 @@ class Harvest:
         self._crawl_delays: dict[str, float] = {}  # host -> seconds between requests it was given
         try:
             self.roller.write([])  # the run's first file (its warcinfo) at once: even a killed run leaves one
-            self._seed()
-            self._workers = [asyncio.create_task(self._worker()) for _ in range(job.concurrency * URLS_PER_CONNECTION)]
-            results = await asyncio.gather(*self._workers, return_exceptions=True)
+            with self._grouped_commits():
+                self._seed()
+                self._workers = [
+                    asyncio.create_task(self._worker()) for _ in range(job.concurrency * URLS_PER_CONNECTION)
+                ]
+                results = await asyncio.gather(*self._workers, return_exceptions=True)
             for res in results:
                 if isinstance(res, BaseException) and not isinstance(res, asyncio.CancelledError):
                     raise res
@@ -270,7 +275,8 @@ class Harvest:
         return Frontier(delay=job.delay, per_host=job.concurrency * URLS_PER_CONNECTION, max_urls=job.max_urls)
 
     def _seed(self) -> None:
-        self.paging.seed()
+        with self.state.transaction():  # every known URL seen again: one commit, not one per URL
+            self.paging.seed()
 
     def _closes_run(self) -> bool:
         """Whether this harvest ends the run (vanished URLs, report, figures): one of several workers does not."""
@@ -579,6 +585,9 @@ class Harvest:
         decided = decision.decide(previous, capture)
         # a record Strata wrote has all three
         assert capture.warc_date and capture.record_type and capture.record_id
+        # The capture's state and the URLs it leads to in one transaction: one commit per URL, not one
+        # more for each new URL seen and for its outlinks.
+        failed: Exception | None = None
         with self.state.transaction():
             self.state.add_capture(
                 Capture(
@@ -604,15 +613,23 @@ class Harvest:
             self.state.update_url(item.url, **decided.state)
             if decided.original and capture.digest:
                 self.state.add_digest(capture.digest, decided.original)
-        self.figures.count(decided.cls)
-        if not follow:
-            return
-        if decided.redirect is not None:
-            target = normalize_url(decided.redirect, item.url)
+            self.figures.count(decided.cls)
+            if follow:
+                try:
+                    self._follow(item, decided.redirect, capture.digest, mime, link_source)
+                except Exception as exc:  # the capture is written: its state is committed all the same
+                    failed = exc
+        if failed is not None:
+            raise failed
+
+    def _follow(self, item: Item, redirect: str | None, digest: str | None, mime: str, link_source) -> None:
+        """Queue where a capture leads: its redirect's target, its links."""
+        if redirect is not None:
+            target = normalize_url(redirect, item.url)
             if target:
                 self.paging.follow(item, target, "redirect", item.depth)
         if link_source is not None:
-            self._queue_links(item, capture.digest, mime, link_source)
+            self._queue_links(item, digest, mime, link_source)
 
     def _write_not_modified(
         self, item: Item, result: FetchResult, previous: dict, now: datetime, mime: str
@@ -749,20 +766,24 @@ class Harvest:
         """A soft change the job does not store: nothing written, the check recorded (replay of this
         run shows the previous capture, as the NLC harvester does)."""
         self.figures.count("soft")
-        self.state.add_check(
-            self.run_id,
-            item.url,
-            "soft",
-            f"main content {similarity:.3f} similar to the stored capture; not stored",
-            iso(now),
-        )
-        self.state.update_url(item.url, **decision.not_stored(previous, "soft", iso(now), self.run_id))
-        if follow:
-            content_type = result.header("Content-Type") or ""
-            mime = content_type.split(";")[0].strip().lower()
-            self._queue_links(
-                item, result.digest, mime, lambda: (result.read_body(), content_type, result.header("Content-Encoding"))
+        with self.state.transaction():  # the check, the URL's state and the URLs it leads to: one commit
+            self.state.add_check(
+                self.run_id,
+                item.url,
+                "soft",
+                f"main content {similarity:.3f} similar to the stored capture; not stored",
+                iso(now),
             )
+            self.state.update_url(item.url, **decision.not_stored(previous, "soft", iso(now), self.run_id))
+            if follow:
+                content_type = result.header("Content-Type") or ""
+                mime = content_type.split(";")[0].strip().lower()
+                self._queue_links(
+                    item,
+                    result.digest,
+                    mime,
+                    lambda: (result.read_body(), content_type, result.header("Content-Encoding")),
+                )
 
     def _main_text_score(self, text: str, fingerprint: str, previous: dict) -> float:
         """How alike the new main text is to the stored one (1.0: the same). Below a threshold of 1.0
@@ -808,9 +829,25 @@ class Harvest:
         return body, http_headers.get_header("Content-Type") or "", http_headers.get_header("Content-Encoding")
 
     # -- sealing ------------------------------------------------------------------------------------
+    def _grouped_commits(self) -> contextlib.AbstractContextManager:
+        """The URLs recorded in one turn of the event loop share a commit (``index.state.commits_deferred``).
+        Not with URL state in Redis: a Redis call waiting out an outage would then hold SQLite's
+        write lock, which the run's other workers wait for."""
+        if isinstance(self.state, RedisHarvestState):
+            return contextlib.nullcontext()
+        return self.state.commits_deferred(asyncio.get_running_loop().call_soon)
+
+    def _on_opened(self, filename: str) -> None:
+        self.state.commit_now()  # a file's states are committed as they change, as without deferred commits
+        self.state.warc_opened(filename, self.run_id)
+        self.state.commit_now()
+
     def _on_sealed(self, filename: str, size: int, lines: list[bytes] | None) -> None:
+        self.state.commit_now()
         self.state.warc_state(filename, "sealed", size)
+        self.state.commit_now()
         index_sealed_file(self.collection, self.state, filename, lines)
+        self.state.commit_now()
 
     def _report(self, force: bool = False) -> None:
         if not self.progress:

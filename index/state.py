@@ -17,7 +17,7 @@ import contextlib
 import dataclasses
 import json
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from index.backend import backend_of
@@ -131,6 +131,10 @@ class HarvestState:
     def __init__(self, db_path: Path):
         self.db_path = Path(db_path)
         self.conn: sqlite3.Connection = connect(self.db_path, SCHEMA, SCHEMA_VERSION, journal_for(self.db_path))
+        self._schedule_commit: Callable[[Callable[[], None]], object] | None = None
+        self._deferred_open = False
+        self._units_open = 0
+        self.deferred_units = self.deferred_commits = 0  # transactions grouped, commits made
 
     def close(self) -> None:
         self.conn.close()
@@ -142,7 +146,56 @@ class HarvestState:
         self.close()
 
     def transaction(self):
+        """``with state.transaction():`` the writes inside commit together or not at all. Within
+        ``commits_deferred`` they are a savepoint of a transaction committed soon after."""
+        if self._schedule_commit is not None:
+            return self._deferred_unit()
         return immediate_transaction(self.conn)
+
+    @contextlib.contextmanager
+    def commits_deferred(self, schedule: Callable[[Callable[[], None]], object]) -> Iterator[None]:
+        """Group the transactions made inside into fewer commits: the first opens a transaction and
+        asks ``schedule`` (the event loop's ``call_soon``) to commit it; the ones that follow before
+        it runs join it, each as a savepoint (one that fails is rolled back alone). With
+        ``call_soon`` the commit comes before the loop next waits for anything: a transaction never
+        stays open across an await, and a kill takes the writes of one turn of the loop (a few URLs'
+        rows, whose records are in the WARC already and stay there) where it took one URL's. Writes
+        made outside ``transaction()`` meanwhile join it too; ``commit_now`` commits at once."""
+        self._schedule_commit = schedule
+        try:
+            yield
+        finally:
+            self._schedule_commit = None
+            self.commit_now()
+
+    def commit_now(self) -> None:
+        """Commit the transaction ``commits_deferred`` holds open, if any (not from inside one of its
+        savepoints: that one's writes go with the scheduled commit)."""
+        if self._deferred_open and not self._units_open:
+            self._deferred_open = False
+            self.conn.execute("COMMIT")
+            self.deferred_commits += 1
+
+    @contextlib.contextmanager
+    def _deferred_unit(self) -> Iterator[sqlite3.Connection]:
+        if not self._deferred_open:
+            assert self._schedule_commit is not None  # only within commits_deferred
+            self.conn.execute("BEGIN IMMEDIATE")
+            self._deferred_open = True
+            self._schedule_commit(self.commit_now)
+        self.conn.execute("SAVEPOINT unit")
+        self._units_open += 1
+        try:
+            yield self.conn
+        except BaseException:
+            self.conn.execute("ROLLBACK TO unit")
+            self.conn.execute("RELEASE unit")
+            raise
+        else:
+            self.conn.execute("RELEASE unit")
+            self.deferred_units += 1
+        finally:
+            self._units_open -= 1
 
     # -- runs ----------------------------------------------------------------------------------
     def begin_run(self, run_id: str, job: str | None, mode: str, started: str, pid: int) -> None:
