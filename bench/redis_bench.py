@@ -284,7 +284,8 @@ def table(runs: list[dict], lookups: dict, args, urls_total: int) -> str:
         by.setdefault(r["workers"], []).append(r)
     base = statistics.median(r["wall"] for r in by[min(by)])
     rows = [
-        f"Harvest: {urls_total} URLs over 4 hosts, {args.latency * 1000:g} ms latency, one connection per host, "
+        f"Harvest: {urls_total} URLs over 4 hosts, {args.latency * 1000:g} ms latency, "
+        "concurrency 1 (a connection a worker, a lease a host), "
         f"{args.repeat} run(s) each",
         f"{'workers':>7} {'wall s (median, min-max)':>26} {'speed-up':>8} {'Redis cmds/URL':>14} "
         f"{'peak RSS/worker MB':>18} {'CPU s/worker':>12} {'twice':>5} {'expired':>7} {'wall/floor':>10} "
