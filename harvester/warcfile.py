@@ -75,6 +75,13 @@ _DEFAULT_WINDOW = (zlib.MAX_WBITS, 8)
 _GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
 
 
+def _compresses(payload_start: bytes) -> bool:
+    """Whether a payload of an entropy-coded type deflates after all (a PNG written without
+    compression, a BMP served as image/png): its first 4 KiB at level 1 save a tenth or more."""
+    probe = payload_start[:4096]
+    return len(probe) >= 256 and len(zlib.compress(probe, 1)) < 0.9 * len(probe)
+
+
 class _Member:
     """One gzip member around one record, at the level and window that suit it. The file itself is
     flushed by the roller, once per group of records.
@@ -97,9 +104,10 @@ class _Member:
     def write(self, data: bytes) -> None:
         if self.stored_after is not None:
             if self.stored_after == 0:
-                self.out.write(self.compressor.flush(zlib.Z_SYNC_FLUSH))
-                self.compressor = zlib.compressobj(0, zlib.DEFLATED, -self.wbits, self.mem_level)
                 self.stored_after = None
+                if not _compresses(data):
+                    self.out.write(self.compressor.flush(zlib.Z_SYNC_FLUSH))
+                    self.compressor = zlib.compressobj(0, zlib.DEFLATED, -self.wbits, self.mem_level)
             else:
                 self.stored_after -= 1
         self.crc = zlib.crc32(data, self.crc)

@@ -45,6 +45,7 @@ def bodies():
         "http://a.test/page.html": ("text/html; charset=utf-8", html, None),
         "http://a.test/gz.html": ("text/html", gzip.compress(html), "gzip"),
         "http://a.test/empty.png": ("image/png", b"", None),
+        "http://a.test/flat.png": ("image/png", b"\x89PNG\r\n\x1a\n" + b"\x00\x10\x20\x30" * 5000, None),
     }
 
 
@@ -87,3 +88,10 @@ def test_entropy_coded_payloads_are_stored_behind_deflated_headers(tmp_path, bod
     assert b"WARC-Target-URI: http://a.test/x.jpg" not in data  # its headers were deflated
     html = bodies["http://a.test/page.html"][1]
     assert html[:200] not in data  # text is deflated
+
+
+def test_a_payload_of_such_a_type_that_compresses_after_all_is_deflated(tmp_path, bodies):
+    """A PNG written without compression (the sample site's): deflated like any other payload."""
+    data = _roll(tmp_path, bodies)
+    flat = bodies["http://a.test/flat.png"][1]
+    assert flat[:4096] not in data and len(data) < 150_000 + 20_000 + len(flat) // 4
