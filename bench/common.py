@@ -238,3 +238,34 @@ def validators(resource) -> dict[str, str]:
     if resource.last_modified:
         headers["If-Modified-Since"] = resource.last_modified
     return headers
+
+
+REDIS_SERVER = "/usr/bin/redis-server"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_redis(data_dir: Path) -> tuple[subprocess.Popen, str]:
+    """Debian's redis-server on a free loopback port with its own data directory, no persistence;
+    the process (stop it by PID) and its URL."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    with open(data_dir / "redis.log", "wb") as log:
+        proc = subprocess.Popen(
+            [REDIS_SERVER, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(data_dir), "--save", ""]
+            + ["--appendonly", "no", "--daemonize", "no"],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    for _ in range(200):
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return proc, f"redis://127.0.0.1:{port}/0"
+        except OSError:
+            time.sleep(0.05)
+    proc.kill()
+    raise SystemExit("redis-server did not start")

@@ -33,9 +33,7 @@ import os
 import random
 import resource
 import shutil
-import socket
 import statistics
-import subprocess
 import sys
 import threading
 import time
@@ -44,13 +42,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout: `python bench/...`
 
-from bench.common import run_measured  # noqa: E402
+from bench.common import REDIS_SERVER, run_measured, start_redis  # noqa: E402
 from bench.sitegen import GeneratedSite, SiteSpec  # noqa: E402
 from demo.site_server import SiteServer, _Handler, _HTTPServer  # noqa: E402
 
 BENCH_DIR = Path(__file__).resolve().parent
 STRATA = str(Path(sys.executable).parent / "strata")
-REDIS_SERVER = "/usr/bin/redis-server"
 
 
 class HostServer(SiteServer):
@@ -71,33 +68,6 @@ class HostServer(SiteServer):
     @property
     def base_url(self) -> str:
         return f"http://{self.address}:{self._port}"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_redis(data_dir: Path) -> tuple[subprocess.Popen, str]:
-    data_dir.mkdir(parents=True, exist_ok=True)
-    port = free_port()
-    log = open(data_dir / "redis.log", "wb")  # noqa: SIM115 (the child holds it)
-    proc = subprocess.Popen(
-        [REDIS_SERVER, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(data_dir), "--save", ""]
-        + ["--appendonly", "no", "--daemonize", "no"],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    log.close()
-    for _ in range(200):
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return proc, f"redis://127.0.0.1:{port}/0"
-        except OSError:
-            time.sleep(0.05)
-    proc.kill()
-    raise SystemExit("redis-server did not start")
 
 
 def _redis_cpu(client) -> float:

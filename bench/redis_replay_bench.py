@@ -32,9 +32,7 @@ import json
 import os
 import random
 import shutil
-import socket
 import statistics
-import subprocess
 import sys
 import time
 from datetime import UTC, datetime
@@ -42,31 +40,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout: `python bench/...`
 
+from bench.common import start_redis  # noqa: E402
+
 BENCH_DIR = Path(__file__).resolve().parent
-REDIS_SERVER = "/usr/bin/redis-server"
 BACKENDS = ("local CDXJ", "Redis")
-
-
-def start_redis(data_dir: Path) -> tuple[subprocess.Popen, str]:
-    data_dir.mkdir(parents=True, exist_ok=True)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    with open(data_dir / "redis.log", "wb") as log:
-        proc = subprocess.Popen(
-            [REDIS_SERVER, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(data_dir), "--save", ""]
-            + ["--appendonly", "no", "--daemonize", "no"],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-    for _ in range(200):
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return proc, f"redis://127.0.0.1:{port}/0"
-        except OSError:
-            time.sleep(0.05)
-    proc.kill()
-    raise SystemExit("redis-server did not start")
 
 
 def harvest_sample(root: Path) -> None:
