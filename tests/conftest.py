@@ -22,6 +22,7 @@ from harvester.job import validate_job
 from harvester.run import Harvest
 from index.collection import Collection
 from tests.support import hostile
+from tests.support.processes import stop_process
 
 pytest_plugins = [
     "tests.support.replay_fixtures",
@@ -106,12 +107,7 @@ class Wayback:
         raise RuntimeError("wayback did not start within 30 s")
 
     def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        stop_process(self.proc)
         self.log.close()
 
 

@@ -22,6 +22,7 @@ from harvester.jobs.queue import open_queue
 from tests.conftest import REPO, VENV_BIN, free_port, harvest
 from tests.support.chromium import launched
 from tests.support.dispatcher import AttackingPage, running_dispatcher
+from tests.support.processes import stop_process
 from tests.support.staff_helpers import PASSWORD, USER, add_user
 
 pytestmark = pytest.mark.browser
@@ -75,11 +76,7 @@ def console(root, port):
                 "port": port,
             }
     finally:
-        worker.terminate()
-        try:
-            worker.wait(10)
-        except subprocess.TimeoutExpired:
-            worker.kill()
+        stop_process(worker)
 
 
 def _queue_count(root) -> int:

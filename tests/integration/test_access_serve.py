@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 from tests.conftest import VENV_BIN, free_port
+from tests.support.processes import stop_process
 
 
 def _serve(root, *flags):
@@ -34,12 +35,7 @@ def _serve(root, *flags):
 
 
 def _stop(proc, log) -> None:
-    proc.terminate()
-    try:
-        proc.wait(10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+    stop_process(proc)
     log.close()
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import httpx
 
 from demo.site_server import Resource
+from tests.support.processes import stop_process
 
 _SERVER = """
 import json, sys
@@ -50,11 +51,7 @@ def running_dispatcher(root: Path, port: int, **options) -> Iterator[subprocess.
             time.sleep(0.2)
         yield server
     finally:
-        server.terminate()
-        try:
-            server.wait(10)
-        except subprocess.TimeoutExpired:
-            server.kill()
+        stop_process(server)
 
 
 class AttackingPage:

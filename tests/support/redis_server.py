@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.processes import stop_process
+
 REDIS_SERVER = "/usr/bin/redis-server"
 
 
@@ -79,12 +81,7 @@ class RedisServer:
     def stop(self) -> None:
         if self.proc is None:
             return
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        stop_process(self.proc)
         self.proc = None
 
     def client(self):

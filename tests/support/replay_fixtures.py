@@ -27,6 +27,7 @@ from index import cdxj
 from index.collection import Collection
 from index.state import HarvestState
 from tests.conftest import VENV_BIN, Wayback, free_port, harvest
+from tests.support.processes import stop_process
 
 
 @dataclasses.dataclass
@@ -123,12 +124,7 @@ class StrataServer:
         raise RuntimeError("strata serve did not start within 30 s")
 
     def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        stop_process(self.proc)
 
 
 @pytest.fixture(scope="session")
