@@ -14,6 +14,7 @@ the 2017 ``redis==2.10.6``, which keeps the name ``redis`` in the same environme
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import tomllib
 from pathlib import Path
@@ -65,10 +66,22 @@ def settings_path(root: Path) -> Path:
 
 
 def root_settings(root: Path) -> dict[str, Any]:
-    """The root's settings file, checked against ``ROOT_SETTINGS`` (defaults when there is none)."""
+    """The root's settings file, checked against ``ROOT_SETTINGS`` (defaults when there is none).
+    Asked on every capture lookup (``index.capture_index``): read again only when the file changes."""
     path = settings_path(root)
+    try:
+        st = path.stat()
+        stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
+    except OSError:
+        stamp = None
+    return dict(_checked_settings(str(path), stamp))
+
+
+@functools.lru_cache(maxsize=64)
+def _checked_settings(path_name: str, stamp: tuple | None) -> dict[str, Any]:
+    path = Path(path_name)
     values: dict = {}
-    if path.is_file():
+    if stamp is not None and path.is_file():
         try:
             values = tomllib.loads(path.read_text(encoding="utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
