@@ -48,12 +48,10 @@ end
 return 1
 """
 
-_TAKE = """
-local ready, nxt, delay, inflight = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local leases, leased, queued, seq = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
-local now, per_host, default_delay = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
-local lease_ms, worker = tonumber(ARGV[4]), ARGV[5]
-for i = 6, #ARGV do  -- this worker's leases done since its last take: released first, as _DONE does
+# Release the leases named in ARGV[FIRST..] (a worker's URLs done): the locals leases, leased and
+# inflight are the keys of those names.
+_RELEASE = """
+for i = FIRST, #ARGV do
   local value = redis.call('HGET', leased, ARGV[i])
   if value then
     redis.call('HDEL', leased, ARGV[i])
@@ -61,6 +59,17 @@ for i = 6, #ARGV do  -- this worker's leases done since its last take: released 
     redis.call('HINCRBY', inflight, string.match(value, '^([^\\t]*)'), -1)
   end
 end
+"""
+
+_TAKE = (
+    """
+local ready, nxt, delay, inflight = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local leases, leased, queued, seq = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+local now, per_host, default_delay = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local lease_ms, worker = tonumber(ARGV[4]), ARGV[5]
+"""
+    + _RELEASE.replace("FIRST", "6")
+    + """
 local hosts = redis.call('ZRANGEBYSCORE', ready, '-inf', now)
 for _, host in ipairs(hosts) do
   if tonumber(redis.call('HGET', inflight, host) or '0') < per_host then
@@ -86,17 +95,11 @@ local first = redis.call('ZRANGE', ready, 0, 0, 'WITHSCORES')
 local left, out = redis.call('GET', queued) or '0', redis.call('ZCARD', leases)
 return {'', '', first[2] or '', left, out}
 """
+)
 
 _DONE = """
 local leases, leased, inflight = KEYS[1], KEYS[2], KEYS[3]
-local value = redis.call('HGET', leased, ARGV[1])
-if not value then return 0 end
-redis.call('HDEL', leased, ARGV[1])
-redis.call('ZREM', leases, ARGV[1])
-local host = string.match(value, '^([^\\t]*)')
-redis.call('HINCRBY', inflight, host, -1)
-return 1
-"""
+""" + _RELEASE.replace("FIRST", "1")
 
 _RECLAIM = """
 local leases, leased, inflight, ready = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
@@ -277,11 +280,11 @@ class SharedFrontier:
 
     def flush(self) -> None:
         """Release the leases done and not yet released (the worker asks for no more URLs)."""
-        k = self.keys
-        while self._done_leases:
-            lease = self._done_leases[0]
-            self._do(lambda lease=lease: self._done(keys=[k["leases"], k["leased"], k["inflight"]], args=[lease]))
-            self._done_leases.pop(0)
+        if not self._done_leases:
+            return
+        k, done = self.keys, list(self._done_leases)
+        self._do(lambda: self._done(keys=[k["leases"], k["leased"], k["inflight"]], args=done))
+        del self._done_leases[: len(done)]
 
     def set_host_delay(self, host: str, seconds: float, since: float | None = None) -> None:
         """A host's own delay (Crawl-delay), for every worker: request starts to it spaced by ``seconds``."""

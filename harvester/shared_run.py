@@ -92,9 +92,6 @@ class SharedRun:
         """``lead`` leads the run from now on (a retry of the queue entry resumed it)."""
         self.r.hset(self.key("meta"), "lead", lead)
 
-    def lead(self) -> str:
-        return self.r.hget(self.key("meta"), "lead") or ""
-
     def close_as_lead(self, lead: str) -> bool:
         """No more workers may join: the lead is about to add up the figures of those that did. Only if
         ``lead`` still leads the run (one script: no other lead slips in between); False, and nothing
