@@ -25,11 +25,13 @@ def dedup_decision(
     digest: str | None, truncated: str | None, body_length: int, original: Original | None, status: int | None = 200
 ) -> WriteDecision:
     """Write a revisit only when an indexed original with the same payload exists. A truncated body,
-    an empty payload or a redirect is always written in full (the safe, bigger write: an unmodified
-    pywb replays a redirect revisit with an empty body)."""
+    an empty payload, a redirect or an error page is always written in full: an unmodified pywb
+    replays a redirect revisit with an empty body, and its indexer gives a revisit no status, so a
+    deleted page's 404 written as a revisit of another page's identical 404 would not show as 404 in
+    the CDX index."""
     if original is None or not digest or truncated or body_length == 0 or digest == EMPTY_SHA1:
         return WriteDecision("response")
-    if status is not None and 300 <= status < 400:
+    if status is not None and not 200 <= status < 300:
         return WriteDecision("response")
     return WriteDecision("revisit", original)
 
