@@ -55,7 +55,7 @@ def strata_cmd(
     jobs.mkdir(parents=True, exist_ok=True)
     (jobs / "bench.toml").write_text(
         f'seeds = ["{seed}"]\ndepth = 100\ndelay = 0.0\nconcurrency = {concurrency}\n'
-        f"fulltext = {'true' if fulltext else 'false'}\n"
+        f"fulltext = {'true' if fulltext else 'false'}\nmax_urls = 10000000\n"  # the 100k preset is past the default
     )
     exe = exe or [str(Path(sys.executable).parent / "strata")]
     return [
@@ -114,6 +114,7 @@ def run_tool(tool: str, crawl: int, server: SiteServer, out: Path, args, wget: s
                 "raw",
                 "--rate",
                 "250",
+                "--subprocesses",  # the fetch process too: each stack starts with its process
                 "--output",
                 str(out / f"strata-crawl{crawl}.pyspy.txt"),
                 "--",
