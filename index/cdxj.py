@@ -11,6 +11,7 @@ import heapq
 import io
 import json
 import os
+import re
 import secrets
 import threading
 from collections.abc import Iterable, Iterator
@@ -42,84 +43,101 @@ class NeedsFileIndex(Exception):
 class RecordIndexer:
     """CDXJ lines for records as they are written, without reading the file back.
 
-    pywb's own record parser and CDXJ line writer run on the records still in memory, in the order
-    ``index_warc`` runs them on records read back from the file (entry fields, SURT key, offset and
-    length), so the lines are the same bytes; the test suite compares them with pywb's file indexer.
-    What reading back could change is refused with ``NeedsFileIndex``, and that file is then indexed
-    from disk: a request other than GET (pywb appends its body to the key), and header values or
-    URLs that are not ASCII (warcio decodes them on reading).
+    The line is built as pywb's record parser and CDXJ writer build it from the record read back
+    (``index_warc``): the same fields in the same order, the same SURT key (the ``surt`` package
+    pywb's canonicalizer calls), the same JSON, so the lines are the same bytes; the test suite
+    compares them with pywb's file indexer. Built here, not through pywb's parser, because that
+    parser costs 60 us a record and importing it a fifth of a second a run (pyamf, requests,
+    werkzeug). What reading back could change is refused with ``NeedsFileIndex``, and that file is
+    then indexed from disk: a request other than GET (pywb appends its body to the key), and header
+    values or URLs that are not ASCII (warcio decodes them on reading).
     """
 
     def __init__(self):
-        self._parser = None  # pywb's indexer is imported at the first line (see preload_indexer)
-
-    def _load(self) -> None:
-        from pywb.indexer.archiveindexer import DefaultRecordParser
-        from pywb.indexer.cdxindexer import CDXJ
-        from pywb.utils.canonicalize import canonicalize
-
-        self._parser = DefaultRecordParser(**PYWB_INDEX_OPTIONS)
-        self._writer = CDXJ()
-        self._canonicalize = canonicalize
+        self._surt = None  # imported at the first line (see preload_indexer)
 
     def line(self, record, offset: int, length: int, filename: str) -> bytes | None:
         """The record's CDXJ line, or None for a record pywb does not index (warcinfo, request)."""
-        if self._parser is None:
-            self._load()
-            assert self._parser is not None
         url = record.rec_headers.get_header("WARC-Target-URI") or ""
         if record.rec_type == "request":
             if record.http_headers is None or record.http_headers.protocol != "GET":
                 raise NeedsFileIndex(f"{record.http_headers.protocol if record.http_headers else '?'} request")
             return None
-        if record.rec_type == "metadata" and url.isascii() and record.http_headers is None:
-            return self._metadata_line(record, offset, length, filename)
+        http = record.http_headers
+        if record.rec_type == "metadata" and url.isascii() and http is None:
+            fields = {"metadata": None, "url": url, "mime": _mime(record.rec_headers.get_header("Content-Type"), "unk")}
+            return self._line(record, fields, offset, length, filename)
         if record.rec_type not in ("response", "revisit") or not url.isascii():
             raise NeedsFileIndex(record.rec_type)
-        http = record.http_headers
         if http is not None and not all(v.isascii() for _, v in http.headers):
             raise NeedsFileIndex("non-ASCII header")
         if http is not None and http.get_statuscode() == "-":
             return None
-        entry = self._parser.parse_warc_record(record)
-        if entry.get("digest", "-") == "-" and record.rec_type != "revisit":
+        if record.rec_type == "revisit":
+            fields = {"url": url, "mime": "warc/revisit", "status": "-"}
+        elif http is None:
+            raise NeedsFileIndex("response without HTTP headers")
+        else:
+            fields = {
+                "url": url,
+                "mime": _mime(http.get_header("Content-Type"), "unk"),
+                "mime-detected": record.rec_headers.get_header("WARC-Identified-Payload-Type"),
+                "status": _status(http),
+            }
+        if record.rec_type != "revisit" and record.rec_headers.get_header("WARC-Payload-Digest") in (None, "", "-"):
             raise NeedsFileIndex("no payload digest")
-        entry["urlkey"] = self._canonicalize(entry["url"], PYWB_INDEX_OPTIONS.get("surt_ordered", True))
-        entry.record = record
-        entry.set_rec_info(offset, length)
-        out = io.StringIO()
-        self._writer.write_cdx_line(out, entry, filename)
-        return out.getvalue().encode("utf-8")
+        return self._line(record, fields, offset, length, filename)
 
-    def _metadata_line(self, record, offset: int, length: int, filename: str) -> bytes:
-        """A metadata record's line (a run's report), as pywb indexes it read back: the record's
-        Content-Type as its mime, no status, its payload digest."""
+    def _line(self, record, fields: dict, offset: int, length: int, filename: str) -> bytes:
+        """``urlkey timestamp {json}`` with pywb's field order: its entry starts with ``urlkey`` and
+        ``metadata`` (so a response's WARC-Json-Metadata comes first), and empty or ``-`` values are
+        left out."""
+        if self._surt is None:
+            from surt import surt
+
+            self._surt = surt
         headers = record.rec_headers
-        assert self._parser is not None  # line() made it
-        entry = self._parser._create_index_entry(record.rec_type)
-        entry["url"] = headers.get_header("WARC-Target-URI")
-        entry["timestamp"] = iso_date_to_timestamp(headers.get_header("WARC-Date"))
-        entry.extract_mime(headers.get_header("Content-Type"), "unk")
-        entry["status"] = "-"
+        url = fields["url"]
+        try:
+            urlkey = self._surt(url)
+        except Exception:  # as pywb's canonicalize: a URN is its own key
+            if not url.startswith("urn:"):
+                raise NeedsFileIndex("URL surt cannot canonicalize") from None
+            urlkey = url
         digest = headers.get_header("WARC-Payload-Digest") or "-"
-        entry["digest"] = digest[len("sha1:") :] if digest.startswith("sha1:") else digest
-        entry["urlkey"] = self._canonicalize(entry["url"], PYWB_INDEX_OPTIONS.get("surt_ordered", True))
-        entry.record = record
-        entry.set_rec_info(offset, length)
-        out = io.StringIO()
-        self._writer.write_cdx_line(out, entry, filename)
-        return out.getvalue().encode("utf-8")
+        out = {"metadata": headers.get_header("WARC-Json-Metadata")} | fields
+        out["digest"] = digest[len("sha1:") :] if digest.startswith("sha1:") else digest
+        out["length"], out["offset"] = str(length), str(offset)
+        out = {k: v for k, v in out.items() if v and v != "-"}
+        out["filename"] = filename
+        timestamp = iso_date_to_timestamp(headers.get_header("WARC-Date"))
+        return f"{urlkey} {timestamp} {json.dumps(out)}\n".encode()
+
+
+_MIME_END = re.compile("[; ]")
+
+
+def _mime(content_type: str | None, default: str) -> str:
+    """pywb's ``extract_mime``: the type before any parameter; ``default`` without one."""
+    return _MIME_END.split(content_type, 1)[0] if content_type else default
+
+
+def _status(http) -> str:
+    """pywb's ``extract_status``: the code of the status line; ``-`` for none, or a 204 'Error'."""
+    code = http.get_statuscode()
+    if not code or (code == "204" and "Error" in http.statusline):
+        return "-"
+    return code
 
 
 def preload_indexer() -> threading.Thread:
-    """Import pywb's indexer (a fifth of a second: surt, tldextract, requests) on a thread, while a
-    harvest waits for its first answers; the first ``RecordIndexer.line`` then finds it loaded."""
+    """Import ``surt`` (a tenth of a second: tldextract, requests) on a thread, while a harvest
+    waits for its first answers; the first ``RecordIndexer.line`` then finds it loaded."""
 
     def load() -> None:
-        import pywb.indexer.cdxindexer  # noqa: F401
-        import pywb.utils.canonicalize  # noqa: F401
+        import surt  # noqa: F401
 
-    thread = threading.Thread(target=load, name="preload-pywb-indexer", daemon=True)
+    thread = threading.Thread(target=load, name="preload-surt", daemon=True)
     thread.start()
     return thread
 
