@@ -221,9 +221,7 @@ class Harvest:
             fixity=Fixity(self.collection.fixity_dir),
         )
         self._archive_dir = coll_archive
-        self.client = make_client(
-            job.concurrency, job.connect_timeout, job.timeout, job.user_agent, transport=self.transport
-        )
+        self.client: httpx.AsyncClient | None = None  # made when first needed: see _in_process_client
         self.fetcher = await self._start_fetch_process()
         self.robots = RobotsCache(self._fetch_robots, user_agent=job.user_agent)
         self._robots_answered: dict[str, float] = {}  # host -> when its robots.txt last answered
@@ -256,7 +254,8 @@ class Harvest:
         finally:
             if self.fetcher is not None:
                 await self.fetcher.close()
-            await self.client.aclose()
+            if self.client is not None:
+                await self.client.aclose()
             finished = await self._end_run(started)
         return self.summary(started, finished)
 
@@ -514,10 +513,25 @@ class Harvest:
         else:
             async with self._fetch_slots:  # a request waits for a connection before its deadline starts
                 result = await fetch(
-                    self.client, url, headers=headers, deadline=self.job.timeout, max_size=self.job.max_resource_size
+                    self._in_process_client(),
+                    url,
+                    headers=headers,
+                    deadline=self.job.timeout,
+                    max_size=self.job.max_resource_size,
                 )
         self.figures.bytes_downloaded += result.wire_bytes
         return result
+
+    def _in_process_client(self) -> httpx.AsyncClient:
+        """The client for fetching in this process (no fetch process, or it died), made at the first
+        such fetch: making one loads the CA bundle (0.2 s of CPU), which a run whose fetch process
+        does every fetch never needs here."""
+        if self.client is None:
+            job = self.job
+            self.client = make_client(
+                job.concurrency, job.connect_timeout, job.timeout, job.user_agent, transport=self.transport
+            )
+        return self.client
 
     async def _fetch_robots(self, url: str) -> tuple[int | None, bytes | None]:
         """robots.txt through the harvester's own client, archived like any capture, up to 5 redirects."""
