@@ -31,7 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout: `python bench/...`
 
-from bench.common import RawClient, b32_sha1, median, run_measured, scan_warcs, validators  # noqa: E402
+from bench.common import RawClient, b32_sha1, compile_project, median, run_measured, scan_warcs, validators  # noqa: E402
 from bench.sitegen import GeneratedSite, SiteSpec  # noqa: E402
 from demo.site_server import SiteServer  # noqa: E402
 
@@ -496,6 +496,7 @@ def main(argv: list[str] | None = None) -> int:
     out = out.resolve()
     out.mkdir(parents=True, exist_ok=False)
 
+    compile_project()
     t0 = time.monotonic()
     site = GeneratedSite(SiteSpec.preset(args.preset, seed=args.seed))
     site_stats = site.stats()  # generates (and caches) every body of both versions

@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import run_measured  # noqa: E402
+from bench.common import compile_project, run_measured  # noqa: E402
 from bench.harvest_bench import COLLECTION, strata_cmd  # noqa: E402
 from bench.sitegen import GeneratedSite, SiteSpec  # noqa: E402
 from demo.site_server import SiteServer  # noqa: E402
@@ -81,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     out = (BENCH_DIR / "out" / f"linkcost-{stamp}").resolve()
     out.mkdir(parents=True)
+    compile_project()
     sites = {shape: GeneratedSite(SiteSpec.preset("quick", articles=shape[0], sections=shape[1])) for shape in SHAPES}
     runs: list[dict] = []
     exe = args.strata.split() if args.strata else None
