@@ -358,6 +358,18 @@ def table(results: dict, floors: dict, storage: dict, checks: dict, site_stats: 
             *[(f"records: {t}", s["records"].get(t, 0), w["records"].get(t, 0), lambda v: f"{v:,}") for t in rtypes],
             ("peak RSS", s["maxrss"], w["maxrss"], _mb),
             ("TCP connections", s["connections"], w["connections"], lambda v: f"{v:,}"),
+            (
+                "CPU ms a request",
+                1000 * _per(s["cpu"], s["requests"]),
+                1000 * _per(w["cpu"], w["requests"]),
+                lambda v: f"{v:.3f}",
+            ),
+            (
+                "wall / latency floor",
+                _per(s["wall"], latency_floor(s["requests"], args.latency, conns)),
+                _per(w["wall"], latency_floor(w["requests"], args.latency, 1)),
+                lambda v: f"{v:.2f}",
+            ),
         ]
         for label, a, b, fmt in rows:
             add(f"  {label:<24} {fmt(a):>14} {fmt(b):>14} {_ratio(a, b):>12}")
@@ -429,11 +441,39 @@ def table(results: dict, floors: dict, storage: dict, checks: dict, site_stats: 
     for name, (ok, text) in targets.items():
         add(f"  [{'met ' if ok else 'MISS'}] {name}: {text}")
     add("")
+    add("targets (issue 14; latency floor = requests x latency / connections)")
+    for name, (ok, text) in evaluate_cost(results, args.latency, conns).items():
+        add(f"  [{'met ' if ok else 'MISS'}] {name}: {text}")
+    add("")
     add("correctness of Strata's crawl 2 (its CDXJ against the ground truth of v2)")
     for key, paths in checks["strata"].items():
         add(f"  {key:<20} {len(paths):>5}" + (f"   e.g. {', '.join(paths[:3])}" if paths else ""))
     add("wget's crawl 2 for comparison: " + ", ".join(f"{k} {len(v)}" for k, v in checks["wget"].items()))
     return "\n".join(lines)
+
+
+def _per(a: float, b: float) -> float:
+    return a / b if b else float("inf")
+
+
+def latency_floor(requests: int, latency: float, connections: int) -> float:
+    """The wall time of ``requests`` answers ``latency`` apart on each of ``connections``."""
+    return requests * latency / max(connections, 1)
+
+
+def evaluate_cost(results: dict, latency: float, conns: int) -> dict:
+    """Issue 14's harvest targets: CPU against wget's, crawl 2's CPU a request against crawl 1's,
+    crawl 2's wall time against its latency floor."""
+    s1, w1, s2, w2 = (results[k] for k in (("strata", 1), ("wget", 1), ("strata", 2), ("wget", 2)))
+    c1, c2 = _per(s1["cpu"], w1["cpu"]), _per(s2["cpu"], w2["cpu"])
+    per = _per(_per(s2["cpu"], s2["requests"]), _per(s1["cpu"], s1["requests"]))
+    floor2 = _per(s2["wall"], latency_floor(s2["requests"], latency, conns))
+    return {
+        "crawl-1 CPU <= 1.0 x wget": (c1 <= 1.0, f"{c1:.3f} ({s1['cpu']:.2f} s vs {w1['cpu']:.2f} s)"),
+        "crawl-2 CPU <= 1.0 x wget": (c2 <= 1.0, f"{c2:.3f} ({s2['cpu']:.2f} s vs {w2['cpu']:.2f} s)"),
+        "crawl-2 CPU a request <= 0.5 x crawl 1's": (per <= 0.5, f"{per:.3f}"),
+        "crawl-2 wall <= 1.25 x latency floor": (floor2 <= 1.25, f"{floor2:.3f}"),
+    }
 
 
 def evaluate(results: dict, floors: dict, storage: dict, checks: dict) -> dict:
@@ -537,6 +577,9 @@ def main(argv: list[str] | None = None) -> int:
         spec=vars(site.spec),
         checks=checks,
         targets={k: {"met": ok, "value": v} for k, (ok, v) in evaluate(results, floors, storage, checks).items()},
+        cost_targets={
+            k: {"met": ok, "value": v} for k, (ok, v) in evaluate_cost(results, args.latency, args.concurrency).items()
+        },
         args={k: str(v) for k, v in vars(args).items()},
     )
     (out / "results.json").write_text(json.dumps(dump, indent=2, default=str) + "\n")
