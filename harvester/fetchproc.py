@@ -34,6 +34,7 @@ import tempfile
 from collections.abc import Callable
 
 from harvester.fetch import FetchResult, fetch, make_client
+from harvester.h11transport import H11Transport
 
 INLINE_MAX = 2 * 1024 * 1024  # bodies larger than this travel as a temporary file
 ANSWER_GRACE = 15.0  # seconds past a fetch's deadline before the child is given up on
@@ -220,7 +221,11 @@ async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> 
         return
     settings = config[1]
     client = make_client(
-        settings["concurrency"], settings["connect_timeout"], settings["timeout"], settings["user_agent"]
+        settings["concurrency"],
+        settings["connect_timeout"],
+        settings["timeout"],
+        settings["user_agent"],
+        transport=H11Transport(settings["concurrency"]),
     )
     slots = asyncio.Semaphore(settings["concurrency"])
     outbox = _Outbox(lambda: writer)

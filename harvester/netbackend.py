@@ -226,6 +226,11 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
         self._closed = True  # this plain-text view is done with; the TLS stream owns the socket
         return AsyncioStream(tls_transport, self._protocol)
 
+    @property
+    def closed(self) -> bool:
+        """Whether this stream was closed (by its connection's owner or anyone holding it)."""
+        return self._closed
+
     def unread_bytes(self) -> int:
         """Bytes received and buffered here that no read has taken yet (``harvester.surplus``)."""
         return self._protocol.buffered

@@ -29,6 +29,9 @@ from harvester.netbackend import AsyncioStream
 def h11_connection(response: httpx.Response) -> h11.Connection | None:
     """The h11 state machine of the HTTP/1.1 connection ``response`` came over, if it can be reached."""
     stream = response.stream
+    own = getattr(stream, "h11_state", None)  # harvester.h11transport's body, in the fetch process
+    if isinstance(own, h11.Connection):
+        return own
     pooled = getattr(stream, "_httpcore_stream", None)  # httpx's AsyncResponseStream
     if pooled is None:  # under the client's BoundAsyncStream
         pooled = getattr(getattr(stream, "_stream", None), "_httpcore_stream", None)

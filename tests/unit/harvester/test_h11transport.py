@@ -1,0 +1,204 @@
+"""harvester.h11transport (the fetch process's transport) against httpx's own, on the same bytes.
+
+A raw socket server answers each request with canned bytes, awkward ones included; ``fetch`` runs
+once over httpx's transport (``AsyncioTransport``: httpcore) and once over ``H11Transport``, and
+every field of the two results must be equal. Then what only a pool shows: keep-alive reuse, a
+closed connection not reused, the connection limit, and TLS against a throwaway CA (trustme).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import ssl
+import threading
+
+import pytest
+import trustme
+
+from harvester.fetch import fetch, make_client
+from harvester.h11transport import H11Transport
+
+FIELDS = (
+    "status",
+    "reason",
+    "http_version",
+    "headers",
+    "body_length",
+    "digest",
+    "truncated",
+    "error",
+    "surplus",
+    "wire_bytes",
+    "request_line",
+    "request_headers",
+)
+
+
+class RawServer:
+    """Answers every request on a connection with ``answer`` (bytes, and whether to close after)."""
+
+    def __init__(self, answer: tuple[bytes, bool], tls: ssl.SSLContext | None = None):
+        self.answer = answer
+        self.tls = tls
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.accepted = 0
+        self.open_now = 0
+        self.most_open = 0
+        self._lock = threading.Lock()
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
+
+    def _handle(self, conn: socket.socket) -> None:
+        with self._lock:
+            self.accepted += 1
+            self.open_now += 1
+            self.most_open = max(self.most_open, self.open_now)
+        try:
+            if self.tls is not None:
+                conn = self.tls.wrap_socket(conn, server_side=True)
+            buffer = b""
+            while True:
+                data = conn.recv(65536)
+                if not data:
+                    return
+                buffer += data
+                while b"\r\n\r\n" in buffer:
+                    _, buffer = buffer.split(b"\r\n\r\n", 1)
+                    raw, close = self.answer
+                    conn.sendall(raw)
+                    if close:
+                        return
+        except OSError:
+            return
+        finally:
+            with self._lock:
+                self.open_now -= 1
+            conn.close()
+
+    def stop(self) -> None:
+        self.sock.close()
+
+
+ANSWERS = {
+    "200 with a length": (b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 5\r\n\r\nhello", False),
+    "chunked, with an extension": (
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;x=y\r\nhello\r\n6\r\n world\r\n0\r\n\r\n",
+        False,
+    ),
+    "HTTP/1.0 read to the close": (b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\nuntil the end", True),
+    "100 Continue first": (b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", False),
+    "more than its length": (b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabcdef", False),
+    "closed before answering": (b"", True),
+    "not HTTP": (b"SSH-2.0-OpenSSH_9.6\r\n\r\n", True),
+    "shorter than its length": (b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly ten b", True),
+    "header bytes beyond ASCII": (b"HTTP/1.1 200 \xc3\x96K\r\nX-Name: caf\xe9\r\nContent-Length: 1\r\n\r\nx", False),
+    "304 without a body": (b'HTTP/1.1 304 Not Modified\r\nETag: "a"\r\n\r\n', False),
+    "gzip, kept encoded": (
+        b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 20\r\n\r\n"
+        b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03\x03\x00\x00\x00\x00\x00\x00\x00\x00\x00",
+        False,
+    ),
+}
+
+
+def _fields(result) -> dict:
+    out = {name: getattr(result, name) for name in FIELDS}
+    out["body"] = result.read_body(1 << 20) if result.body is not None else None
+    result.close()
+    return out
+
+
+async def _fetch_twice(url: str, transport) -> list[dict]:
+    async with make_client(2, 5.0, 5.0, "test-agent", transport=transport) as client:
+        return [_fields(await fetch(client, url, headers={"Accept-Encoding": "gzip"})) for _ in range(2)]
+
+
+@pytest.mark.parametrize("name", list(ANSWERS))
+def test_every_field_is_what_httpx_s_own_transport_gives(name):
+    server = RawServer(ANSWERS[name])
+    try:
+        url = f"http://127.0.0.1:{server.port}/a/b.html?q=1"
+        theirs = asyncio.run(_fetch_twice(url, None))
+        ours = asyncio.run(_fetch_twice(url, H11Transport(2)))
+    finally:
+        server.stop()
+    assert ours == theirs
+    if name == "more than its length":
+        assert ours[0]["surplus"] == 3
+
+
+def _connections_for(answer: tuple[bytes, bool], urls: int) -> int:
+    server = RawServer(answer)
+
+    async def run() -> None:
+        async with make_client(1, 5.0, 5.0, "t", transport=H11Transport(1)) as client:
+            for i in range(urls):
+                result = await fetch(client, f"http://127.0.0.1:{server.port}/{i}")
+                assert result.error is None and result.status == 200
+                result.close()
+
+    try:
+        asyncio.run(run())
+    finally:
+        server.stop()
+    return server.accepted
+
+
+def test_a_kept_alive_connection_is_reused_and_a_closed_one_is_not():
+    assert _connections_for(ANSWERS["200 with a length"], 5) == 1
+    assert _connections_for(ANSWERS["HTTP/1.0 read to the close"], 5) == 5
+    assert _connections_for(ANSWERS["more than its length"], 3) == 3  # surplus: never read as the next answer
+
+
+def test_no_more_connections_open_than_the_limit():
+    """Three origins, two connections: the oldest idle one is closed to make room."""
+    servers = [RawServer(ANSWERS["200 with a length"]) for _ in range(3)]
+    transport = H11Transport(2)
+    most = 0
+
+    async def run() -> None:
+        nonlocal most
+        async with make_client(2, 5.0, 5.0, "t", transport=transport) as client:
+            for i in range(12):
+                batch = [
+                    fetch(client, f"http://127.0.0.1:{s.port}/{i}") for s in (servers + servers)[i % 3 : i % 3 + 2]
+                ]
+                for result in await asyncio.gather(*batch):
+                    assert result.status == 200, result.error
+                    result.close()
+                most = max(most, transport.open_connections())
+
+    try:
+        asyncio.run(run())
+    finally:
+        for s in servers:
+            s.stop()
+    assert most == 2
+    assert sum(s.accepted for s in servers) > 3  # connections were closed for others, and opened again
+
+
+def test_tls_verifies_the_server_and_keeps_the_connection():
+    ca = trustme.CA()
+    tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("127.0.0.1", "localhost").configure_cert(tls)
+    server = RawServer(ANSWERS["200 with a length"], tls)
+    trusted = ssl.create_default_context()
+    ca.configure_trust(trusted)
+    url = f"https://127.0.0.1:{server.port}/secret.html"
+    try:
+        untrusted = asyncio.run(_fetch_twice(url, H11Transport(1)))  # certifi's bundle: the test CA is not in it
+        ok = asyncio.run(_fetch_twice(url, H11Transport(1, ssl_context=trusted)))
+    finally:
+        server.stop()
+    assert "CERTIFICATE_VERIFY_FAILED" in (untrusted[0]["error"] or "")
+    assert [r["body"] for r in ok] == [b"hello", b"hello"] and ok[0]["error"] is None
+    assert server.accepted == 3  # two refused handshakes, then one connection for both requests
