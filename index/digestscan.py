@@ -733,9 +733,10 @@ def read_checked_record(path: Path, offset: int, length: int | None) -> tuple[st
     return (reason, None, None) if reason or inflated is None else ("", data, inflated)
 
 
-def read_member(path: Path, offset: int, length: int | None) -> bytes | None:
+def read_member(path: str | Path, offset: int, length: int | None) -> bytes | None:
     """The ``length`` bytes at ``offset``, from one positioned read, or None when ``length`` is
-    unknown or more than ``WHOLE_READ_LIMIT`` (``read_checked_record`` reads no more)."""
+    unknown or more than ``WHOLE_READ_LIMIT`` (``read_checked_record`` reads no more). ``path`` may
+    be a ``str``: building a ``Path`` costs more than the read of a small record."""
     if not length or length > WHOLE_READ_LIMIT:
         return None
     fd = os.open(path, os.O_RDONLY)

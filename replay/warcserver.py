@@ -96,7 +96,7 @@ class _DamageCheck:
             checked_now = False
             try:
                 if isinstance(self, RecordLoader):  # checked and parsed from one read, when small enough
-                    raw = read_member(Path(url), int(offset), length_value)
+                    raw = read_member(url, int(offset), length_value)
                 if raw is not None and self.memo is not None:
                     record = self.memo.record(key, raw)
                     if record is not None:  # the same bytes as a record checked and parsed before
