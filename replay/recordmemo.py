@@ -16,12 +16,14 @@ bytes alone (one longer than the first buffer, which warcio inflates block by bl
 verdict and inflated bytes: it is parsed again, not checked again.
 
 Bounded: least recently used entries go once the raw and inflated bytes kept pass ``max_bytes``.
-One memo per warcserver, used by the greenlets of its one thread; no call in here yields.
+One memo per warcserver. ``strata serve`` runs its greenlets on one thread and no call in here
+yields; a lock keeps the entries whole under a threaded server too.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import threading
 from collections import OrderedDict
 from collections.abc import Hashable
 from io import BytesIO
@@ -116,17 +118,19 @@ class RecordMemo:
         self.kept = 0
         self.hits = 0
         self._entries: OrderedDict[Hashable, _Entry] = OrderedDict()
+        self._lock = threading.Lock()
 
     def _entry(self, key: Hashable, raw: bytes) -> _Entry | None:
-        entry = self._entries.get(key)
-        if entry is None:
-            return None
-        if entry.raw != raw:  # the bytes changed: forget what was made from the old ones
-            self._drop(key)
-            return None
-        self._entries.move_to_end(key)
-        self.hits += 1
-        return entry
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None:
+                return None
+            if entry.raw != raw:  # the bytes changed: forget what was made from the old ones
+                self._drop(key)
+                return None
+            self._entries.move_to_end(key)
+            self.hits += 1
+            return entry
 
     def record(self, key: Hashable, raw: bytes) -> ArcWarcRecord | None:
         """A fresh copy of the record remembered under ``key`` if it was made from exactly ``raw``
@@ -134,8 +138,10 @@ class RecordMemo:
         entry = self._entries.get(key)
         if entry is None or entry.parsed is None:
             return None
-        parsed = entry.parsed
-        return None if self._entry(key, raw) is None else parsed.record(entry.inflated)
+        entry = self._entry(key, raw)
+        if entry is None or entry.parsed is None:
+            return None
+        return entry.parsed.record(entry.inflated)
 
     def inflated(self, key: Hashable, raw: bytes) -> bytes | None:
         """The inflated bytes of a record that passed its check when read as exactly ``raw``."""
@@ -148,13 +154,16 @@ class RecordMemo:
         size = len(raw) + len(inflated)
         if size > self.max_bytes // 16:
             return
-        self._drop(key)
-        self._entries[key] = _Entry(raw, inflated, _Parsed.of(record))
-        self.kept += size
-        while self.kept > self.max_bytes:
-            self._drop(next(iter(self._entries)))
+        entry = _Entry(raw, inflated, _Parsed.of(record))
+        with self._lock:
+            self._drop(key)
+            self._entries[key] = entry
+            self.kept += size
+            while self.kept > self.max_bytes:
+                self._drop(next(iter(self._entries)))
 
     def _drop(self, key: Hashable) -> None:
+        """Forgets ``key`` (the lock held)."""
         entry = self._entries.pop(key, None)
         if entry is not None:
             self.kept -= len(entry.raw) + len(entry.inflated)
