@@ -7,8 +7,11 @@
    with Strata's harvester: ``--pages`` HTML pages; in v2 half of them change (written again as
    responses) and half do not (written as revisits: identical-payload, or server-not-modified where
    the page sends an ETag).
-2. Starts ``strata serve`` and pywb's unmodified ``wayback`` on that root (child processes), and a
-   third server running Strata's application without TCP_NODELAY, to show where a stall comes from.
+2. Starts ``strata serve`` and pywb's unmodified ``wayback`` on that root (child processes), a
+   third server running Strata's application without TCP_NODELAY, to show where a stall comes from,
+   and a fourth without the warcserver's record memo (``replay.recordmemo``): every record checked
+   and parsed on every load, as a record read for the first time is. (The measured passes follow a
+   warm-up, so ``strata`` serves every record from its memo, its bytes read and compared each time.)
 3. After an untimed warm-up pass, asks each (``--repeats`` times, 3 by default) for ``--count`` URLs
    whose capture as of run 2 is a revisit and ``--count`` whose capture is a response, one request
    at a time (servers and URL
@@ -191,6 +194,17 @@ class Handler(WSGIHandler):
 WSGIServer(("127.0.0.1", int(sys.argv[2])), create_app(sys.argv[1]), handler_class=Handler, log=None).serve_forever()
 """
 
+# Strata's server with every record checked and parsed on every load, none reused from the
+# warcserver's memo (``replay.recordmemo``): the memo's effect, measured in the same invocation.
+NO_MEMO = """
+import sys
+from replay import create_app
+from replay.server import make_server
+from replay.warcserver import _RevisitLoader
+_RevisitLoader.memo_records = False
+make_server(create_app(sys.argv[1]), port=int(sys.argv[2]), log_requests=False).serve_forever()
+"""
+
 
 def _start(name: str, make_cmd, cwd: Path, log: Path) -> Server:
     """Start a server on a free port, again on another port if one was taken meanwhile."""
@@ -204,7 +218,7 @@ def _start(name: str, make_cmd, cwd: Path, log: Path) -> Server:
     raise AssertionError("unreachable")
 
 
-def start_servers(root: Path, out: Path, nodelay_check: bool) -> dict[str, Server]:
+def start_servers(root: Path, out: Path, nodelay_check: bool, memo_check: bool) -> dict[str, Server]:
     servers: dict[str, Server] = {}
     try:
         servers["strata"] = _start(
@@ -219,6 +233,13 @@ def start_servers(root: Path, out: Path, nodelay_check: bool) -> dict[str, Serve
             root.parent,
             out / "pywb.log",
         )
+        if memo_check:
+            servers["strata-no-memo"] = _start(
+                "strata-no-memo",
+                lambda port: [sys.executable, "-c", NO_MEMO, str(root), str(port)],
+                REPO,
+                out / "no-memo.log",
+            )
         if nodelay_check:
             servers["strata-no-nodelay"] = _start(
                 "strata-no-nodelay",
@@ -442,7 +463,7 @@ def ratios(results: list[dict]) -> list[str]:
     return lines
 
 
-def revisit_spread(results: list[dict]) -> list[str]:
+def revisit_spread(results: list[dict], server: str = "strata") -> list[str]:
     """Strata's revisit/response in each mode, of throughput and of the throughput its server CPU
     per request allows: the median over the repeats (what the target is checked against) and the
     lowest and highest."""
@@ -451,7 +472,7 @@ def revisit_spread(results: list[dict]) -> list[str]:
         for conn in ("close", "keep-alive"):
             found: dict[tuple[int, str], dict] = {}
             for r in results:
-                if (r["server"], r["mode"], r["connection"]) == ("strata", mode, conn):
+                if (r["server"], r["mode"], r["connection"]) == (server, mode, conn):
                     found[(r["repeat"], r["kind"])] = r
             pairs = [(found[key], found[(key[0], "response")]) for key in found if key[1] == "revisit"]
             pairs = [(rv, rs) for rv, rs in pairs if rs["rps"] and rv["server_cpu_us"]]
@@ -464,7 +485,7 @@ def revisit_spread(results: list[dict]) -> list[str]:
                 median = statistics.median(values)
                 verdict = "ok" if median >= 0.95 else "BELOW TARGET"
                 lines.append(
-                    f"  Strata revisit/response {mode:<4} {conn:<10} {label:<10} median x{median:.3f} "
+                    f"  {server} revisit/response {mode:<4} {conn:<10} {label:<10} median x{median:.3f} "
                     f"(x{values[0]:.3f}-x{values[-1]:.3f} over {len(values)}; target >= 0.95) {verdict}"
                 )
     return lines
@@ -480,6 +501,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--lookup-sizes", default="10000,100000,1000000")
     parser.add_argument("--lookups", type=int, default=300, help="lookups timed per index size")
     parser.add_argument("--no-nodelay-check", action="store_true", help="skip the server without TCP_NODELAY")
+    parser.add_argument("--no-memo-check", action="store_true", help="skip the server without the record memo")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "out" / "replay")
     args = parser.parse_args(argv)
     if args.quick:
@@ -499,7 +521,7 @@ def main(argv: list[str] | None = None) -> None:
         flush=True,
     )
 
-    servers = start_servers(root, args.out, not args.no_nodelay_check)
+    servers = start_servers(root, args.out, not args.no_nodelay_check, not args.no_memo_check)
     load_before = os.getloadavg()
     try:
         results = []
@@ -522,6 +544,10 @@ def main(argv: list[str] | None = None) -> None:
     print("Revisit/response over the repeats:")
     for line in revisit_spread(results):
         print(line)
+    if "strata-no-memo" in servers:
+        print("The same without the record memo (every record checked and parsed on every load):")
+        for line in revisit_spread(results, "strata-no-memo"):
+            print(line)
 
     print("Index lookup (in-process, exact URL, as of / closest to 2024-04-01):", flush=True)
     growth = lookup_growth(args.out, [int(s) for s in args.lookup_sizes.split(",")], args.lookups)

@@ -726,30 +726,48 @@ def read_checked_record(path: Path, offset: int, length: int | None) -> tuple[st
     instead of reading the file again. ``("", None, None)`` when the record is not a gzip member
     of at most ``WHOLE_READ_LIMIT`` bytes inflating to less than ``WHOLE_INFLATED_LIMIT``; it is
     then not checked here (``check_record_at`` does that, reading as it goes)."""
-    if not length or length > WHOLE_READ_LIMIT:
+    data = read_member(path, offset, length)
+    if data is None or not length:
         return "", None, None
+    reason, inflated = check_member(data, offset, length)
+    return (reason, None, None) if reason or inflated is None else ("", data, inflated)
+
+
+def read_member(path: str | Path, offset: int, length: int | None) -> bytes | None:
+    """The ``length`` bytes at ``offset``, from one positioned read, or None when ``length`` is
+    unknown or more than ``WHOLE_READ_LIMIT`` (``read_checked_record`` reads no more). ``path`` may
+    be a ``str``: building a ``Path`` costs more than the read of a small record."""
+    if not length or length > WHOLE_READ_LIMIT:
+        return None
     fd = os.open(path, os.O_RDONLY)
     try:
-        data = os.pread(fd, length, offset)
+        return os.pread(fd, length, offset)
     finally:
         os.close(fd)
+
+
+def check_member(data: bytes, offset: int, length: int) -> tuple[str, bytes | None]:
+    """The check of ``read_checked_record`` over ``data``, the bytes ``read_member`` read:
+    ``(why it cannot be trusted, None)``, ``("", the member inflated)``, or ``("", None)`` when it
+    is not a gzip member inflating to less than ``WHOLE_INFLATED_LIMIT`` (not checked here).
+    A function of ``data``, ``offset`` and ``length`` alone."""
     if data[:2] != GZIP_MAGIC[:2]:
-        return "", None, None
+        return "", None
     decoder = _inflater()
     try:
         inflated = decoder.decompress(data, WHOLE_INFLATED_LIMIT)
     except _INFLATE_ERRORS as exc:
-        return f"gzip member does not inflate ({_zlib_reason(exc)})", None, None
+        return f"gzip member does not inflate ({_zlib_reason(exc)})", None
     if decoder.unconsumed_tail or len(inflated) >= WHOLE_INFLATED_LIMIT:
-        return "", None, None  # inflates to more than the limit
+        return "", None  # inflates to more than the limit
     if not decoder.eof:
-        return "the record's gzip member ends early (truncated)", None, None
+        return "the record's gzip member ends early (truncated)", None
     parser = RecordParser()
     try:
         parser.feed(inflated, offset)
     except ParseError as exc:
-        return str(exc), None, None
+        return str(exc), None
     if not parser.done:
-        return "the record is incomplete", None, None
+        return "the record is incomplete", None
     problem = parser.done[0][2].finish(offset, length).problem
-    return (problem, None, None) if problem else ("", data, inflated)
+    return (problem, None) if problem else ("", inflated)

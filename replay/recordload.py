@@ -45,6 +45,8 @@ class InflatedReader(BufferedReader):
     as warcio's ``DecompressingBufferedReader`` reads a member it takes in one read: all of it in
     its buffer."""
 
+    buff: BytesIO | None  # None once read to the end, as warcio's readers have it
+
     def __init__(self, data: bytes):
         super().__init__(BytesIO(b""))
         self.buff = BytesIO(data)  # shares ``data``: getvalue() returns it, no copy

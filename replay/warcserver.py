@@ -22,9 +22,11 @@ Before a record is handed to pywb it is read whole and its digests checked
 not catch, so the reader gets an error page instead of a torn body or, through pywb's fallback,
 another capture served under this one's address (``replay.engine`` turns it into ``CaptureDamaged``).
 
-A record of up to 1 MiB in a gzipped WARC is read once: one positioned read of its member, inflated
-once, checked (``index.digestscan.read_checked_record``) and parsed from those bytes
-(``RecordLoader.load_member``); a larger one is checked, then read again streaming.
+A record of up to 1 MiB in a gzipped WARC is read once: one positioned read of its member
+(``index.digestscan.read_member``), inflated once, checked (``check_member``) and parsed from those
+bytes (``RecordLoader.load_member``); a larger one is checked, then read again streaming. What was
+made of a small record is kept in ``replay.recordmemo`` and reused on a later request only when the
+member's bytes, read again from the file every time, are equal to the ones it was made from.
 
 Records are read by ``replay.recordload``: warcio's parser, header blocks read from the decompressed
 buffer instead of line by line, same results. When a revisit carries its own HTTP headers (an
@@ -49,10 +51,11 @@ from warcio.recordloader import ArchiveLoadFailed
 
 from index.capture_index import root_cdx
 from index.collection import Collection
-from index.digestscan import check_record_at, read_checked_record
+from index.digestscan import check_member, check_record_at, read_member
 from index.state import indexed_original, open_readonly
 from replay.asof import AsOfIndexSource
 from replay.recordload import PayloadRecordLoader, RecordLoader
+from replay.recordmemo import RecordMemo
 from strata.errors import CollectionError
 
 
@@ -78,20 +81,31 @@ class DamagedCapture(Exception):
 class _DamageCheck:
     """Mixin for a pywb record loader: the record is checked before it is parsed. The failure is
     kept on the loader too, because pywb's ``_resolve_path_load`` turns every exception into
-    ``ArchiveLoadFailed``."""
+    ``ArchiveLoadFailed``. A ``RecordLoader`` reads a small record once and may reuse what it made
+    of the same bytes before (``memo``, ``replay.recordmemo``)."""
 
     damage: DamagedCapture | None = None
+    memo: RecordMemo | None = None
 
     def load(self, url, offset, length, no_record_parse=False):
         if os.path.isabs(url) and not url.endswith((".arc", ".arc.gz")):  # ARC records: not checked (no digests)
             length_value = int(length) if str(length).isdigit() else None
+            key = (type(self), url, int(offset), length_value, no_record_parse)
             raw = inflated = None
+            reason = ""
+            checked_now = False
             try:
                 if isinstance(self, RecordLoader):  # checked and parsed from one read, when small enough
-                    reason, raw, inflated = read_checked_record(Path(url), int(offset), length_value)
-                    if not reason and raw is None:
-                        reason = check_record_at(Path(url), int(offset), length_value)
-                else:
+                    raw = read_member(url, int(offset), length_value)
+                if raw is not None and self.memo is not None:
+                    record = self.memo.record(key, raw)
+                    if record is not None:  # the same bytes as a record checked and parsed before
+                        return record
+                    inflated = self.memo.inflated(key, raw)
+                if raw is not None and inflated is None and length_value is not None:
+                    reason, inflated = check_member(raw, int(offset), length_value)
+                    checked_now = True
+                if inflated is None and not reason:  # not read whole: checked reading as it goes
                     reason = check_record_at(Path(url), int(offset), length_value)
             except OSError:
                 reason = ""  # a file that is not there: pywb's own handling
@@ -99,7 +113,10 @@ class _DamageCheck:
                 self.damage = DamagedCapture(url, int(offset), reason)
                 raise self.damage
             if raw is not None and inflated is not None and isinstance(self, RecordLoader):
-                return self.load_member(raw, inflated, no_record_parse=no_record_parse)
+                record = self.load_member(raw, inflated, no_record_parse=no_record_parse)
+                if checked_now and self.memo is not None:
+                    self.memo.remember(key, raw, inflated, record)
+                return record
         return super().load(url, offset, length, no_record_parse=no_record_parse)  # type: ignore[misc]  # a mixin before pywb's loaders, which are untyped
 
 
@@ -170,6 +187,8 @@ class _HarvestDatabases:
 class _RevisitLoader(_CheckedResolvingLoader):
     # False: warcio's record parser for every record (pywb's own loading), for comparison in tests.
     fast_records = True
+    # False: every record checked and parsed on every load, none reused from ``memo``.
+    memo_records = True
 
     def __init__(self, path_resolvers, root: Path):
         fast = self.fast_records
@@ -182,6 +201,10 @@ class _RevisitLoader(_CheckedResolvingLoader):
         self.payload_loader = (
             _CheckedResolvingLoader(path_resolvers, record_loader=_CheckedPayloadRecordLoader()) if fast else None
         )
+        self.memo = RecordMemo() if fast and self.memo_records else None
+        self.record_loader.memo = self.memo
+        if self.payload_loader is not None:
+            self.payload_loader.record_loader.memo = self.memo
 
     def _original_loader(self, headers_record) -> ResolvingLoader:
         """What loads the original of this revisit: ``payload_loader`` if nothing will read the

@@ -11,7 +11,8 @@ harvest ``three`` (``replay_fixtures``) and ``copies``, a site that publishes th
 under other URLs in its second version; the tests that break the harvest state work on a copy.
 
 The last test replays both collections whole with the warcserver's record reading
-(``replay.recordload``) and with pywb's own, and compares every byte and header.
+(``replay.recordload``), with records rebuilt from its memo (``replay.recordmemo``) and with pywb's
+own loading, and compares every byte and header.
 """
 
 from __future__ import annotations
@@ -231,20 +232,40 @@ def served_capture(archive: Archive, url: str, ts: str) -> dict | None:
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["three", "copies"])
 def test_every_capture_replays_as_with_pywbs_own_loading(archives, copies, fast_paths, monkeypatch, name):
+    from replay.recordmemo import RecordMemo
     from replay.warcserver import _RevisitLoader
 
     archive = copies if name == "copies" else archives[name]
+    # every record read from the buffer, checked and parsed on each load
+    monkeypatch.setattr(_RevisitLoader, "memo_records", False)
     fast, skipped = replay_all(archive, fast_paths)
     parsed = fast_paths["WARC"] + fast_paths["HTTP"]
+
+    # the same, records rebuilt from the memo when their bytes read back the same
+    monkeypatch.setattr(_RevisitLoader, "memo_records", True)
+    reused = []
+    record = RecordMemo.record
+
+    def counting_record(memo, key, raw):
+        got = record(memo, key, raw)
+        reused.append(got is not None)
+        return got
+
+    monkeypatch.setattr(RecordMemo, "record", counting_record)
+    remembered, _ = replay_all(archive, fast_paths)
+    assert sum(reused) > len(reused) / 2  # most loads are of a record loaded before
 
     monkeypatch.setattr(_RevisitLoader, "fast_records", False)
     for seen in fast_paths.values():
         seen.clear()
+    reused.clear()
     slow, _ = replay_all(archive, fast_paths)
     assert fast_paths == {"WARC": [], "HTTP": [], "skip": []}  # pywb's own loading, throughout
+    assert reused == []
 
-    assert fast.keys() == slow.keys()
+    assert fast.keys() == slow.keys() == remembered.keys()
     assert [key for key in fast if fast[key] != slow[key]] == []
+    assert [key for key in fast if remembered[key] != slow[key]] == []
 
     # Every record of the harvest was read from the buffer; the original of each revisit with its
     # own HTTP headers (not a 304's empty block, not a redirect) was loaded without parsing them.
