@@ -3,12 +3,13 @@
 ``RunIndexer.start_when(count)`` starts the process once ``count()`` (URLs fetched) reaches
 ``START_AFTER``: a short run is indexed at its end as before, which costs less than starting a
 process with Whoosh in it (about 0.2 s of CPU). ``stop()``, once the run's files are sealed, asks
-the process to commit what it holds and waits for its figures; it is killed if it does not answer
-within ``FINISH_WAIT`` (a kill costs only work, ``index.fulltext.follow`` says why). Then
-``finish_run()`` is ``index_run`` as ever, which indexes what the process had not reached, adds every
-capture of the run and marks it indexed; its figures count the documents the process added
-(``added``, ``parsed`` and ``copied`` are the run's totals; ``indexed_during_run`` is the process's
-share; ``seconds`` is what the run waited for at its end).
+the process to index what is left of the run and commit, and waits for its figures; it is killed
+if it stays silent for ``FINISH_WAIT`` (it says something after each batch; a kill costs only work,
+``index.fulltext.follow`` says why). Then ``finish_run()`` is ``index_run`` as ever, which indexes
+whatever the process did not (all of the run, if it died), adds every capture of the run and marks
+it indexed; its figures count the process's work in (``added``, ``parsed``, ``copied`` and
+``captures`` are the run's totals; ``indexed_during_run`` is what the process had added when the
+run ended; ``seconds`` is what the run waited for at its end).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from collections.abc import Callable
 from index.collection import Collection
 
 START_AFTER = 100  # URLs fetched before a run starts its indexer
-FINISH_WAIT = 120.0  # seconds the run waits for the indexer to commit and stop before killing it
+FINISH_WAIT = 120.0  # seconds the run waits for a sign of life from its indexer at the end before killing it
 _WATCH_EVERY = 0.25
 
 
@@ -81,18 +82,19 @@ class RunIndexer:
         with contextlib.suppress(ConnectionError, RuntimeError):
             proc.stdin.write(b"finish\n")
             await proc.stdin.drain()
+        said = b""
         try:
-            out = await asyncio.wait_for(proc.stdout.read(), wait)
+            while line := await asyncio.wait_for(proc.stdout.readline(), wait):  # "." a batch, then figures
+                said = line
         except TimeoutError:
-            out = b""
+            said = b""
             with contextlib.suppress(ProcessLookupError):
                 proc.kill()
         with contextlib.suppress(ConnectionError, RuntimeError):
             proc.stdin.close()
         code = await proc.wait()
-        lines = [line for line in out.decode("utf-8", "replace").splitlines() if line.startswith("{")]
         try:
-            self.figures = json.loads(lines[-1]) if lines else {}
+            self.figures = json.loads(said) if said.startswith(b"{") else {}
         except ValueError:
             self.figures = {}
         if not self.figures:
@@ -120,6 +122,6 @@ def merge_figures(final: dict, during: dict, stopped_at: float | None = None) ->
     if not final.get("rebuilt"):
         for name in ("parsed", "copied", "captures"):
             out[name] = final.get(name, 0) + during.get(name, 0)
-    out["indexed_during_run"] = during.get("added", 0)
+    out["indexed_during_run"] = during.get("during_run", during.get("added", 0))
     out["indexer"] = {k: v for k, v in during.items() if k not in ("first_docnum", "touched")}
     return out
