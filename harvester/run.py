@@ -15,6 +15,7 @@ import contextlib
 import dataclasses
 import os
 import secrets
+import sys
 import time
 from collections.abc import Callable
 from datetime import datetime
@@ -151,8 +152,8 @@ class Harvest:
                 summary = await self._run_locked()
             finally:
                 self.state.close()
-                if self.fulltext_indexer is not None:
-                    await self.fulltext_indexer.stop()  # it commits what it holds; index_run does the rest
+                if self.fulltext_indexer is not None:  # it indexes the rest (not after a failure), commits, stops
+                    await self.fulltext_indexer.stop(finish=sys.exc_info()[0] is None)
             if self.job.fulltext:
                 summary["fulltext"] = self._index_fulltext()
             return summary

@@ -98,6 +98,7 @@ class RunFollower:
         self._pooled: dict[str, int] = {}  # key -> document number, in the pool
         self._opened = 0.0
         self._last_pool = 0  # documents in the last pool committed: how much the next may merge
+        self._expected = 0  # new keys in the step that opens a pool
 
     # -- one look at the harvest state -------------------------------------------------------------
     def step(self, stop=lambda: False) -> bool:
@@ -114,9 +115,10 @@ class RunFollower:
                 group.setdefault("at", []).append((cap["timestamp"], cap["warc"]))
         if rows:
             self.cursor = rows[-1]["id"]
-            self.last_new = started
         if groups:
             self._index(groups, stop)
+        if rows:  # idle is counted from here: a long step is no pause of the run
+            self.last_new = time.monotonic()
         if self._due():
             self.commit()
         if rows or groups:
@@ -132,6 +134,7 @@ class RunFollower:
         known.update(self._pooled)
         # responses first, so that a revisit of another URL's new payload finds it in the cache
         ordered = sorted(groups.items(), key=lambda kv: kv[1]["response"] is None)
+        self._expected = sum(f"{u} {d}" not in known for u, d in groups)
         with self._ix.searcher() as searcher:
             for number, ((url, digest), group) in enumerate(ordered):
                 key = f"{url} {digest}"
@@ -153,7 +156,9 @@ class RunFollower:
 
     def _add(self, key: str, url: str, digest: str, payload: Payload) -> int:
         if self._writer is None:
-            self._writer = BulkWriter(self._ix, expected=max(self._last_pool, BATCH))
+            # what it may merge into the new segment: segments no larger than the documents about to
+            # be added (this step's new keys; the last pool's, within a run), as index_run does
+            self._writer = BulkWriter(self._ix, expected=max(self._expected, self._last_pool))
         docnum = self._pooled[key] = self._base + len(self._rows)
         self._writer.add_document(**make_document(url, digest, payload))
         self._rows.append((docnum, key))

@@ -69,8 +69,9 @@ class RunIndexer:
         )
         return self
 
-    async def stop(self, wait: float = FINISH_WAIT) -> dict:
-        """Ask the process to commit and stop; its figures ({} when it never started)."""
+    async def stop(self, finish: bool = True, wait: float = FINISH_WAIT) -> dict:
+        """Ask the process to index the rest of the run (``finish``; else only to commit what it
+        holds, the run having failed), commit and stop; its figures ({} when it never started)."""
         self._ending = True
         self._stopped_at = time.monotonic()
         if self._watch is not None:
@@ -80,8 +81,11 @@ class RunIndexer:
             return {}
         assert proc.stdin is not None and proc.stdout is not None  # started with pipes
         with contextlib.suppress(ConnectionError, RuntimeError):
-            proc.stdin.write(b"finish\n")
-            await proc.stdin.drain()
+            if finish:
+                proc.stdin.write(b"finish\n")
+                await proc.stdin.drain()
+            else:
+                proc.stdin.close()
         said = b""
         try:
             while line := await asyncio.wait_for(proc.stdout.readline(), wait):  # "." a batch, then figures

@@ -1,4 +1,9 @@
-"""After a harvest run: its new payloads become documents, every capture a row (``index_run``)."""
+"""After a harvest run: its new payloads become documents, every capture a row (``index_run``).
+
+A single-machine run has mostly been indexed by then, by the process that followed it
+(``index.fulltext.follow``): its documents are found by key and not parsed again, and ``Followed``
+counts them in the run's figures. ``index_run`` alone adds a run's capture rows all together and
+marks the run indexed, whoever made the documents."""
 
 from __future__ import annotations
 
