@@ -41,6 +41,7 @@ import contextlib
 import hashlib
 import json
 import os
+import resource
 import select
 import signal
 import sqlite3
@@ -254,7 +255,13 @@ class RunFollower:
         return self.publishing and bool(self._newly_indexed())
 
     def _newly_indexed(self) -> set[str]:
-        return {w["filename"] for w in self.state.warcs("indexed") if w["run_id"] == self.run_id} - self.published
+        """The run's files indexed since the last commit, while it runs: the last ones, sealed at its
+        end, are index_run's (publishing them here cost a commit, and a merge, in every run)."""
+        files = {w["filename"] for w in self.state.warcs("indexed") if w["run_id"] == self.run_id} - self.published
+        if not files:
+            return files
+        run = self.state.run(self.run_id)
+        return files if run is not None and run["status"] == "running" else set()
 
     def commit(self) -> None:
         """Commit the pool, then the rows of its documents and the captures that may show (while
@@ -310,6 +317,7 @@ class RunFollower:
         return {
             **self.figures,
             "busy_seconds": round(self.figures["busy_seconds"], 3),
+            "cpu_seconds": round(sum(resource.getrusage(resource.RUSAGE_SELF)[:2]), 3),
             "given_up": self.given_up,
             "first_docnum": self.first_docnum,
             "touched": sorted(self.touched),
