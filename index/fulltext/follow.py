@@ -14,10 +14,12 @@ the run, at nice 0 231 to 239).
   later and, failing that, left to ``index_run``.
 - **What it writes.** Documents, exactly as ``index_run`` makes them (new (url, digest) keys only;
   a payload already indexed under another URL is copied), pooled in a ``BulkWriter`` and committed
-  every ``COMMIT_SECONDS``, when the pool passes ``POOL_BYTES``, after ``IDLE_SECONDS`` without
-  new captures, and at the end; each commit adds the documents' rows to the capture store after
-  Whoosh, as ``index_run`` does. It holds the index's write lock from a pool's first document to
-  its commit.
+  when the pool passes ``POOL_BYTES``, every ``COMMIT_SECONDS``, when one of the run's files is
+  sealed (its captures may then show), and at the end; each commit adds the documents' rows to the
+  capture store after Whoosh, as ``index_run`` does. Commits are rare on purpose: a document shows
+  only once its file is sealed, so an earlier commit would show nothing, and each one is a segment
+  to merge and makes a search server open the index again. It holds the index's write lock from a
+  pool's first document to its commit.
 - **What it shows.** A document without capture rows is never a hit (``index.fulltext.query``
   shows documents through their captures). Capture rows are added only for captures whose WARC file
   the harvest has sealed and indexed (state ``indexed``: its CDXJ lines are merged, so pywb replays
@@ -63,8 +65,7 @@ from strata.errors import StrataError
 
 BATCH = 500  # capture rows read at a time
 POLL_SECONDS = 0.5  # between looks at the harvest state when the last one found nothing new
-COMMIT_SECONDS = 30.0  # a pool is committed at this age: what a killed indexer can lose
-IDLE_SECONDS = 3.0  # a pool is committed when no new capture came for this long
+COMMIT_SECONDS = 300.0  # a pool is committed at this age: at most what a killed indexer loses
 RETRIES = 5  # looks at a payload not all in its open file yet, before it is left to index_run
 _NOT_YET = object()  # a payload whose bytes are not all in its open file yet
 _FAILURES = (OSError, EOFError, ValueError, KeyError, IndexError, sqlite3.DatabaseError, StrataError)
@@ -84,12 +85,7 @@ class RunFollower:
         self.retry: dict[tuple[str, str], dict] = {}  # keys whose payload was not readable yet
         self.published: set[str] = set()  # the run's indexed files, whose captures got rows
         self.pending: list[tuple[str, str]] = []  # (key, ts) of captures in published files, for the next commit
-        self.last_new = time.monotonic()
-        # for index_run's figures: documents from first_docnum on were added for this run, and the
-        # older ones in touched got capture rows of it (index.fulltext.update.Followed)
-        self.first_docnum: int | None = None
         self.publishing = True  # off at the run's end: index_run adds the captures of its last files
-        self.touched: set[int] = set()
         # the pool, from its first document to its commit
         self._lock: contextlib.ExitStack | None = None
         self._ix = None
@@ -118,8 +114,6 @@ class RunFollower:
             self.cursor = rows[-1]["id"]
         if groups:
             self._index(groups, stop)
-        if rows:  # idle is counted from here: a long step is no pause of the run
-            self.last_new = time.monotonic()
         if self._due():
             self.commit()
         if rows or groups:
@@ -243,14 +237,10 @@ class RunFollower:
         return ix
 
     def _due(self) -> bool:
-        now = time.monotonic()
         if self._lock is not None and (
             (self._writer is not None and self._writer.pooled_bytes() > POOL_BYTES)
-            or now - self._opened > COMMIT_SECONDS
-            or now - self.last_new > IDLE_SECONDS
+            or time.monotonic() - self._opened > COMMIT_SECONDS
         ):
-            return True
-        if self.pending and now - self.last_new > IDLE_SECONDS:
             return True
         return self.publishing and bool(self._newly_indexed())
 
@@ -289,9 +279,6 @@ class RunFollower:
                 known.update(self._pooled)
                 captures = [(known[key], ts) for key, ts in self.pending if key in known]
                 self.figures["captures"] += store.add(self._rows, captures, [])
-            if self._rows and self.first_docnum is None:
-                self.first_docnum = self._base
-            self.touched.update(d for d, _ in captures if self.first_docnum is None or d < self.first_docnum)
             self.published |= newly
             self.figures["added"] += len(self._rows)
             self.figures["commits"] += 1
@@ -319,8 +306,6 @@ class RunFollower:
             "busy_seconds": round(self.figures["busy_seconds"], 3),
             "cpu_seconds": round(sum(resource.getrusage(resource.RUSAGE_SELF)[:2]), 3),
             "given_up": self.given_up,
-            "first_docnum": self.first_docnum,
-            "touched": sorted(self.touched),
             **({"error": error} if error else {}),
         }
 

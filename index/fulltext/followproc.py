@@ -17,11 +17,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import sqlite3
 import sys
 import time
 from collections.abc import Callable
 
 from index.collection import Collection
+from index.fulltext.captures import FILENAME, CaptureStore
 
 START_AFTER = 100  # URLs fetched before a run starts its indexer
 FINISH_WAIT = 120.0  # seconds the run waits for a sign of life from its indexer at the end before killing it
@@ -37,6 +39,7 @@ class RunIndexer:
         self._ending = False
         self._stopped_at: float | None = None
         self.figures: dict = {}  # the process's own, once stopped
+        self.first_docnum = 0  # documents in the index when the process started
 
     @property
     def pid(self) -> int | None:
@@ -57,6 +60,7 @@ class RunIndexer:
                 self.figures = {"error": f"the indexer did not start ({exc})"}
 
     async def start(self) -> RunIndexer:
+        self.first_docnum = documents_in(self.collection)
         self.proc = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
@@ -110,10 +114,21 @@ class RunIndexer:
         # Whoosh: imported by a run that indexes, when it does
         from index.fulltext.update import Followed, index_run
 
-        during = self.figures
-        followed = Followed(during.get("first_docnum"), frozenset(during.get("touched") or ()))
+        followed = Followed(self.first_docnum) if self.proc is not None else None
         figures = index_run(self.collection, self.run_id, followed=followed)
-        return merge_figures(figures, during, self._stopped_at)
+        return merge_figures(figures, self.figures, self._stopped_at)
+
+
+def documents_in(collection: Collection) -> int:
+    """Documents in the collection's index that have rows (SQLite only: no Whoosh in the harvest)."""
+    path = collection.fulltext_dir / FILENAME
+    if not path.is_file():
+        return 0
+    try:
+        with CaptureStore(collection.fulltext_dir, readonly=True) as store:
+            return store.doc_count()
+    except sqlite3.Error:
+        return 0
 
 
 def merge_figures(final: dict, during: dict, stopped_at: float | None = None) -> dict:
@@ -127,5 +142,5 @@ def merge_figures(final: dict, during: dict, stopped_at: float | None = None) ->
         for name in ("parsed", "copied", "captures"):
             out[name] = final.get(name, 0) + during.get(name, 0)
     out["indexed_during_run"] = during.get("during_run", during.get("added", 0))
-    out["indexer"] = {k: v for k, v in during.items() if k not in ("first_docnum", "touched")}
+    out["indexer"] = during
     return out

@@ -23,22 +23,26 @@ from index.state import HarvestState
 
 @dataclass(frozen=True)
 class Followed:
-    """What the indexer that followed a run (``index.fulltext.follow``) did, for the run's figures:
-    documents from ``first_docnum`` on were added for it, the older ones in ``touched`` got capture
-    rows of it."""
+    """A run that an indexer followed (``index.fulltext.follow``), for its figures: documents from
+    ``first_docnum`` (the index's count when the indexer started) on were added for it, and the
+    capture rows of a pending run's older documents can only be the indexer's, so those documents
+    count as updated."""
 
-    first_docnum: int | None = None
-    touched: frozenset[int] = frozenset()
+    first_docnum: int
 
     def counts(self, docnum: int, old: set[str], new: set[str]) -> str:
         """``added``, ``updated`` or ``unchanged``: what this pass did to a document that exists."""
-        if not old or (self.first_docnum is not None and docnum >= self.first_docnum):
-            # no capture yet: added for these runs by a pass that did not mark them (the indexer that
-            # follows a running run, or a crash between the two commits)
+        if not old or docnum >= self.first_docnum:
             return "added"
-        if docnum in self.touched or not new <= old:
-            return "updated"
-        return "unchanged"
+        return "updated"
+
+
+def _counts(docnum: int, old: set[str], new: set[str]) -> str:
+    if not old:
+        # no capture yet: added for these runs by a pass that did not mark them (the indexer that
+        # follows a running run, or a crash between the two commits)
+        return "added"
+    return "unchanged" if new <= old else "updated"
 
 
 def index_run(
@@ -62,7 +66,7 @@ def index_run(
             reason = "no full-text index yet"
         if ix is not None:
             try:
-                figures = _index_runs(collection, ix, run_id, followed or Followed())
+                figures = _index_runs(collection, ix, run_id, followed.counts if followed else _counts)
                 figures.seconds = round(time.monotonic() - started, 3)
                 return figures.as_dict()
             except (OSError, EOFError, ValueError, KeyError, IndexError, sqlite3.DatabaseError, IndexUnusable) as exc:
@@ -92,7 +96,7 @@ def catch_up_rows(ix, store: CaptureStore) -> None:
             store.add([(n, searcher.stored_fields(n)["key"]) for n in range(have, total)], [], [])
 
 
-def _index_runs(collection: Collection, ix, run_id: str | None, followed: Followed) -> Figures:
+def _index_runs(collection: Collection, ix, run_id: str | None, counts) -> Figures:
     figures = Figures()
     with CaptureStore(collection.fulltext_dir) as store:
         catch_up_rows(ix, store)
@@ -114,7 +118,7 @@ def _index_runs(collection: Collection, ix, run_id: str | None, followed: Follow
             docnum = known.get(f"{url} {digest}")
             if docnum is None:
                 continue
-            kind = followed.counts(docnum, old[docnum], group["ts"])
+            kind = counts(docnum, old[docnum], group["ts"])
             if kind == "added":
                 figures.added += 1
             elif kind == "updated":
