@@ -15,6 +15,7 @@ import contextlib
 import dataclasses
 import os
 import secrets
+import sys
 import time
 from collections.abc import Callable
 from datetime import datetime
@@ -41,6 +42,7 @@ from harvester.warcfile import RecordLocation, WarcRoller
 from index import cdxj, decision, runhistory
 from index.collection import Collection
 from index.fixity import Fixity
+from index.fulltext.followproc import RunIndexer
 from index.payload import DecodeError, decode_content, read_record
 from index.rebuild import rebuild_if_outdated
 from index.redisstate import RedisHarvestState
@@ -129,6 +131,9 @@ class Harvest:
         #: The worker's label in its WARC file names and warcinfo (None: this host's name); set by
         #: ``harvester.shared_harvest`` for one of several workers on a run.
         self.worker_label: str | None = None
+        #: The process that indexes the run's payloads while it runs (``index.fulltext.followproc``).
+        self.fulltext_indexer: RunIndexer | None = None
+        self._follows_fulltext = False
 
     # -- public ------------------------------------------------------------------------------------
     def request_stop(self) -> None:
@@ -142,6 +147,9 @@ class Harvest:
         coll.create()
         rebuild_if_outdated(coll)
         cdxj.preload_indexer()
+        # Full-text indexing follows the run in a process of its own (index.fulltext.follow); not
+        # for one of several workers on a run (harvester.shared_harvest): its lead indexes at the end.
+        self._follows_fulltext = self.job.fulltext
         with coll.harvest_lock():
             self.state = open_harvest_state(coll)  # SQLite, or Redis for URL state and digests (index.backend)
             try:
@@ -149,17 +157,22 @@ class Harvest:
                 summary = await self._run_locked()
             finally:
                 self.state.close()
+                if self.fulltext_indexer is not None:  # it indexes the rest (not after a failure), commits, stops
+                    await self.fulltext_indexer.stop(finish=sys.exc_info()[0] is None)
             if self.job.fulltext:
                 summary["fulltext"] = self._index_fulltext()
             return summary
 
     def _index_fulltext(self) -> dict:
-        """Add this run's new payloads to the collection's Whoosh index. A failure here never costs
-        the harvest: the index can be rebuilt from the WARCs (`strata index rebuild`)."""
+        """Add this run's new payloads to the collection's Whoosh index (those the indexer that
+        followed the run has not added). A failure here never costs the harvest: the index can be
+        rebuilt from the WARCs (`strata index rebuild`)."""
         from index.fulltext.update import index_run
         from strata.errors import StrataError
 
         try:
+            if self.fulltext_indexer is not None:
+                return self.fulltext_indexer.finish_run()
             return index_run(self.collection, self.run_id)
         except (StrataError, OSError, ValueError) as exc:
             self.recent_errors.append(("fulltext", str(exc)))
@@ -228,6 +241,9 @@ class Harvest:
         self._archive_dir = coll_archive
         self.client: httpx.AsyncClient | None = None  # made when first needed: see _in_process_client
         self.fetcher = await self._start_fetch_process()
+        if self._follows_fulltext:
+            self.fulltext_indexer = RunIndexer(self.collection, self.run_id)
+            self.fulltext_indexer.start_when(lambda: self.figures.urls_fetched)
         self.robots = RobotsCache(self._fetch_robots, user_agent=job.user_agent)
         self._robots_answered: dict[str, float] = {}  # host -> when its robots.txt last answered
         self._crawl_delays: dict[str, float] = {}  # host -> seconds between requests it was given

@@ -402,6 +402,19 @@ class HarvestState:
         sql += " ORDER BY timestamp, id"
         return [dict(r) for r in self.conn.execute(sql, args)]
 
+    def captures_since(self, run_id: str, after_id: int, limit: int) -> list[dict]:
+        """The run's captures whose row id is above ``after_id``, in id order, at most ``limit``: what
+        a reader following a running run (``index.fulltext.follow``) has not read yet. A run has one
+        writer, which appends: ids grow in the order rows are committed."""
+        rows = self.conn.execute(
+            "SELECT * FROM captures WHERE id > ? AND run_id = ? ORDER BY id LIMIT ?", (after_id, run_id, limit)
+        )
+        return [dict(r) for r in rows]
+
+    def captures_in_file(self, filename: str) -> list[dict]:
+        """The captures whose records are in one WARC file (name without ``.open``), in id order."""
+        return [dict(r) for r in self.conn.execute("SELECT * FROM captures WHERE warc = ? ORDER BY id", (filename,))]
+
     def capture_by_record_id(self, record_id: str) -> dict | None:
         row = self.conn.execute("SELECT * FROM captures WHERE record_id=?", (record_id,)).fetchone()
         return dict(row) if row else None

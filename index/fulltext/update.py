@@ -1,9 +1,15 @@
-"""After a harvest run: its new payloads become documents, every capture a row (``index_run``)."""
+"""After a harvest run: its new payloads become documents, every capture a row (``index_run``).
+
+A single-machine run has mostly been indexed by then, by the process that followed it
+(``index.fulltext.follow``): its documents are found by key and not parsed again, and ``Followed``
+counts them in the run's figures. ``index_run`` alone adds a run's capture rows all together and
+marks the run indexed, whoever made the documents."""
 
 from __future__ import annotations
 
 import sqlite3
 import time
+from dataclasses import dataclass
 
 from index.collection import Collection
 from index.fulltext.captures import CaptureStore
@@ -15,11 +21,41 @@ from index.fulltext.store import fsync_tree, open_index, write_lock
 from index.state import HarvestState
 
 
-def index_run(collection: Collection, run_id: str | None = None, progress: ProgressFn | None = None) -> dict:
+@dataclass(frozen=True)
+class Followed:
+    """A run that an indexer followed (``index.fulltext.follow``), for its figures: documents from
+    ``first_docnum`` (the index's count when the indexer started) on were added for it, and the
+    capture rows of a pending run's older documents can only be the indexer's, so those documents
+    count as updated."""
+
+    first_docnum: int
+
+    def counts(self, docnum: int, old: set[str], new: set[str]) -> str:
+        """``added``, ``updated`` or ``unchanged``: what this pass did to a document that exists."""
+        if not old or docnum >= self.first_docnum:
+            return "added"
+        return "updated"
+
+
+def _counts(docnum: int, old: set[str], new: set[str]) -> str:
+    if not old:
+        # no capture yet: added for these runs by a pass that did not mark them (the indexer that
+        # follows a running run, or a crash between the two commits)
+        return "added"
+    return "unchanged" if new <= old else "updated"
+
+
+def index_run(
+    collection: Collection,
+    run_id: str | None = None,
+    progress: ProgressFn | None = None,
+    followed: Followed | None = None,
+) -> dict:
     """Add a harvest run (and any earlier run not indexed yet) to the full-text index.
 
     Call it after the run's WARC files are sealed. Rebuilds from the WARCs when the index is missing
-    or unusable. Returns figures (``parsed``, ``added``, ``updated``, ``rebuilt`` ...)."""
+    or unusable. Returns figures (``parsed``, ``added``, ``updated``, ``rebuilt`` ...); ``followed``
+    counts in the documents the indexer that followed the run added or updated."""
     started = time.monotonic()
     with write_lock(collection):
         try:
@@ -30,7 +66,7 @@ def index_run(collection: Collection, run_id: str | None = None, progress: Progr
             reason = "no full-text index yet"
         if ix is not None:
             try:
-                figures = _index_runs(collection, ix, run_id)
+                figures = _index_runs(collection, ix, run_id, followed.counts if followed else _counts)
                 figures.seconds = round(time.monotonic() - started, 3)
                 return figures.as_dict()
             except (OSError, EOFError, ValueError, KeyError, IndexError, sqlite3.DatabaseError, IndexUnusable) as exc:
@@ -50,7 +86,7 @@ def _pending_runs(collection: Collection, store: CaptureStore, run_id: str | Non
     return [r for r in runs if r not in done]
 
 
-def _catch_up_rows(ix, store: CaptureStore) -> None:
+def catch_up_rows(ix, store: CaptureStore) -> None:
     """Documents committed to Whoosh whose rows were not (a crash between the two commits)."""
     have, total = store.doc_count(), ix.doc_count_all()
     if have > total:
@@ -60,10 +96,10 @@ def _catch_up_rows(ix, store: CaptureStore) -> None:
             store.add([(n, searcher.stored_fields(n)["key"]) for n in range(have, total)], [], [])
 
 
-def _index_runs(collection: Collection, ix, run_id: str | None) -> Figures:
+def _index_runs(collection: Collection, ix, run_id: str | None, counts) -> Figures:
     figures = Figures()
     with CaptureStore(collection.fulltext_dir) as store:
-        _catch_up_rows(ix, store)
+        catch_up_rows(ix, store)
         pending = _pending_runs(collection, store, run_id)
         if not pending:
             return figures
@@ -80,11 +116,15 @@ def _index_runs(collection: Collection, ix, run_id: str | None) -> Figures:
         old = {docnum: set(store.captures_of(docnum)) for docnum in known.values()}
         for (url, digest), group in groups.items():
             docnum = known.get(f"{url} {digest}")
-            if docnum is not None:
-                if group["ts"] <= old[docnum]:
-                    figures.unchanged += 1
-                else:
-                    figures.updated += 1
+            if docnum is None:
+                continue
+            kind = counts(docnum, old[docnum], group["ts"])
+            if kind == "added":
+                figures.added += 1
+            elif kind == "updated":
+                figures.updated += 1
+            else:
+                figures.unchanged += 1
         figures.captures = store.add(rows, captures, pending)
         figures.documents = store.doc_count()
     return figures
@@ -95,18 +135,25 @@ def _run_groups(state: HarvestState, runs: list[str]) -> dict[tuple[str, str], d
     groups: dict[tuple[str, str], dict] = {}
     for rid in runs:
         for cap in state.captures(run_id=rid):
-            if not cap["digest"]:
-                continue
-            status = cap["status"] if cap["record_type"] == "response" or cap["status"] not in (None, 304) else None
-            if not indexable(cap["url"], status):
-                continue
-            group = groups.setdefault((cap["url"], cap["digest"]), {"ts": set(), "response": None, "refers": None})
-            group["ts"].add(cap["timestamp"])
-            if cap["record_type"] == "response" and group["response"] is None:
-                group["response"] = (cap["warc"], cap["offset"])
-            elif cap["refers_to_uri"] and group["refers"] is None:
-                group["refers"] = (cap["refers_to_uri"], cap["refers_to_date"])
+            group_capture(groups, cap)
     return groups
+
+
+def group_capture(groups: dict[tuple[str, str], dict], cap: dict) -> dict | None:
+    """Add a capture row of the harvest state to its (url, digest) group: its timestamp, and the
+    response holding the payload or the original a revisit names. None when it is not indexable."""
+    if not cap["digest"]:
+        return None
+    status = cap["status"] if cap["record_type"] == "response" or cap["status"] not in (None, 304) else None
+    if not indexable(cap["url"], status):
+        return None
+    group = groups.setdefault((cap["url"], cap["digest"]), {"ts": set(), "response": None, "refers": None})
+    group["ts"].add(cap["timestamp"])
+    if cap["record_type"] == "response" and group["response"] is None:
+        group["response"] = (cap["warc"], cap["offset"])
+    elif cap["refers_to_uri"] and group["refers"] is None:
+        group["refers"] = (cap["refers_to_uri"], cap["refers_to_date"])
+    return group
 
 
 def _write_new(collection: Collection, ix, state: HarvestState, new: list, figures: Figures) -> tuple[list, list]:
@@ -172,7 +219,7 @@ def _payload_for(
             )
             cache.put(digest, payload)
             return payload
-        location = _original_location(state, digest, group["refers"])
+        location = original_location(state, digest, group["refers"])
     if location is None:
         return None
     payload = read_payload(collection, *location)
@@ -182,7 +229,7 @@ def _payload_for(
     return payload
 
 
-def _original_location(state: HarvestState, digest: str, refers: tuple[str, str] | None) -> tuple[str, int] | None:
+def original_location(state: HarvestState, digest: str, refers: tuple[str, str] | None) -> tuple[str, int] | None:
     rows = state.response_locations(digest)
     if refers:
         rows = sorted(rows, key=lambda r: r["url"] != refers[0])
