@@ -19,6 +19,8 @@
 from __future__ import annotations
 
 import io
+import os
+import typing
 from urllib.parse import quote
 
 from warcio.statusandheaders import StatusAndHeaders
@@ -123,13 +125,18 @@ def not_modified_revisit(result: FetchResult, warc_date: str, original: Original
     return record
 
 
-def run_record(uri: str, report: bytes, warc_date: str):
-    """A run's report (``index.runhistory``): a ``metadata`` record of ``application/json``."""
+def run_record(uri: str, report: bytes | typing.BinaryIO, warc_date: str):
+    """A run's report (``index.runhistory``): a ``metadata`` record of ``application/json``; the
+    report as bytes or as a file positioned at its start (read to its end)."""
+    if isinstance(report, bytes):
+        payload, length = typing.cast(typing.BinaryIO, io.BytesIO(report)), len(report)
+    else:
+        payload, length = report, os.fstat(report.fileno()).st_size - report.tell()
     return _BUILDER.create_warc_record(
         uri,
         "metadata",
-        payload=io.BytesIO(report),
-        length=len(report),
+        payload=payload,
+        length=length,
         warc_content_type="application/json",
         warc_headers_dict={"WARC-Date": warc_date},
     )

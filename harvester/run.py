@@ -16,6 +16,7 @@ import dataclasses
 import os
 import secrets
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from datetime import datetime
@@ -355,10 +356,10 @@ class Harvest:
             "snapshot": ts14(finished),
         }
         try:
-            report = runhistory.run_report(self.state, run, {**figures, **self.figures.as_dict()})
-            self.roller.write(
-                [records.run_record(runhistory.run_uri(self.run_id), runhistory.encode(report), warc_date(utc_now()))]
-            )
+            with tempfile.TemporaryFile() as report:
+                runhistory.write_report(self.state, run, {**figures, **self.figures.as_dict()}, report)
+                report.seek(0)
+                self.roller.write([records.run_record(runhistory.run_uri(self.run_id), report, warc_date(utc_now()))])
         except OSError as exc:
             self.notes.append(
                 f"the run's report was not written to its WARC ({exc}): a rebuild will restore this run as interrupted"

@@ -338,14 +338,16 @@ class HarvestState:
             self.conn.execute("INSERT OR IGNORE INTO url_jobs (job, url) VALUES (?,?)", (job or "", url))
         return cur.rowcount == 1
 
+    # the run report's two tables (index.runhistory.write_report streams them)
+    URLS_OF_RUN = (
+        "SELECT * FROM urls WHERE first_run=? OR last_run=? OR url IN "
+        "(SELECT url FROM checks WHERE run_id=? AND outcome='deleted') ORDER BY url"
+    )
+    CHECKS_IN_ORDER = "SELECT * FROM checks WHERE run_id=? ORDER BY rowid"
+
     def urls_of_run(self, run_id: str) -> list[dict]:
         """Rows of the URLs a run first saw, looked at, or found vanished, by URL."""
-        rows = self.conn.execute(
-            "SELECT * FROM urls WHERE first_run=? OR last_run=? OR url IN "
-            "(SELECT url FROM checks WHERE run_id=? AND outcome='deleted') ORDER BY url",
-            (run_id, run_id, run_id),
-        )
-        return [dict(r) for r in rows]
+        return [dict(r) for r in self.conn.execute(self.URLS_OF_RUN, (run_id, run_id, run_id))]
 
     def put_url_fields(self, fields: dict) -> None:
         """Set some fields of a URL's row (``url`` among them), creating the row if need be."""
@@ -536,7 +538,7 @@ class HarvestState:
 
     def checks_in_order(self, run_id: str) -> list[dict]:
         """A run's checks in the order they were made."""
-        return [dict(r) for r in self.conn.execute("SELECT * FROM checks WHERE run_id=? ORDER BY rowid", (run_id,))]
+        return [dict(r) for r in self.conn.execute(self.CHECKS_IN_ORDER, (run_id,))]
 
     def urls_with_class(self, run_id: str, cls: str) -> list[str]:
         return [

@@ -4,6 +4,7 @@ the harvest state exactly; a run killed before writing its report comes back as 
 
 from __future__ import annotations
 
+import io
 import json
 import signal
 import sqlite3
@@ -17,6 +18,7 @@ from demo.sample_site import SampleSite
 from index import runhistory
 from index.collection import Collection
 from index.rebuild import rebuild_state
+from index.state import HarvestState
 from tests.conftest import VENV_BIN
 
 STRATA = str(VENV_BIN / "strata")
@@ -152,6 +154,14 @@ def test_every_run_ends_with_its_report_last_in_its_last_file(root, site):
     assert all(r[3]["soft"] == [] for r in reports)  # soft changes not stored: checks, not captures
     kinds = {row[7] for row in reports[0][3]["urls"]["rows"]}
     assert {"index", "content"} <= kinds
+    # the report is written a row at a time: the same bytes as the whole report encoded at once
+    with HarvestState(Collection(root, "c").db_path) as state:
+        for _, _, _, report in reports:
+            streamed = io.BytesIO()
+            runhistory.write_report(state, report["run"], report["run"]["figures"], streamed)
+            assert streamed.getvalue() == runhistory.encode(
+                runhistory.run_report(state, report["run"], report["run"]["figures"])
+            )
 
 
 @pytest.mark.slow
