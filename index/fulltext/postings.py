@@ -202,9 +202,15 @@ class Postings:
         return _frombytes("H", self._bytes())[0::4]
 
     def rebased(self, base: int) -> Postings:
+        """The document numbers plus ``base``: one addition of two integers as long as the list
+        (its bytes, and ``base << 32`` repeated), in C. No lane overflows (document numbers stay
+        below 2**32), so no carry crosses from one posting to the next. A ``map`` over the
+        postings took 40 ns each, a seventh of a bulk build's merge."""
         if not base:
             return self
-        return Postings(array("Q", map(add, self.packed, repeat(base << 32))))
+        raw, n = self._bytes(), len(self.packed)
+        total = int.from_bytes(raw, "little") + int.from_bytes((base << 32).to_bytes(8, "little") * n, "little")
+        return Postings(_frombytes("Q", total.to_bytes(8 * n, "little")))
 
     @classmethod
     def join(cls, parts: list[Postings]) -> Postings:
@@ -513,16 +519,46 @@ class BulkWriter(SegmentWriter):
                 if isinstance(source, Postings):
                     parts.append(source)
                 else:
-                    reader, base, info = source
-                    postings = read_postings(reader, name, btext, info)
-                    assert postings is not None  # None only when looking the term up finds none
-                    parts.append(postings.rebased(base))
+                    reader, base, value = source
+                    parts.append(_source_postings(reader, name, btext, value).rebased(base))
             yield btext, Postings.join(parts)
 
 
 def _source_terms(reader, base: int, order: int, name: str) -> Iterator[tuple]:
-    for btext, info in reader.iter_field(name):
-        yield btext, order, (reader, base, info)
+    """(term, order, (reader, base, term info bytes)) of a merged segment's field, in term order:
+    its term dictionary's records read in one piece and split here. Whoosh's ``iter_field`` made
+    three seeks and reads per term, and they were half of a bulk build's merge."""
+    terms = reader._terms
+    fieldid = terms._fieldmap.get(name)
+    if fieldid is None:
+        return
+    tindex = terms._tindex
+    prefix = pack_ushort(fieldid)
+    pos = tindex.closest_key_pos(prefix)
+    if pos is None:
+        return
+    data = bytes(tindex.dbfile.get(pos, tindex.endofdata - pos))
+    at, end, step, unpack = 0, len(data), _LENGTHS.size, _LENGTHS.unpack_from
+    while at < end:
+        keylen, datalen = unpack(data, at)
+        key_at = at + step
+        if data[key_at : key_at + 2] != prefix:
+            return
+        value_at = key_at + keylen
+        at = value_at + datalen
+        yield data[key_at + 2 : value_at], order, (reader, base, data[value_at:at])
+
+
+def _source_postings(reader, name: str, btext: bytes, value: bytes) -> Postings:
+    """A merged segment's postings of a term, from its term info bytes."""
+    if len(value) == _TERMINFO.size and not value[0]:  # not inlined: a list BulkWriter wrote
+        *_, offset, length = _TERMINFO.unpack(value)
+        data = reader._terms._postfile.get(offset, length)
+        if bytes(data[:4]) == MAGIC:
+            return decode(data)
+    postings = read_postings(reader, name, btext, W3TermInfo.from_bytes(value))
+    assert postings is not None  # None only when looking the term up finds none
+    return postings
 
 
 class _TermIndex:
