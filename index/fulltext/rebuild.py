@@ -14,7 +14,7 @@ from warcio.archiveiterator import ArchiveIterator
 
 from index import warcscan
 from index.collection import Collection
-from index.fulltext.captures import CaptureStore
+from index.fulltext.captures import CaptureStore, write_table
 from index.fulltext.documents import (
     FORMAT,
     FORMAT_FILE,
@@ -180,6 +180,7 @@ def _build(collection: Collection, documents, runs: list[str], figures: Figures,
             raise IndexUnusable(f"wrote {len(rows)} documents, the index holds {ix.doc_count_all()}")
         with CaptureStore(tmp) as store:
             store.add(rows, captures, runs)
+            write_table(store)
         (tmp / FORMAT_FILE).write_text(json.dumps({"format": FORMAT, "build": build}))
         fsync_tree(tmp)
     except BaseException:
