@@ -133,8 +133,8 @@ class CaptureTable:
     documents captured in a date range, without a query per hit. Two orders of the same rows (by
     document: offsets and timestamps; by date: timestamps and documents) in ``TABLE_FILE``, memory
     mapped and read in place: opening it costs nothing and a date range is a slice found by binary
-    search. Reading the rows from SQLite instead took 2.1 s at a million documents (2.6 million
-    captures), the first query's wait; so the table is written with the index
+    search. Reading the rows from SQLite instead took 0.2 s per order at 100,000 documents (260,000
+    captures), the first date query's wait; so the table is written with the index
     (``write_table``) and again, from SQLite, by the first reader that finds it older than
     ``captures.sqlite`` (an ``index_run`` since)."""
 
