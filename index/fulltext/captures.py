@@ -108,7 +108,9 @@ class CaptureStore:
 
     # writing: one transaction
 
-    def add(self, docs: Iterable[tuple[int, str]], captures: Iterable[tuple[int, str]], runs: Iterable[str]) -> int:
+    def add(
+        self, docs: Iterable[tuple[int, str]], captures: Iterable[tuple[int, str | int]], runs: Iterable[str]
+    ) -> int:
         """Document rows, captures (duplicates ignored) and runs, in one transaction. Returns the
         number of capture rows that were new."""
         conn = self.conn
@@ -244,12 +246,11 @@ def _mapped(path: Path, stamp: tuple[int, int]) -> _Table | None:
         return None
     view = memoryview(data)
     at = _HEADER_SIZE
-    parts = []
-    for code, length in (("q", n), ("q", n), ("I", n_offsets), ("I", n)):
-        size_of = 8 if code == "q" else 4
-        parts.append(view[at : at + size_of * length].cast(code))
-        at += size_of * length
-    stamps_by_doc, stamps_by_ts, offsets, docs_by_ts = parts
+    stamps_by_doc = view[at : at + 8 * n].cast("q")
+    stamps_by_ts = view[at + 8 * n : at + 16 * n].cast("q")
+    at += 16 * n
+    offsets = view[at : at + 4 * n_offsets].cast("I")
+    docs_by_ts = view[at + 4 * n_offsets : at + 4 * n_offsets + 4 * n].cast("I")
     return _Table(offsets, stamps_by_doc, stamps_by_ts, docs_by_ts)
 
 
