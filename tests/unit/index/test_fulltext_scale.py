@@ -89,3 +89,39 @@ def test_searches_drop_their_mapped_pages_past_the_limit(tmp_path, monkeypatch):
     assert search(tmp_path, params)["total_documents"] == 200
     assert _segment_rss(coll) == 0
     assert search(tmp_path, params)["total_documents"] == 200  # and read again from the page cache
+
+
+def test_merge_reads_term_dictionaries_in_chunks_of_any_size(tmp_path, monkeypatch):
+    """BulkWriter's merge reads each segment's term dictionary a chunk at a time (its memory is a
+    chunk per segment): chunks cut through records give the same merged index as one read."""
+    from whoosh import index as whoosh_index
+
+    from index.fulltext import postings
+    from index.fulltext.documents import make_document, schema
+    from index.fulltext.postings import BulkWriter, read_postings
+
+    def build(path: Path, chunk: int) -> dict:
+        monkeypatch.setattr(postings, "TERMS_CHUNK", chunk)
+        path.mkdir()
+        ix = whoosh_index.create_in(str(path), schema())
+        for start in range(0, 40, 8):
+            writer = BulkWriter(ix, merge=None)
+            for n in range(start, start + 8):
+                text = f"数据安全 国会 word{n % 7} library {n} 图书馆{n % 3}"
+                writer.add_document(**make_document(f"http://example.org/{n}", f"sha1:{n}", Payload(text=text)))
+            writer.commit()
+        assert len(ix._segments()) == 5
+        BulkWriter(ix, merge="all").commit()
+        assert len(ix._segments()) == 1
+        with ix.searcher() as searcher:
+            reader = searcher.reader()
+            return {
+                (name, btext): read_postings(reader, name, btext, info).packed.tolist()
+                for name in ("content", "chars", "key", "url")
+                for btext, info in reader.iter_field(name)
+            }
+
+    whole = build(tmp_path / "whole", 1 << 20)
+    assert len(whole) > 100
+    for chunk in (5, 13, 64):
+        assert build(tmp_path / f"chunk{chunk}", chunk) == whole
