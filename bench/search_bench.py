@@ -43,6 +43,7 @@ import shutil
 import statistics
 import sys
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -415,6 +416,386 @@ def p95(times: list[float]) -> float:
     return ordered[math.ceil(0.95 * len(ordered)) - 1]
 
 
+# -- 5. a million synthetic documents (issue 14) ------------------------------------------------
+#
+# ``--synthetic``: only the synthetic documents, at any scale, each step a fresh interpreter whose
+# peak RSS and CPU time come from ``os.wait4``: the corpus is generated once into a file (so that
+# generating it is not timed as indexing), built (Strata, and plain Whoosh with a time budget),
+# then queried in a fresh process: the first query after start (page cache emptied of the index
+# files first, ``posix_fadvise(DONTNEED)``), then the 50 queries ``--passes`` times.
+
+CORPUS_BATCH = 1000
+
+
+def write_corpus(path: Path, count: int, seed: int, preset: str) -> dict:
+    """``count`` documents as ``synthesise`` makes them, pickled in batches; returns their text size."""
+    from sitegen import GeneratedSite, SiteSpec
+
+    from index.fulltext.documents import Payload
+
+    site = GeneratedSite(SiteSpec.preset(preset))
+    rng = random.Random(seed)
+    start = datetime(2022, 1, 1, tzinfo=UTC)
+    latin = "archive library report policy data national digital harvest review budget".split()
+    text_bytes = captures = 0
+    tmp = path.with_suffix(".tmp")
+    with open(tmp, "wb") as fh:
+        batch: list[tuple] = []
+        for n in range(count):
+            text = site._text(rng, 300, 900)
+            if rng.random() < 0.3:
+                text += " " + " ".join(rng.choices(latin, k=8))
+            stamps = {
+                (start + timedelta(days=rng.uniform(0, 3 * 365))).strftime("%Y%m%d%H%M%S")
+                for _ in range(rng.choice((1, 1, 2, 3, 6)))
+            }
+            title = site._text(rng, 14, 40).rstrip("。")
+            payload = Payload(
+                mime="text/html" if rng.random() < 0.95 else "application/pdf",
+                status=200,
+                size=len(text) * 3,
+                title=title,
+                text=text,
+                lang="zh",
+            )
+            text_bytes += len(text.encode("utf-8")) + len(title.encode("utf-8"))
+            captures += len(stamps)
+            batch.append((f"http://www{rng.randrange(20)}.example.gov.cn/a/{n}.htm", f"sha1:{n:032d}", payload, stamps))
+            if len(batch) == CORPUS_BATCH:
+                pickle.dump(batch, fh, protocol=pickle.HIGHEST_PROTOCOL)
+                batch = []
+        if batch:
+            pickle.dump(batch, fh, protocol=pickle.HIGHEST_PROTOCOL)
+    os.replace(tmp, path)
+    return {"docs": count, "text_bytes": text_bytes, "captures": captures}
+
+
+def read_corpus(path: Path, limit: int | None = None) -> Iterator[tuple]:
+    with open(path, "rb") as fh:
+        n = 0
+        while True:
+            try:
+                batch = pickle.load(fh)
+            except EOFError:
+                return
+            for doc in batch:
+                if limit is not None and n >= limit:
+                    return
+                n += 1
+                yield doc
+
+
+def child_build(corpus: str, root: str, name: str) -> dict:
+    from index.collection import Collection
+    from index.fulltext import rebuild as fulltext
+
+    coll = Collection.open(Path(root), name, create=True)
+    started = time.monotonic()
+    fulltext.create(coll, read_corpus(Path(corpus)))
+    seconds = time.monotonic() - started
+    return {"seconds": round(seconds, 1), "size_bytes": dir_size(coll.fulltext_dir), "hwm_mb": round(rss_mb(), 1)}
+
+
+def child_plain_build(corpus: str, target: str, kind: str, budget: float) -> dict:
+    """Plain Whoosh (``plain_schema``, capture days as a keyword field), for ``budget`` seconds at most."""
+    from whoosh import fields, index
+
+    os.makedirs(target, exist_ok=True)
+    schema = plain_schema(kind)
+    schema.add("days", fields.KEYWORD())
+    ix = index.create_in(target, schema)
+    started = time.monotonic()
+    writer = ix.writer(limitmb=256)
+    done, finished = 0, True
+    for url, digest, payload, stamps in read_corpus(Path(corpus)):
+        if time.monotonic() - started > budget:
+            finished = False
+            break
+        doc = plain_document(url, digest, payload)
+        doc["days"] = " ".join(sorted({ts[:8] for ts in stamps}))
+        writer.add_document(**doc)
+        done += 1
+    writer.commit()
+    seconds = time.monotonic() - started
+    return {
+        "docs": done,
+        "finished": finished,
+        "seconds": round(seconds, 1),
+        "docs_per_s": round(done / seconds, 1),
+        "size_bytes": dir_size(Path(target)),
+        "hwm_mb": round(rss_mb(), 1),
+    }
+
+
+def evict(path: Path) -> None:
+    """Drop a directory's files from the page cache (clean pages; no root needed)."""
+    for p in Path(path).rglob("*"):
+        if p.is_file():
+            fd = os.open(p, os.O_RDONLY)
+            try:
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            finally:
+                os.close(fd)
+
+
+def child_query(root: str, name: str, queries_file: str, passes: int, cold: bool) -> dict:
+    """The first query after start (the whole ``search``: the index opened, its tables read),
+    then every query ``passes`` times."""
+    from index.collection import Collection
+
+    queries = json.loads(Path(queries_file).read_text())
+    if cold:
+        evict(Collection(Path(root), name).fulltext_dir)
+    from index.fulltext.query import SearchParams, search
+
+    started = time.perf_counter()
+    search(Path(root), SearchParams(collections=[name], **queries[0]))
+    first_ms = (time.perf_counter() - started) * 1000
+    rss_after_first = rss_mb()
+    runs = []
+    for _ in range(passes):
+        times, per_query = [], []
+        cpu: list[float] = []
+        for spec in queries:
+            started, cpu_started = time.perf_counter(), time.process_time()
+            result = search(Path(root), SearchParams(collections=[name], **spec))
+            elapsed = (time.perf_counter() - started) * 1000
+            cpu.append((time.process_time() - cpu_started) * 1000)
+            times.append(elapsed)
+            per_query.append(
+                {
+                    **spec,
+                    "ms": round(elapsed, 1),
+                    "documents": result["total_documents"],
+                    "timed_out": result["timed_out"],
+                }
+            )
+        runs.append(
+            {
+                "p50_ms": round(statistics.median(times), 1),
+                "p95_ms": round(p95(times), 1),
+                "max_ms": round(max(times), 1),
+                "cpu_p95_ms": round(p95(cpu), 1),
+                "cpu_max_ms": round(max(cpu), 1),
+                "timed_out": sum(q["timed_out"] for q in per_query),
+                "per_query": per_query,
+            }
+        )
+    return {
+        "first_query_ms": round(first_ms, 1),
+        "hwm_after_first_mb": round(rss_after_first, 1),
+        "hwm_mb": round(rss_mb(), 1),
+        "passes": runs,
+    }
+
+
+def child_plain_query(target: str, queries_file: str, passes: int, cold: bool) -> dict:
+    """The same queries through Whoosh's ``MultifieldParser`` (date ranges as a ``TermRange`` of days)."""
+    from whoosh import index
+    from whoosh import query as wq
+    from whoosh.qparser import MultifieldParser
+
+    queries = json.loads(Path(queries_file).read_text())
+    if cold:
+        evict(Path(target))
+    started = time.perf_counter()
+    ix = index.open_dir(target)
+    searcher = ix.searcher()
+    parser = MultifieldParser([name for name, _ in TEXTS], ix.schema)
+
+    def run(spec: dict) -> int:
+        q = parser.parse(spec["q"])
+        if "date_from" in spec:
+            days = wq.TermRange("days", spec["date_from"].replace("-", ""), spec["date_to"].replace("-", ""))
+            q = wq.And([q, days])
+        return len(searcher.search(q, limit=20))
+
+    run(queries[0])
+    first_ms = (time.perf_counter() - started) * 1000
+    runs = []
+    for _ in range(passes):
+        times = []
+        for spec in queries:
+            t = time.perf_counter()
+            run(spec)
+            times.append((time.perf_counter() - t) * 1000)
+        runs.append(
+            {
+                "p50_ms": round(statistics.median(times), 1),
+                "p95_ms": round(p95(times), 1),
+                "max_ms": round(max(times), 1),
+            }
+        )
+    return {"first_query_ms": round(first_ms, 1), "hwm_mb": round(rss_mb(), 1), "passes": runs}
+
+
+CHILDREN = {
+    "build": child_build,
+    "plain-build": child_plain_build,
+    "query": child_query,
+    "plain-query": child_plain_query,
+}
+
+
+def run_child(kind: str, *args) -> dict:
+    """``kind`` in a fresh interpreter (``subprocess`` exec); its result, and from ``os.wait4`` its
+    peak RSS, user and system CPU seconds."""
+    import subprocess
+
+    started = time.monotonic()
+    proc = subprocess.Popen(
+        [sys.executable, str(Path(__file__).resolve()), "--child", kind, json.dumps([str(a) for a in args])],
+        stdout=subprocess.PIPE,
+    )
+    assert proc.stdout is not None
+    output = proc.stdout.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode:
+        raise RuntimeError(f"{kind} failed with exit code {proc.returncode}")
+    result = json.loads(output.decode().strip().splitlines()[-1])
+    result.update(
+        wall_s=round(time.monotonic() - started, 1),
+        peak_rss_mb=round(usage.ru_maxrss / 1024, 1),
+        cpu_s=round(usage.ru_utime + usage.ru_stime, 1),
+    )
+    return result
+
+
+def _child_main(kind: str, raw: str) -> None:
+    args = json.loads(raw)
+    fn = CHILDREN[kind]
+    if kind in ("plain-build",):
+        args[-1] = float(args[-1])
+    if kind in ("query", "plain-query"):
+        args[-2], args[-1] = int(args[-2]), args[-1] == "True"
+    print(json.dumps(fn(*args), ensure_ascii=False))
+
+
+def load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def synthetic(args, preset: str) -> None:
+    from sitegen import GeneratedSite, SiteSpec
+
+    work = Path(args.work) if args.work else OUT / "synthetic"
+    work.mkdir(parents=True, exist_ok=True)
+    out = OUT / f"search-synthetic-{datetime.now(UTC):%Y%m%d%H%M%S}"
+    out.mkdir(parents=True)
+    queries_file = out / "queries.json"
+    queries_file.write_text(json.dumps(latency_queries(GeneratedSite(SiteSpec.preset(preset))), ensure_ascii=False))
+    report: dict = {"preset": preset, "python": sys.version.split()[0], "cpus": os.cpu_count(), "scales": {}}
+    for count in [int(s) for s in (args.scales or "100000").split(",")]:
+        corpus = work / f"corpus-{preset}-{count}-7.pickle"
+        meta_file = corpus.with_suffix(".json")
+        if not corpus.is_file() or not meta_file.is_file():
+            print(f"generating {count:,} documents ...", flush=True)
+            meta_file.write_text(json.dumps(write_corpus(corpus, count, 7, preset)))
+        meta = json.loads(meta_file.read_text())
+        figures: dict = {"corpus": meta, "builds": [], "queries": [], "plain": None}
+        root = work / f"root-{count}"
+        for attempt in range(max(1, args.repeat)):
+            shutil.rmtree(root, ignore_errors=True)
+            before = load()
+            built = run_child("build", corpus, root, "synth")
+            built.update(
+                docs_per_s=round(count / built["seconds"], 1),
+                docs_per_cpu_s=round(count / built["cpu_s"], 1),
+                size_vs_text=round(built["size_bytes"] / meta["text_bytes"], 2),
+                load=f"{before} / {load()}",
+            )
+            figures["builds"].append(built)
+            print(f"{count:,} build {attempt + 1}: {built}", flush=True)
+            if attempt + 1 < args.repeat and not args.query_every_build:
+                continue
+            before = load()
+            timed = run_child("query", root, "synth", queries_file, args.passes, True)
+            timed["load"] = f"{before} / {load()}"
+            figures["queries"].append(timed)
+            print(
+                f"{count:,} queries: first {timed['first_query_ms']} ms, RSS {timed['peak_rss_mb']} MB, "
+                + "; ".join(f"p50 {r['p50_ms']} p95 {r['p95_ms']} max {r['max_ms']}" for r in timed["passes"]),
+                flush=True,
+            )
+        if args.plain_budget > 0:
+            target = work / f"plain-{count}"
+            shutil.rmtree(target, ignore_errors=True)
+            before = load()
+            plain = run_child("plain-build", corpus, target, args.plain_kind, args.plain_budget)
+            plain["load"] = f"{before} / {load()}"
+            if plain["finished"]:
+                plain["queries"] = run_child("plain-query", target, queries_file, args.passes, True)
+            figures["plain"] = plain
+            print(f"{count:,} plain Whoosh ({args.plain_kind}): {plain}", flush=True)
+            if not args.keep:
+                shutil.rmtree(target, ignore_errors=True)
+        if not args.keep:
+            shutil.rmtree(root, ignore_errors=True)
+        report["scales"][count] = figures
+        (out / "report.json").write_text(json.dumps(report, ensure_ascii=False, indent=1))
+    lines = _synthetic_table(report)
+    (out / "report.txt").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    print(f"\nfigures: {out / 'report.json'}")
+
+
+def _spread(values: list[float]) -> str:
+    return f"{statistics.median(values)} ({min(values)}-{max(values)})" if len(values) > 1 else f"{values[0]}"
+
+
+def _of(rows: list[dict], key: str) -> str:
+    return _spread([row[key] for row in rows])
+
+
+def _synthetic_table(report: dict) -> list[str]:
+    lines = []
+    for count, f in report["scales"].items():
+        text_mb = f["corpus"]["text_bytes"] / 1e6
+        b = f["builds"]
+        lines.append(
+            f"{int(count):,} documents, {text_mb:.0f} MB of text ({f['corpus']['text_bytes'] / int(count):.0f} bytes "
+            f"a document), {f['corpus']['captures']:,} captures"
+        )
+        lines.append(
+            f"  build: {_of(b, 'docs_per_s')} docs/s ({_of(b, 'docs_per_cpu_s')} per CPU second), "
+            f"peak RSS {_of(b, 'peak_rss_mb')}"
+            f" MB, CPU {_of(b, 'cpu_s')} s, index {b[-1]['size_bytes'] / 1e6:.0f} MB = "
+            f"{b[-1]['size_vs_text']} x text; load {', '.join(x['load'] for x in b)}"
+        )
+        for q in f["queries"]:
+            passes = q["passes"]
+            lines.append(
+                f"  queries: first after start (cold) {q['first_query_ms']} ms; p50 {_of(passes, 'p50_ms')}"
+                f", p95 {_of(passes, 'p95_ms')}, max {_of(passes, 'max_ms')} ms; "
+                f"(CPU p95 {_of(passes, 'cpu_p95_ms')}, max {_of(passes, 'cpu_max_ms')}); "
+                f"peak RSS {q['peak_rss_mb']} MB; load {q['load']}"
+            )
+            slowest = sorted(passes[-1]["per_query"], key=lambda r: -r["ms"])[:4]
+            lines.append(
+                "    slowest: "
+                + "; ".join(
+                    f"{r['q']}{' (dates)' if 'date_from' in r else ''} {r['ms']} ms/{r['documents']} docs"
+                    for r in slowest
+                )
+            )
+        plain = f.get("plain")
+        if plain:
+            lines.append(
+                f"  plain Whoosh: {plain['docs']:,} documents in {plain['seconds']} s ({plain['docs_per_s']} docs/s, "
+                f"{'finished' if plain['finished'] else 'stopped at its budget'}), peak RSS {plain['peak_rss_mb']} MB, "
+                f"{plain['size_bytes'] / 1e6:.0f} MB; load {plain['load']}"
+            )
+            if plain.get("queries"):
+                pq = plain["queries"]
+                lines.append(
+                    f"    queries: first {pq['first_query_ms']} ms; p50 {_of(pq['passes'], 'p50_ms')}, "
+                    f"p95 {_of(pq['passes'], 'p95_ms')}, max {_of(pq['passes'], 'max_ms')}"
+                    f" ms; peak RSS {pq['peak_rss_mb']} MB"
+                )
+    return lines
+
+
 # -- the run ---------------------------------------------------------------------------------------
 
 
@@ -425,8 +806,22 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--scales", default=None, help="synthetic sizes, e.g. 10000,100000")
     parser.add_argument("--repeat", type=int, default=3, help="times each index is built, in turn (best counts)")
     parser.add_argument("--skip-latency", action="store_true", help="indexing and recall only")
+    parser.add_argument("--synthetic", action="store_true", help="synthetic documents only, at --scales (issue 14)")
+    parser.add_argument("--passes", type=int, default=3, help="--synthetic: passes over the 50 queries")
+    parser.add_argument("--work", default=None, help="--synthetic: where corpora and indexes go")
+    parser.add_argument("--plain-budget", type=float, default=0, help="--synthetic: seconds plain Whoosh may build")
+    parser.add_argument("--plain-kind", default="whoosh-cjk-unigram", choices=("whoosh-cjk-unigram", "whoosh-default"))
+    parser.add_argument("--query-every-build", action="store_true", help="--synthetic: query after each build")
+    parser.add_argument("--keep", action="store_true", help="--synthetic: keep the indexes")
+    parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.child:
+        _child_main(*args.child)
+        return
     preset = "quick" if args.quick else args.preset
+    if args.synthetic:
+        synthetic(args, preset)
+        return
     scales = [int(s) for s in (args.scales or ("2000,10000" if args.quick else "10000,100000")).split(",")]
     out = OUT / f"search-{preset}-{datetime.now(UTC):%Y%m%d%H%M%S}"
     root = out / "collections"

@@ -68,7 +68,7 @@ class IndexView:
     """A collection's full-text index at one generation, opened for searching; threads share it
     (its files are read by slicing maps; its caches are filled under a lock)."""
 
-    def __init__(self, coll: Collection, populate: bool = True):
+    def __init__(self, coll: Collection, populate: bool = False):
         ix = open_index(coll, populate=populate)
         if ix is None:
             raise FileNotFoundError(coll.fulltext_dir)

@@ -6,9 +6,10 @@ analysis gives about 1,100 postings per page, ten times Whoosh's default analyze
 indexed 31 pages/s, and a query over a term found in 96,000 documents spent 80 ms decoding it
 before scoring one (``bench/search_bench.py``).
 
-Here a term's posting list is one array of 64-bit integers, written and read by one C call:
+Here a term's posting list is three arrays, each written and read by one C call:
 
-    b"SPL2" | n: uint32 | n x uint64 (little-endian): docnum << 32 | impact << 16 | count
+    b"SPL3" | n: uint32 | c: uint32 | docnums: n x uint32 | impacts: n x uint8 | counts
+    counts: c bytes of zlib over n x uint16, or (c = 0) the n x uint16 themselves (little-endian)
 
 - ``docnum``: the segment's document number, ascending;
 - ``impact``: the posting's BM25 term-frequency factor, quantised to 1..255 when the document is
@@ -16,9 +17,12 @@ Here a term's posting list is one array of 64-bit integers, written and read by 
   query's score is the sum of ``idf x impact`` over its terms (``index.fulltext.matching``);
 - ``count``: occurrences in the document, boosts included (Whoosh's weight).
 
-The pool appends each document's postings to its terms' arrays with ``map`` (no Python step per
-posting), a segment writes each array's bytes as they are, and a reader gets the document numbers,
-impacts and counts as strided slices of those bytes.
+The pool appends each document's postings to its terms' arrays of packed 64-bit postings
+(``docnum << 32 | impact << 16 | count``) with ``map`` (no Python step per posting); a segment
+writes them as the three arrays (strided slices of the packed bytes). A search reads the document
+numbers and impacts in place and never the counts (Whoosh's weights, used by merges and Whoosh's
+own matchers), which are mostly 1 and compressed: 5.6 bytes a posting where the packed form took
+8, which made the postings three quarters of the index (``bench/search_bench.py --synthetic``).
 
 No positions: phrases are checked against the stored text of the few candidates ranked
 (``index.fulltext.cjk.phrase_in``). Positions cost more to build than everything else per token.
@@ -41,6 +45,7 @@ import math
 import re
 import struct
 import sys
+import zlib
 from array import array
 from collections import Counter, defaultdict, deque
 from collections.abc import Iterable, Iterator
@@ -48,7 +53,7 @@ from functools import partial
 from itertools import groupby, repeat
 from operator import add, itemgetter, lshift, or_
 
-from whoosh import analysis, fields, formats
+from whoosh import analysis, columns, fields, formats
 from whoosh.codec.whoosh3 import W3Codec, W3TermInfo
 from whoosh.filedb.filestore import FileStorage
 from whoosh.filedb.filetables import OrderedHashWriter
@@ -63,13 +68,15 @@ from index.fulltext.cjk import CJKBigramAnalyzer, content_weights, is_cjk
 
 __all__ = ["BulkWriter", "CharTerms", "Content", "Postings", "StrataCodec", "read_postings"]
 
-MAGIC = b"SPL2"
-_COUNT = struct.Struct("<I")
+MAGIC = b"SPL3"
+_HEAD = struct.Struct("<II")  # postings, bytes of the compressed counts (0: stored as they are)
+_COMPRESS_COUNTS = 32  # postings from which the counts are compressed
 _LITTLE = sys.byteorder == "little"
 
 K1, B = 1.2, 0.75
 REFERENCE_LENGTH = 1000  # tokens: the "average document length" impacts are normalised to
 MAX_COUNT = 65535  # occurrences of a term in a document that are counted
+TERMS_CHUNK = 1 << 20  # bytes of a merged segment's term dictionary read at a time
 MAX_MERGE_DOCS = 200_000  # a segment this large is never merged again by BulkWriter's tail policy
 
 # a term's statistics as Whoosh 3 stores them (W3TermInfo.to_bytes), then the list's offset and length
@@ -156,15 +163,44 @@ def _frombytes(typecode: str, data) -> array:
     return a
 
 
-def encode(packed: array) -> bytes:
-    return b"".join((MAGIC, _COUNT.pack(len(packed)), _tobytes(packed)))
+def _rebase_ids(ids: array, base: int) -> array:
+    """``ids`` plus ``base``, each: one addition of two integers as long as the list (its bytes,
+    and ``base`` repeated), in C. Document numbers stay below 2**32, so no carry crosses from one
+    to the next. A ``map`` over the postings took 40 ns each, a seventh of a bulk build's merge."""
+    n = len(ids)
+    total = int.from_bytes(_tobytes(ids), "little") + int.from_bytes(base.to_bytes(4, "little") * n, "little")
+    return _frombytes("I", total.to_bytes(4 * n, "little"))
+
+
+def encode(p: Postings) -> bytes:
+    n = len(p)
+    zcounts = p._zcounts
+    if zcounts is None and n >= _COMPRESS_COUNTS:
+        zcounts = zlib.compress(_tobytes(p.counts), 1)
+        if len(zcounts) >= 2 * n:
+            zcounts = None
+    counts = zcounts if zcounts is not None else _tobytes(p.counts)
+    return b"".join((MAGIC, _HEAD.pack(n, len(zcounts or b"")), _tobytes(p.ids), p.impacts, counts))
 
 
 def decode(data) -> Postings:
     if bytes(data[:4]) != MAGIC:
         raise ValueError("not a Strata posting list")
-    (n,) = _COUNT.unpack_from(data, 4)
-    return Postings(_frombytes("Q", data[8 : 8 + 8 * n]))
+    n, clen = _HEAD.unpack_from(data, 4)
+    at = 4 + _HEAD.size
+    ids = _frombytes("I", data[at : at + 4 * n])
+    at += 4 * n
+    impacts = bytes(data[at : at + n])
+    at += n
+    if clen:
+        zcounts: bytes | None = bytes(data[at : at + clen])
+        counts, complete = None, len(zcounts or b"") == clen
+    else:
+        zcounts, counts = None, _frombytes("H", data[at : at + 2 * n])
+        complete = len(counts) == n
+    if len(ids) != n or len(impacts) != n or not complete:
+        raise ValueError("a Strata posting list cut short")
+    return Postings(ids=ids, impacts=impacts, counts=counts, zcounts=zcounts)
 
 
 def pack(ids: Iterable[int], impacts: Iterable[int], counts: Iterable[int]) -> array:
@@ -172,49 +208,83 @@ def pack(ids: Iterable[int], impacts: Iterable[int], counts: Iterable[int]) -> a
 
 
 class Postings:
-    """One term's decoded postings (in one segment, or several joined): ``packed`` as stored;
-    document numbers, impacts and counts as arrays sliced out of its bytes."""
+    """One term's postings (in one segment, or several joined): document numbers (``ids``, an
+    array), impacts (bytes, one a posting) and counts (an array, decompressed when first asked
+    for: searches never do). Made from the pool's packed postings (``docnum << 32 | impact << 16
+    | count``), or from the three parts as stored; ``packed`` gives the first form in any case."""
 
-    __slots__ = ("packed", "_raw")
+    __slots__ = ("_packed", "_ids", "_impacts", "_counts", "_zcounts", "_parts")
 
-    def __init__(self, packed: array):
-        self.packed = packed
-        self._raw: bytes | None = None
+    def __init__(
+        self,
+        packed: array | None = None,
+        ids: array | None = None,
+        impacts: bytes | None = None,
+        counts: array | None = None,
+        zcounts: bytes | None = None,
+        parts: list[Postings] | None = None,
+    ):
+        self._packed, self._ids, self._impacts = packed, ids, impacts
+        self._counts, self._zcounts, self._parts = counts, zcounts, parts
 
     def __len__(self) -> int:
-        return len(self.packed)
-
-    def _bytes(self) -> bytes:
-        if self._raw is None:
-            self._raw = _tobytes(self.packed)
-        return self._raw
+        return len(self._packed) if self._packed is not None else len(self.ids)
 
     @property
     def ids(self) -> array:
-        return _frombytes("I", self._bytes())[1::2]
+        if self._ids is None:
+            assert self._packed is not None
+            self._ids = _frombytes("I", _tobytes(self._packed))[1::2]
+        return self._ids
 
     @property
     def impacts(self) -> bytes:
-        return self._bytes()[2::8]
+        if self._impacts is None:
+            assert self._packed is not None
+            self._impacts = _tobytes(self._packed)[2::8]
+        return self._impacts
 
     @property
     def counts(self) -> array:
-        return _frombytes("H", self._bytes())[0::4]
+        if self._counts is None:
+            if self._packed is not None:
+                self._counts = _frombytes("H", _tobytes(self._packed))[0::4]
+            elif self._parts is not None:
+                self._counts = array("H")
+                for part in self._parts:
+                    self._counts.extend(part.counts)
+            else:
+                assert self._zcounts is not None
+                self._counts = _frombytes("H", zlib.decompress(self._zcounts))
+        return self._counts
+
+    @property
+    def packed(self) -> array:
+        if self._packed is None:
+            self._packed = pack(self.ids, self.impacts, self.counts)
+        return self._packed
 
     def rebased(self, base: int) -> Postings:
         if not base:
             return self
-        return Postings(array("Q", map(add, self.packed, repeat(base << 32))))
+        counts = self.counts if self._packed is not None else self._counts
+        return Postings(
+            ids=_rebase_ids(self.ids, base),
+            impacts=self.impacts,
+            counts=counts,
+            zcounts=self._zcounts,
+            parts=self._parts,
+        )
 
     @classmethod
     def join(cls, parts: list[Postings]) -> Postings:
         """Lists over consecutive ranges of documents, in order, as one."""
         if len(parts) == 1:
             return parts[0]
-        packed = array("Q")
+        ids = array("I")
         for p in parts:
-            packed.extend(p.packed)
-        return cls(packed)
+            ids.extend(p.ids)
+        return cls(ids=ids, impacts=b"".join(p.impacts for p in parts), parts=parts)
 
 
 def _extent(terminfo) -> tuple[int, int]:
@@ -408,6 +478,32 @@ class BulkWriter(SegmentWriter):
     def add_reader(self, reader):
         raise NotImplementedError("BulkWriter merges segments itself (see _merge)")
 
+    def write_per_doc(self, fieldnames, reader):
+        """``SegmentWriter.write_per_doc`` for a segment without deletions or vectors (``_merge``
+        checks), each field's length and column reader found once: Whoosh's asked the file system
+        whether a field's length column exists, for every field of every document (a stat each,
+        6% of a bulk build)."""
+        schema, pdw = self.schema, self.perdocwriter
+        perdoc = reader._perdoc
+        fields = []
+        for name in sorted(fieldnames):
+            field = schema[name]
+            column = None
+            if field.column_type and reader.has_column(name):
+                column = reader.column_reader(name, field.column_type)
+                if isinstance(column, columns.TranslatingColumnReader):
+                    column = column.raw_column()
+            fields.append((name, field, perdoc.doc_field_length_reader(name), column))
+        for docnum, stored in reader.iter_docs():
+            pdw.start_doc(self.docnum)
+            for name, field, length_of, column in fields:
+                pdw.add_field(name, field, stored.get(name), length_of(docnum))
+                if column is not None:
+                    pdw.add_column_value(name, field.column_type, column[docnum])
+            pdw.finish_doc()
+            self.docnum += 1
+        return None
+
     # merging
 
     def _tail(self, expected: int) -> list:
@@ -435,6 +531,8 @@ class BulkWriter(SegmentWriter):
             if segment.has_deletions():
                 raise ValueError("BulkWriter cannot merge a segment with deleted documents")
             reader = SegmentReader(storage, self.schema, segment)
+            if any(reader.has_vector(0, name) for name in names if self.schema[name].vector):
+                raise ValueError("BulkWriter cannot merge a segment with term vectors")
             base = self.docnum
             self.write_per_doc(names, reader)
             self._sources.append((reader, base))
@@ -468,25 +566,14 @@ class BulkWriter(SegmentWriter):
             postfile, add_term, prefix = fw._postfile, terms.add, pack_ushort(fw._fieldid)
             write, offset = postfile.file.write, postfile.tell()
             for btext, p in self._merged_terms(name):
-                packed = p.packed
-                data = encode(packed)
-                if len(packed) == 1:  # a third of all bigrams
-                    v = packed[0]
-                    weight = maxweight = v & 0xFFFF
+                data = encode(p)
+                counts, ids = p.counts, p.ids
+                if len(counts) == 1:  # a third of all bigrams
+                    weight = maxweight = counts[0]
                 else:
-                    counts = p.counts
                     weight, maxweight = sum(counts), max(counts)
                 info = _TERMINFO.pack(
-                    0,
-                    weight,
-                    len(packed),
-                    _MINLEN,
-                    _MAXLEN,
-                    maxweight,
-                    packed[0] >> 32,
-                    packed[-1] >> 32,
-                    offset,
-                    len(data),
+                    0, weight, len(counts), _MINLEN, _MAXLEN, maxweight, ids[0], ids[-1], offset, len(data)
                 )
                 write(data)
                 add_term(prefix + btext, info)
@@ -513,16 +600,56 @@ class BulkWriter(SegmentWriter):
                 if isinstance(source, Postings):
                     parts.append(source)
                 else:
-                    reader, base, info = source
-                    postings = read_postings(reader, name, btext, info)
-                    assert postings is not None  # None only when looking the term up finds none
-                    parts.append(postings.rebased(base))
+                    reader, base, value = source
+                    parts.append(_source_postings(reader, name, btext, value).rebased(base))
             yield btext, Postings.join(parts)
 
 
 def _source_terms(reader, base: int, order: int, name: str) -> Iterator[tuple]:
-    for btext, info in reader.iter_field(name):
-        yield btext, order, (reader, base, info)
+    """(term, order, (reader, base, term info bytes)) of a merged segment's field, in term order:
+    its term dictionary's records read ``TERMS_CHUNK`` bytes at a time and split here. Whoosh's
+    ``iter_field`` made three seeks and reads per term, and they were half of a bulk build's merge.
+    (Read whole, the dictionaries of the 71 segments a million documents make were all in memory
+    at once during the final merge: 1.35 GB.)"""
+    terms = reader._terms
+    fieldid = terms._fieldmap.get(name)
+    if fieldid is None:
+        return
+    tindex = terms._tindex
+    prefix = pack_ushort(fieldid)
+    pos = tindex.closest_key_pos(prefix)
+    if pos is None:
+        return
+    get, stop = tindex.dbfile.get, tindex.endofdata
+    step, unpack = _LENGTHS.size, _LENGTHS.unpack_from
+    data, at = b"", 0
+    while True:
+        if len(data) - at < step or len(data) - at < step + sum(unpack(data, at)):
+            if pos >= stop:
+                return
+            more = bytes(get(pos, min(TERMS_CHUNK, stop - pos)))
+            pos += len(more)
+            data, at = data[at:] + more, 0
+            continue
+        keylen, datalen = unpack(data, at)
+        key_at = at + step
+        if data[key_at : key_at + 2] != prefix:
+            return
+        value_at = key_at + keylen
+        at = value_at + datalen
+        yield data[key_at + 2 : value_at], order, (reader, base, data[value_at:at])
+
+
+def _source_postings(reader, name: str, btext: bytes, value: bytes) -> Postings:
+    """A merged segment's postings of a term, from its term info bytes."""
+    if len(value) == _TERMINFO.size and not value[0]:  # not inlined: a list BulkWriter wrote
+        *_, offset, length = _TERMINFO.unpack(value)
+        data = reader._terms._postfile.get(offset, length)
+        if bytes(data[:4]) == MAGIC:
+            return decode(data)
+    postings = read_postings(reader, name, btext, W3TermInfo.from_bytes(value))
+    assert postings is not None  # None only when looking the term up finds none
+    return postings
 
 
 class _TermIndex:

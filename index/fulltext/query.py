@@ -42,6 +42,7 @@ from index.collection import Collection, list_collections
 from index.fulltext.cjk import CJKBigramAnalyzer, is_cjk, normalize
 from index.fulltext.filters import MetaFilters, allowed_by_meta
 from index.fulltext.histogram import histogram
+from index.fulltext.mapfile import mapped_bytes
 from index.fulltext.matching import IndexView, TimeUp, evaluate, rank
 from index.fulltext.snippets import snippet
 from index.fulltext.text import MIME_GROUPS
@@ -55,6 +56,7 @@ MAX_DEPTH = 12
 MAX_PHRASE_TOKENS = 48
 MAX_DOCS = 500  # best matching documents grouped and counted in facets and the histogram
 TIME_LIMIT = 2.0  # seconds per collection searched
+MAPPED_LIMIT = 192 * 2**20  # bytes of index pages a process keeps mapped between searches
 MAX_PER_PAGE = 100
 SORTS = ("relevance", "date", "oldest")
 
@@ -391,6 +393,19 @@ def open_view(coll: Collection) -> IndexView | None:
         return view
 
 
+def _bound_mapped_pages() -> None:
+    """Past ``MAPPED_LIMIT`` of mapped index pages in this process, every view drops the pages it
+    has read (they stay in the page cache: reading one again is a minor fault, not a disk read).
+    Searches read different posting lists and texts, so without this the process's RSS grew
+    towards the size of the index. A search reading at the same time faults its pages again."""
+    if mapped_bytes() <= MAPPED_LIMIT:
+        return
+    with _views_lock:
+        views = list(_views.values())
+    for view in views:
+        view.release_pages()
+
+
 _access = SearchAccess()
 
 
@@ -505,7 +520,7 @@ def search(root: Path, params: SearchParams, time_limit: float = TIME_LIMIT, acc
         )
         group["score"] = round(float(group["score"]), 4)
         del group["rank"]
-    return {
+    result = {
         "query": p.q,
         "from": p.date_from,
         "to": p.date_to,
@@ -529,6 +544,8 @@ def search(root: Path, params: SearchParams, time_limit: float = TIME_LIMIT, acc
         "histogram": histogram(hits),
         "elapsed_ms": round((time.monotonic() - started) * 1000, 1),
     }
+    _bound_mapped_pages()
+    return result
 
 
 def _facets(hits: list[dict]) -> dict:

@@ -81,7 +81,7 @@ def _check(ix) -> None:
             for fieldname in ("key", "content"):
                 for btext, info in reader.iter_field(fieldname):
                     postings = read_postings(reader, fieldname, btext, info)
-                    if postings is None or not len(postings) or postings.packed[-1] >> 32 >= count:
+                    if postings is None or not len(postings) or postings.ids[-1] >= count:
                         raise ValueError(f"damaged posting list for {fieldname}:{btext!r}")
                     break
     with CaptureStore(ix.storage.folder) as store:

@@ -1,0 +1,127 @@
+"""The full-text index's parts that keep a million documents cheap to open and to search: the
+capture table read in place (index.fulltext.captures) and the bound on mapped pages
+(index.fulltext.query)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from index.collection import Collection
+from index.fulltext import query
+from index.fulltext.captures import TABLE_FILE, CaptureStore, CaptureTable
+from index.fulltext.documents import Payload
+from index.fulltext.query import SearchParams, search
+from index.fulltext.rebuild import create
+
+
+def _collection(tmp_path: Path, count: int = 30) -> Collection:
+    coll = Collection.open(tmp_path, "scale", create=True)
+    docs = [
+        (
+            f"http://example.org/{n}",
+            f"sha1:{n}",
+            Payload(mime="text/html", title=f"page {n}", text=f"数据安全 common words {n} " * 40),
+            {f"2024{1 + n % 12:02d}{1 + n % 28:02d}120000", f"2025{1 + n % 12:02d}01000000"},
+        )
+        for n in range(count)
+    ]
+    create(coll, docs)
+    return coll
+
+
+def _rows(coll: Collection) -> list[tuple[int, int]]:
+    with CaptureStore(coll.fulltext_dir) as store:
+        return store.conn.execute("SELECT docnum, ts FROM captures ORDER BY docnum, ts").fetchall()
+
+
+def test_capture_table_is_written_with_the_index_and_agrees_with_the_rows(tmp_path):
+    coll = _collection(tmp_path)
+    assert (coll.fulltext_dir / TABLE_FILE).is_file()
+    rows = _rows(coll)
+    with CaptureStore(coll.fulltext_dir, readonly=True) as store:
+        table = CaptureTable(store)
+        for docnum in range(30):
+            assert table.of(docnum) == [f"{ts:014d}" for d, ts in rows if d == docnum]
+        assert table.of(30) == []
+        lo, hi = "20240301000000", "20240630235959"
+        assert table.docs_between(lo, hi) == {d for d, ts in rows if int(lo) <= ts <= int(hi)}
+        assert table.docs_between(None, None) == set(range(30))
+
+
+def test_capture_table_older_than_the_rows_is_read_again_and_rewritten(tmp_path):
+    coll = _collection(tmp_path)
+    before = (coll.fulltext_dir / TABLE_FILE).read_bytes()
+    with CaptureStore(coll.fulltext_dir) as store:
+        store.add([], [(3, "20300101000000")], [])  # an index_run's new capture of document 3
+    with CaptureStore(coll.fulltext_dir, readonly=True) as store:
+        assert "20300101000000" in CaptureTable(store).of(3)
+        assert CaptureTable(store).docs_between("20300101000000", None) == {3}
+    assert (coll.fulltext_dir / TABLE_FILE).read_bytes() != before
+
+
+def test_damaged_capture_table_is_not_believed(tmp_path):
+    coll = _collection(tmp_path)
+    path = coll.fulltext_dir / TABLE_FILE
+    data = bytearray(path.read_bytes())
+    path.write_bytes(bytes(data[: len(data) // 2]))  # cut short: its length does not match the header
+    with CaptureStore(coll.fulltext_dir, readonly=True) as store:
+        assert CaptureTable(store).docs_between(None, None) == set(range(30))
+    assert path.stat().st_size == len(data)  # and written whole again
+
+
+def _segment_rss(coll: Collection) -> int:
+    """kB of this process's resident pages in its maps of the index's segment files."""
+    total, inside = 0, False
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        if line[:1].isalnum() and "-" in line.split()[0]:
+            inside = str(coll.fulltext_dir) in line and line.rstrip().endswith(".seg")
+        elif inside and line.startswith("Rss:"):
+            total += int(line.split()[1])
+    return total
+
+
+def test_searches_drop_their_mapped_pages_past_the_limit(tmp_path, monkeypatch):
+    coll = _collection(tmp_path, 200)
+    params = SearchParams(q="数据 common", collections=["scale"])
+    assert search(tmp_path, params)["total_documents"] == 200
+    assert _segment_rss(coll) > 0  # the pages it read stay mapped under the limit
+    monkeypatch.setattr(query, "MAPPED_LIMIT", 0)
+    assert search(tmp_path, params)["total_documents"] == 200
+    assert _segment_rss(coll) == 0
+    assert search(tmp_path, params)["total_documents"] == 200  # and read again from the page cache
+
+
+def test_merge_reads_term_dictionaries_in_chunks_of_any_size(tmp_path, monkeypatch):
+    """BulkWriter's merge reads each segment's term dictionary a chunk at a time (its memory is a
+    chunk per segment): chunks cut through records give the same merged index as one read."""
+    from whoosh import index as whoosh_index
+
+    from index.fulltext import postings
+    from index.fulltext.documents import make_document, schema
+    from index.fulltext.postings import BulkWriter, read_postings
+
+    def build(path: Path, chunk: int) -> dict:
+        monkeypatch.setattr(postings, "TERMS_CHUNK", chunk)
+        path.mkdir()
+        ix = whoosh_index.create_in(str(path), schema())
+        for start in range(0, 40, 8):
+            writer = BulkWriter(ix, merge=None)
+            for n in range(start, start + 8):
+                text = f"数据安全 国会 word{n % 7} library {n} 图书馆{n % 3}"
+                writer.add_document(**make_document(f"http://example.org/{n}", f"sha1:{n}", Payload(text=text)))
+            writer.commit()
+        assert len(ix._segments()) == 5
+        BulkWriter(ix, merge="all").commit()
+        assert len(ix._segments()) == 1
+        with ix.searcher() as searcher:
+            reader = searcher.reader()
+            return {
+                (name, btext): read_postings(reader, name, btext, info).packed.tolist()
+                for name in ("content", "chars", "key", "url")
+                for btext, info in reader.iter_field(name)
+            }
+
+    whole = build(tmp_path / "whole", 1 << 20)
+    assert len(whole) > 100
+    for chunk in (5, 13, 64):
+        assert build(tmp_path / f"chunk{chunk}", chunk) == whole
