@@ -250,7 +250,7 @@ def test_rebuild_from_warcs_gives_the_same_fields_and_old_indexes_are_refused(me
 
     meta = coll.fulltext_dir / FORMAT_FILE
     meta.write_text(json.dumps({**json.loads(meta.read_text()), "format": 3}))
-    with pytest.raises(IndexUnusable, match="format 3, expected 4.*strata index rebuild"):
+    with pytest.raises(IndexUnusable, match="format 3, expected 5.*strata index rebuild"):
         open_index(coll)
     shown = subprocess.run(
         [str(Path(sys.executable).parent / "strata"), "search", coll.name, "archive", "--root", str(root)],
