@@ -312,6 +312,23 @@ def _found(kind: str, target: str, docs: list, words: list[str]):
 # -- 4. latency at scale ---------------------------------------------------------------------------
 
 
+LATIN_WORDS = "archive library report policy data national digital harvest review budget".split()
+SYNTHETIC_START = datetime(2022, 1, 1, tzinfo=UTC)
+
+
+def _text_and_stamps(site, rng: random.Random) -> tuple[str, set[str]]:
+    """A synthetic document's text (Chinese, a third with Latin words) and its capture times over
+    three years: the same draws for ``synthesise`` and ``write_corpus``."""
+    text = site._text(rng, 300, 900)
+    if rng.random() < 0.3:
+        text += " " + " ".join(rng.choices(LATIN_WORDS, k=8))
+    stamps = {
+        (SYNTHETIC_START + timedelta(days=rng.uniform(0, 3 * 365))).strftime("%Y%m%d%H%M%S")
+        for _ in range(rng.choice((1, 1, 2, 3, 6)))
+    }
+    return text, stamps
+
+
 def synthesise(root: str, name: str, count: int, seed: int, preset: str) -> dict:
     """``count`` documents from the site's vocabulary in a collection, with capture dates."""
     from sitegen import GeneratedSite, SiteSpec
@@ -323,18 +340,10 @@ def synthesise(root: str, name: str, count: int, seed: int, preset: str) -> dict
     site = GeneratedSite(SiteSpec.preset(preset))
     rng = random.Random(seed)
     coll = Collection.open(Path(root), name, create=True)
-    start = datetime(2022, 1, 1, tzinfo=UTC)
-    latin = "archive library report policy data national digital harvest review budget".split()
 
     def documents():
         for n in range(count):
-            text = site._text(rng, 300, 900)
-            if rng.random() < 0.3:
-                text += " " + " ".join(rng.choices(latin, k=8))
-            stamps = {
-                (start + timedelta(days=rng.uniform(0, 3 * 365))).strftime("%Y%m%d%H%M%S")
-                for _ in range(rng.choice((1, 1, 2, 3, 6)))
-            }
+            text, stamps = _text_and_stamps(site, rng)
             host = f"www{rng.randrange(20)}.example.gov.cn"
             payload = Payload(
                 mime="text/html" if rng.random() < 0.95 else "application/pdf",
@@ -435,20 +444,12 @@ def write_corpus(path: Path, count: int, seed: int, preset: str) -> dict:
 
     site = GeneratedSite(SiteSpec.preset(preset))
     rng = random.Random(seed)
-    start = datetime(2022, 1, 1, tzinfo=UTC)
-    latin = "archive library report policy data national digital harvest review budget".split()
     text_bytes = captures = 0
     tmp = path.with_suffix(".tmp")
     with open(tmp, "wb") as fh:
         batch: list[tuple] = []
         for n in range(count):
-            text = site._text(rng, 300, 900)
-            if rng.random() < 0.3:
-                text += " " + " ".join(rng.choices(latin, k=8))
-            stamps = {
-                (start + timedelta(days=rng.uniform(0, 3 * 365))).strftime("%Y%m%d%H%M%S")
-                for _ in range(rng.choice((1, 1, 2, 3, 6)))
-            }
+            text, stamps = _text_and_stamps(site, rng)
             title = site._text(rng, 14, 40).rstrip("。")
             payload = Payload(
                 mime="text/html" if rng.random() < 0.95 else "application/pdf",
