@@ -72,21 +72,6 @@ def rot(archive: Path, line: dict, flip: bool) -> bytes:
     return member
 
 
-@pytest.fixture
-def reused(monkeypatch) -> list[bool]:
-    """For each record the warcserver looks up in its memo from now on: whether it was reused."""
-    seen: list[bool] = []
-    record = RecordMemo.record
-
-    def counting_record(memo, key, raw):
-        got = record(memo, key, raw)
-        seen.append(got is not None)
-        return got
-
-    monkeypatch.setattr(RecordMemo, "record", counting_record)
-    return seen
-
-
 @pytest.mark.parametrize("rotten", ["response", "revisit", "original"])
 def test_bytes_changed_in_place_after_a_capture_was_served_answer_the_damage_page(copy, reused, rotten):
     client = copy["app"].test_client()

@@ -139,3 +139,20 @@ def wayback_server(replay_root):
     server = Wayback(replay_root)  # its request log goes to a file
     yield server
     server.stop()
+
+
+@pytest.fixture
+def reused(monkeypatch) -> list[bool]:
+    """For each record the warcserver looks up in its memo from now on: whether it was reused."""
+    seen: list[bool] = []
+    from replay.recordmemo import RecordMemo
+
+    record = RecordMemo.record
+
+    def counting_record(memo, key, raw):
+        got = record(memo, key, raw)
+        seen.append(got is not None)
+        return got
+
+    monkeypatch.setattr(RecordMemo, "record", counting_record)
+    return seen
