@@ -1,5 +1,6 @@
-"""The collection's CDXJ index, written with pywb's own indexer so that pywb reads exactly what it
-would have written itself (same digest encoding, same SURT keys, same POST handling as ``wb-manager``).
+"""The collection's CDXJ index, in exactly the lines pywb's own indexer writes (same digest encoding,
+same SURT keys, same POST handling as ``wb-manager``): files read back go through that indexer
+(``index_warc``); records being written get the same line from ``RecordIndexer``.
 
 As each WARC is sealed its lines are merged into the sorted ``indexes/index.cdxj`` (streamed, then
 atomically replaced), so ``wayback`` and Strata's replay see them at once.
