@@ -136,6 +136,19 @@ def write(path: Path, member: bytes, gzipped: bool) -> tuple[int, int]:
     return len(first), len(second)
 
 
+def checked_member(tmp_path: Path, member: bytes) -> tuple[Path, int, int, bytes, bytes] | None:
+    """``member`` written gzipped after a warcinfo record and read back through the replay's check
+    (``index.digestscan.read_checked_record``): its file, offset, length, raw and inflated bytes;
+    None when the check turns it down (then nothing is ever parsed from memory)."""
+    path = tmp_path / "case.warc.gz"
+    offset, length = write(path, member, True)
+    reason, raw, inflated = read_checked_record(path, offset, length)
+    if reason:
+        return None
+    assert raw is not None and inflated is not None
+    return path, offset, length, raw, inflated
+
+
 def state(load) -> tuple:
     """Everything a loaded record carries, its stream read to the end; or the exception raised."""
     try:
@@ -223,12 +236,10 @@ def test_a_record_inflated_in_memory_reads_as_pywb_reads_it_from_the_file(tmp_pa
     and parsed from memory gives what pywb's loader reads from the file. (A record the check turns
     down, such as one without a Content-Length, never gets there.)"""
     member, _, _, _, skipped = CASES[name]
-    path = tmp_path / "case.warc.gz"
-    offset, length = write(path, member, True)
-    reason, raw, inflated = read_checked_record(path, offset, length)
-    if reason:
+    checked = checked_member(tmp_path, member)
+    if checked is None:
         return
-    assert raw is not None and inflated is not None
+    path, offset, length, raw, inflated = checked
     want = state(lambda: BlockArcWarcRecordLoader().load(str(path), offset, length))
 
     assert state(lambda: RecordLoader().load_member(raw, inflated)) == want

@@ -24,7 +24,7 @@ from replay import create_app
 from replay.recordload import PayloadRecordLoader, RecordLoader
 from replay.recordmemo import RecordMemo
 from tests.integration.test_replay_damage import assert_damage_page
-from tests.integration.test_replay_loader import CASES, state, write
+from tests.integration.test_replay_loader import CASES, checked_member, state
 
 
 @pytest.fixture
@@ -98,15 +98,10 @@ def test_bytes_changed_in_place_after_a_capture_was_served_answer_the_damage_pag
 @pytest.mark.parametrize("loader_class", [RecordLoader, PayloadRecordLoader])
 @pytest.mark.parametrize("name", [name for name, case in CASES.items() if case[1]])
 def test_a_record_rebuilt_from_the_memo_carries_what_a_fresh_load_does(tmp_path, name, loader_class):
-    from index.digestscan import read_checked_record
-
-    member = CASES[name][0]
-    path = tmp_path / "case.warc.gz"
-    offset, length = write(path, member, True)
-    reason, raw, inflated = read_checked_record(path, offset, length)
-    if reason:
+    checked = checked_member(tmp_path, CASES[name][0])
+    if checked is None:
         return
-    assert raw is not None and inflated is not None
+    _, _, _, raw, inflated = checked
     loader = loader_class()
     want = state(lambda: loader.load_member(raw, inflated))
     if want[0] == "raised":  # nothing to remember: the warcserver remembers a record once parsed
