@@ -123,11 +123,10 @@ def main_process_parts(db: Path, limit: int, work: Path) -> dict[str, float]:
             spent[part] += now - clock["at"]
         clock["at"] = now
 
-    answer = _frame(("result", 1, {name: getattr(_not_modified(urls[0]), name) for name in _FIELDS}, b"", None))
     for n, url in enumerate(urls):
         result = _not_modified(url)
         clock["at"] = time.perf_counter()
-        _frame(("result", n, {name: getattr(result, name) for name in _FIELDS}, b"", None))
+        answer = _frame(("result", n, {name: getattr(result, name) for name in _FIELDS}, b"", None))
         FetchResult(**pickle.loads(answer[4:])[2])
         lap("answer framed, read back (IPC)")
         previous = state.url(url)
