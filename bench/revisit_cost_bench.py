@@ -6,7 +6,8 @@ of that run's ``harvest.sqlite`` and with Strata's own functions, what the harve
 does for each 304 (``harvester.run.Harvest._record`` and ``_write_not_modified``):
 
 - the URL's state read (``HarvestState.url``), the original's capture row, the outlink cache;
-- the revisit record built (``records.not_modified_revisit``, warcio's builder);
+- the revisit record built (``records.not_modified_revisit``: made as bytes, through warcio's builder
+  only when a value is not plain ASCII);
 - the record written (``WarcRoller.write``: gzip member, fixity hash, CDXJ line), and the CDXJ line
   alone (``RecordIndexer.line``, timed inside it);
 - the decision (``index.decision.decide``), and the state written: capture row, URL row, commit;
@@ -137,7 +138,7 @@ def main_process_parts(db: Path, limit: int, work: Path) -> dict[str, float]:
             previous["orig_uri"], previous["orig_date"], previous["orig_record_id"], previous["orig_warc"]
         )
         main = records.not_modified_revisit(result, date, original, previous["digest"])
-        lap("revisit record built (warcio)")
+        lap("revisit record built")
         loc = roller.write([main])[0]
         lap("record written (gzip, fixity, CDXJ)")
         state.capture_by_record_id(original.record_id)

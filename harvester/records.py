@@ -1,4 +1,4 @@
-"""WARC records for one fetch, built with warcio's record builder.
+"""WARC records for one fetch, built with warcio's record builder, or as bytes (see ``PreparedRecord``).
 
 - ``response_record``: the response as received (headers minus Transfer-Encoding, body as received).
 - ``request_record``: the request as sent, ``WARC-Concurrent-To`` the response or revisit.
@@ -18,9 +18,12 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import io
 import os
 import typing
+import uuid
 from urllib.parse import quote
 
 from warcio.statusandheaders import StatusAndHeaders
@@ -86,7 +89,94 @@ def response_record(result: FetchResult, warc_date: str):
     )
 
 
+class PreparedRecord:
+    """A record made here as the bytes warcio's builder and writer would write for it, for the two
+    records every 304 writes (its revisit and its request). Through warcio the pair cost about 160 us
+    (its builder looks each header up in a list, copies, digests the empty payload, formats lines
+    one at a time); here it is one join and one SHA-1 of the block. Offers what the rest of the
+    harvest reads of a warcio record: ``rec_type``, ``rec_headers`` and ``http_headers``
+    (``HeaderList``, or None), and ``data``, the whole uncompressed record for the writer
+    (``harvester.warcfile``). Made only when every value is ASCII without CR or LF, where warcio's
+    output is exactly this join; anything else goes through warcio as before. The suite compares
+    both ways' records byte for byte."""
+
+    __slots__ = ("rec_type", "rec_headers", "http_headers", "data")
+
+    def __init__(
+        self, rec_type: str, fields: list[tuple[str, str]], http_headers: HeaderList | None, http_block: bytes
+    ):
+        fields += [
+            ("WARC-Block-Digest", _sha1(http_block)),
+            ("Content-Type", _CONTENT_TYPES[rec_type]),
+            ("Content-Length", str(len(http_block))),
+        ]
+        head = "WARC/1.1\r\n" + "".join([f"{name}: {value}\r\n" for name, value in fields]) + "\r\n"
+        self.rec_type = rec_type
+        self.rec_headers = HeaderList("WARC/1.1", "", fields)
+        self.http_headers = http_headers
+        self.data = head.encode("ascii") + http_block + b"\r\n\r\n"
+
+
+class HeaderList:
+    """What is read of warcio's ``StatusAndHeaders`` in a record being written: ``protocol``,
+    ``statusline``, ``headers`` and ``get_header`` (the first value of a name, in any case)."""
+
+    __slots__ = ("protocol", "statusline", "headers")
+
+    def __init__(self, protocol: str, statusline: str, headers: list[tuple[str, str]]):
+        self.protocol = protocol
+        self.statusline = statusline
+        self.headers = headers
+
+    def get_header(self, name: str, default: str | None = None) -> str | None:
+        name = name.lower()
+        for key, value in self.headers:
+            if key.lower() == name:
+                return value
+        return default
+
+
+_CONTENT_TYPES = {"request": "application/http; msgtype=request", "revisit": "application/http; msgtype=response"}
+_EMPTY_SHA1 = "sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ"  # of no bytes: a request's payload, a 304's block
+
+
+def _sha1(data: bytes) -> str:
+    return _EMPTY_SHA1 if not data else "sha1:" + base64.b32encode(hashlib.sha1(data).digest()).decode("ascii")
+
+
+def _plain(values: typing.Iterable[str]) -> bool:
+    """Whether warcio would write each value as it is: ASCII, and no CR or LF (which no value here
+    should hold, but warcio would write into the header block)."""
+    return all(value.isascii() and "\r" not in value and "\n" not in value for value in values)
+
+
+def _warc_id() -> str:
+    return f"<urn:uuid:{uuid.uuid4()}>"  # warcio's make_warc_id
+
+
 def request_record(result: FetchResult, warc_date: str, concurrent_to: str):
+    method, _, rest = result.request_line.partition(" ")
+    fields = [("WARC-Date", warc_date), ("WARC-Concurrent-To", concurrent_to), *_address(result).items()]
+    if (
+        method
+        and rest
+        and _plain([result.url, result.request_line, *(v for f in fields for v in f)])
+        and _plain([text for header in result.request_headers for text in header])
+    ):
+        block = "".join([result.request_line, "\r\n", *[f"{k}: {v}\r\n" for k, v in result.request_headers], "\r\n"])
+        http = HeaderList(method, rest, result.request_headers)
+        fields += [
+            ("WARC-Type", "request"),
+            ("WARC-Record-ID", _warc_id()),
+            ("WARC-Target-URI", result.url),
+            ("WARC-Payload-Digest", _EMPTY_SHA1),
+        ]
+        return PreparedRecord("request", fields, http, block.encode("ascii"))
+    return built_request_record(result, warc_date, concurrent_to)
+
+
+def built_request_record(result: FetchResult, warc_date: str, concurrent_to: str):
+    """``request_record`` through warcio's builder."""
     # is_http_request: warcio splits the method off as its "protocol" and writes the line back whole
     http = StatusAndHeaders(result.request_line, list(result.request_headers), is_http_request=True)
     return _BUILDER.create_warc_record(
@@ -112,6 +202,25 @@ def identical_revisit(result: FetchResult, warc_date: str, original: Original):
 
 
 def not_modified_revisit(result: FetchResult, warc_date: str, original: Original, digest: str):
+    fields = [("WARC-Date", warc_date), *_address(result).items(), *_notes(result).items()]
+    refers = [original.url, original.warc_date, original.record_id]
+    if digest and _plain([result.url, digest, *refers, *(v for f in fields for v in f)]):
+        fields += [
+            ("WARC-Type", "revisit"),
+            ("WARC-Record-ID", _warc_id()),
+            ("WARC-Target-URI", result.url),
+            ("WARC-Profile", NOT_MODIFIED_PROFILE),
+            ("WARC-Refers-To-Target-URI", original.url),
+            ("WARC-Refers-To-Date", original.warc_date),
+            ("WARC-Payload-Digest", digest),
+            ("WARC-Refers-To", original.record_id),
+        ]
+        return PreparedRecord("revisit", fields, None, b"")
+    return built_not_modified_revisit(result, warc_date, original, digest)
+
+
+def built_not_modified_revisit(result: FetchResult, warc_date: str, original: Original, digest: str):
+    """``not_modified_revisit`` through warcio's builder."""
     record = _BUILDER.create_revisit_record(
         result.url,
         digest,

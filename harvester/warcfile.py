@@ -23,6 +23,7 @@ from pathlib import Path
 
 from warcio.warcwriter import WARCWriter
 
+from harvester.records import PreparedRecord
 from index.cdxj import NeedsFileIndex, RecordIndexer
 from index.fixity import Fixity, HashingFile
 
@@ -137,7 +138,12 @@ class LeveledWARCWriter(WARCWriter):
         if record.rec_type == "response" and http and (encoded or ctype.startswith(_ENTROPY_CODED_TYPES)):
             stored_after = 2  # the WARC headers, the HTTP headers: then the payload
             level = 6
-        super()._write_warc_record(_Member(out, level, small, stored_after), record)  # flushed at the record's end
+        member = _Member(out, level, small, stored_after)
+        if isinstance(record, PreparedRecord):  # made as bytes already: no warcio writer
+            member.write(record.data)
+            member.flush()
+            return
+        super()._write_warc_record(member, record)  # flushed at the record's end
 
 
 @dataclasses.dataclass(frozen=True)
