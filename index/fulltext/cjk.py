@@ -71,8 +71,36 @@ def is_cjk(text: str) -> bool:
     return bool(_CJK_RE.search(text))
 
 
+def _width_forms() -> dict[int, str]:
+    """Full-width ASCII and the ideographic space (U+3000): the compatibility characters of nearly
+    every Chinese and Japanese page (measured on generated Chinese pages: 10,046 of the 10,721
+    such characters were full-width commas, the rest colons). Each is, under NFKD as under NFKC,
+    one ASCII character. Taken from ``unicodedata`` itself, so that it holds for this Python."""
+    forms = {}
+    for code in (*range(0xFF01, 0xFF5F), 0x3000):
+        nfkc = unicodedata.normalize("NFKC", chr(code))
+        if nfkc.isascii() and unicodedata.normalize("NFKD", chr(code)) == nfkc:
+            forms[code] = nfkc
+    return forms
+
+
+_WIDTH_FORMS = _width_forms()
+_WIDTH_RUN = re.compile("[" + "".join(map(chr, _WIDTH_FORMS)) + "]+")
+
+
+def _narrow(run: re.Match[str]) -> str:
+    return run.group().translate(_WIDTH_FORMS)
+
+
 def normalize(text: str) -> str:
-    return unicodedata.normalize("NFKC", text)
+    """``unicodedata.normalize("NFKC", text)``, faster on CJK text. One full-width comma makes
+    CPython's quick check fail and normalise the whole text, at about 80 ns a character (half a
+    millisecond for a 6,000-character page). Those characters are replaced first by their full
+    compatibility decompositions, which leaves NFKD, and so NFKC, unchanged; the text then usually
+    passes the quick check. The suite compares both on random and real text."""
+    if text.isascii():
+        return text
+    return unicodedata.normalize("NFKC", _WIDTH_RUN.sub(_narrow, text))
 
 
 _STEMS: dict[str, str] = {}

@@ -27,11 +27,11 @@ import dataclasses
 import io
 import logging
 import re
-import unicodedata
 import warnings
 
 from lxml import etree
 
+from index.fulltext.cjk import normalize
 from index.fulltext.metadata import MAX_JSONLD_BYTES, META_NAMES, page_meta, pdf_meta
 from index.payload import DecodeError, decode_content
 from strata.charset import codec_for_label, decode, detect_codec, html_charset
@@ -127,12 +127,12 @@ def _detect(data: bytes, declared: str | None) -> str:
 
 
 def _finish(out: Extracted, content_language: str | None, max_chars: int) -> Extracted:
-    text = unicodedata.normalize("NFKC", out.text)
+    text = normalize(out.text)
     text = "\n".join(line for line in (" ".join(part.split()) for part in text.split("\n")) if line)
     if len(text) > max_chars:
         text, out.truncated = text[:max_chars], True
     out.text = text
-    boiler = unicodedata.normalize("NFKC", out.boilerplate)
+    boiler = normalize(out.boilerplate)
     out.boilerplate = "\n".join(line for line in (" ".join(p.split()) for p in boiler.split("\n")) if line)[
         :MAX_BOILER_CHARS
     ]
@@ -146,7 +146,7 @@ def _finish(out: Extracted, content_language: str | None, max_chars: int) -> Ext
 
 
 def _one_line(value: str) -> str:
-    return " ".join(unicodedata.normalize("NFKC", value or "").split())
+    return " ".join(normalize(value or "").split())
 
 
 _KANA = re.compile(r"[\u3040-\u30ff]")
