@@ -5,7 +5,11 @@ Each entry is one JSON value (``strata:queue:entry:<id>``, the SQLite row's fiel
 the sorted set ``strata:queue:ids``; schedules are fields of the hash ``strata:schedule``. Every
 change runs under the lock ``strata:queue:lock`` (what ``BEGIN IMMEDIATE`` is to the SQLite
 queue): a claim, an enqueue and an interrupt read and write several entries, and two workers
-must never take the same run. The lock expires by itself (``LOCK_SECONDS``) if its holder dies.
+must never take the same run. The lock expires by itself (``LOCK_SECONDS``) if its holder dies;
+a holder that was only paused (stopped, swapped out, cut off) past that checks before each write
+that the lock is still its own, and otherwise writes nothing more: the change is a
+``BackendUnavailable``, made again by the caller (the worker waits and tries again), since what it
+read may be stale and another process may hold the lock now.
 Reads take no lock: each entry is written whole, so a reader sees it before or after a change.
 A Redis that cannot be reached is a ``BackendUnavailable`` from any method (the console answers
 503 with it; the worker waits and tries again).
@@ -15,9 +19,12 @@ from __future__ import annotations
 
 import contextlib
 import json
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from valkey.exceptions import LockError
 
 from harvester.jobs.queue_model import (
     MAX_ATTEMPTS,
@@ -31,16 +38,21 @@ from harvester.jobs.queue_model import (
 )
 from index import redisdb
 from index.backend import backend_of
-from strata.errors import ConfigError, HarvestError
+from strata.errors import BackendUnavailable, ConfigError, HarvestError
 from strata.times import iso_micro as iso
 from strata.times import parse_iso_micro as parse_iso
 from strata.times import utc_now
 
 LOCK_SECONDS = 10.0
+LOCK_WAIT = 30.0  # seconds a change waits for another process's
 IDS = redisdb.key("queue", "ids")
 SEQ = redisdb.key("queue", "seq")
 LOCK = redisdb.key("queue", "lock")
 SCHEDULE = redisdb.key("schedule")
+
+
+class _LockLost(LockError):
+    """The queue's lock expired while this process held it."""
 
 
 def _entry_key(entry_id: int) -> str:
@@ -51,6 +63,7 @@ class RedisQueue(RunQueue):
     def __init__(self, url: str, client: Any = None):
         self.url = url
         self.r = redisdb.Guarded(client if client is not None else redisdb.connect(url), url)
+        self._change = threading.local()  # .lock: the lock of this thread's change in progress
 
     @classmethod
     def for_root(cls, root: Path) -> RedisQueue:
@@ -64,11 +77,30 @@ class RedisQueue(RunQueue):
 
     @contextlib.contextmanager
     def _tx(self) -> Iterator[None]:
+        lock = self.r.lock(LOCK, timeout=LOCK_SECONDS, blocking_timeout=LOCK_WAIT)
         try:
-            with self.r.lock(LOCK, timeout=LOCK_SECONDS, blocking_timeout=30.0):
-                yield
+            with lock:
+                self._change.lock = lock
+                try:
+                    yield
+                finally:
+                    self._change.lock = None
+        except LockError as exc:  # not acquired in time, or expired while this process held it
+            lost = isinstance(exc, _LockLost) or "no longer owned" in str(exc)
+            raise BackendUnavailable(
+                f"the run queue's lock in Redis ({redisdb.shown(self.url)}) expired while this process held it "
+                f"(paused for over {LOCK_SECONDS:g} s); its change was not finished and is made again"
+                if lost
+                else f"the run queue's lock in Redis ({redisdb.shown(self.url)}) stayed taken for {LOCK_WAIT:g} s"
+            ) from None
         except redisdb.UNAVAILABLE as exc:
             raise redisdb.unavailable(self.url, exc) from None
+
+    def _check_held(self) -> None:
+        """Before a write inside ``_tx``: the lock must still be this process's."""
+        lock = getattr(self._change, "lock", None)
+        if lock is not None and not lock.owned():
+            raise _LockLost("no longer owned")
 
     # -- entries ---------------------------------------------------------------------------------
     def _fields(self, entry_id: int) -> dict | None:
@@ -76,6 +108,7 @@ class RedisQueue(RunQueue):
         return json.loads(raw) if raw else None
 
     def _put(self, fields: dict) -> None:
+        self._check_held()
         self.r.set(_entry_key(fields["id"]), json.dumps(fields, ensure_ascii=False, default=str))
 
     def _all(self, newest_first: bool = False) -> list[dict]:

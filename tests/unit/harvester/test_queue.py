@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -154,3 +155,53 @@ def test_schedule_rows_and_forgetting_a_job(queue):
 def test_unknown_backend_is_named(tmp_path):
     with pytest.raises(ConfigError, match="unknown queue backend 'mongo'"):
         open_queue(tmp_path, "mongo")
+
+
+@pytest.fixture
+def redis_queue(tmp_path, redis_url, monkeypatch):
+    from harvester.jobs import redisqueue
+
+    monkeypatch.setattr(redisqueue, "LOCK_SECONDS", 0.3)
+    monkeypatch.setattr(redisqueue, "LOCK_WAIT", 0.3)
+    q = redisqueue.RedisQueue(redis_url)
+    yield q
+    q.close()
+
+
+def test_a_change_whose_queue_lock_expired_while_held_writes_nothing_and_says_so(redis_queue, monkeypatch):
+    """A worker paused inside a claim (SIGSTOP, swapped out) past the lock's expiry: another may
+    have taken the lock and the run meanwhile, so the claim writes nothing and is a
+    BackendUnavailable (the worker waits and tries again), not a traceback at release."""
+    from strata.errors import BackendUnavailable
+
+    entry, _ = redis_queue.enqueue("c", "news", now=T0)
+    reads = redis_queue._all
+
+    def paused_read(*args, **kwargs):
+        rows = reads(*args, **kwargs)
+        time.sleep(0.6)  # the lock expires meanwhile
+        return rows
+
+    monkeypatch.setattr(redis_queue, "_all", paused_read)
+    with pytest.raises(BackendUnavailable, match="expired while this process held it"):
+        redis_queue.claim("w1", now=T0)
+    monkeypatch.undo()
+    assert redis_queue.get(entry.id).status == "queued"  # nothing written
+    assert redis_queue.claim("w2", now=T0).worker == "w2"  # and the next change goes through
+
+
+def test_a_queue_lock_held_elsewhere_past_the_wait_is_a_clear_error(redis_queue, redis_url):
+    from harvester.jobs import redisqueue
+    from index import redisdb
+    from strata.errors import BackendUnavailable
+
+    other = redisdb.connect(redis_url)
+    held = other.lock(redisqueue.LOCK, timeout=5.0)
+    assert held.acquire(blocking=False)
+    try:
+        with pytest.raises(BackendUnavailable, match="stayed taken"):
+            redis_queue.enqueue("c", "news", now=T0)
+    finally:
+        held.release()
+        other.close()
+    assert redis_queue.enqueue("c", "news", now=T0)[1]
