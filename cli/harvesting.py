@@ -181,6 +181,10 @@ def recover(collection, root) -> None:
         click.echo(f"{collection}: nothing to recover.")
     for name, old, new in report.repaired:
         click.echo(f"repaired {name}: {old} -> {new} bytes")
+    if report.captures_added:
+        click.echo(
+            f"added {report.captures_added} capture rows for records written before the commit the crash cut off"
+        )
     for name in report.indexed:
         click.echo(f"indexed {name}")
     for run_id in report.interrupted_runs:

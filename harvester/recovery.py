@@ -5,7 +5,9 @@ Run under the collection's harvest lock, before every harvest (and by ``strata r
 1. every ``*.warc.gz.open`` file is truncated to the end of its last complete record (each gzip
    member decompressed and its block digest checked), sealed and renamed;
 2. capture and digest rows pointing past the cut are deleted, and URLs whose payload was held there
-   lose their validators (the next run fetches them in full: the safe, bigger write);
+   lose their validators (the next run fetches them in full: the safe, bigger write); records
+   before the cut that have no rows (written, then killed before the commit of their turn of the
+   event loop) get the rows the rebuild would derive for them (``index.rebuild.add_missing_captures``);
 3. every sealed file not yet in the CDXJ index is indexed, which makes its digest entries usable;
    a file this step or step 1 seals that is not in the fixity manifest is hashed and added to it
    (a kill between a file's rename and its manifest line leaves exactly that);
@@ -30,6 +32,7 @@ from harvester.warcfile import OPEN_SUFFIX, seal_file
 from index import cdxj
 from index.collection import Collection
 from index.fixity import Fixity
+from index.rebuild import add_missing_captures
 from index.runhistory import interrupted_run, report_in, reported_run
 from index.seal import index_sealed_file
 from index.state import HarvestState
@@ -41,6 +44,7 @@ class RecoveryReport:
     indexed: list[str] = dataclasses.field(default_factory=list)
     interrupted_runs: list[str] = dataclasses.field(default_factory=list)
     removed: list[str] = dataclasses.field(default_factory=list)  # leftover temp files, relative paths
+    captures_added: int = 0  # rows for records written but not committed (index.rebuild.add_missing_captures)
 
     def __bool__(self) -> bool:
         return bool(self.repaired or self.indexed or self.interrupted_runs or self.removed)
@@ -138,6 +142,7 @@ def recover(collection: Collection, state: HarvestState, own: Callable[[str], bo
         fixity.adopt(archive, sealed_name, agent="recovery")
         state.add_warc(sealed_name, "sealed", good)
         state.warc_state(sealed_name, "sealed", good)
+        report.captures_added += add_missing_captures(collection, state, sealed_name)
         report.repaired.append((sealed_name, old_size, good))
 
     # Rows for files that no longer exist at all.

@@ -424,3 +424,31 @@ def _derive_capture(
     state.update_url(url, **decided.state)
     if decided.original:
         state.add_digest(digest, decided.original)
+
+
+def add_missing_captures(collection: Collection, state: HarvestState, name: str) -> int:
+    """Capture rows, as the rebuild derives them, for the response and revisit records of ``name``
+    (a file recovery has just sealed) that have none: a harvest killed after writing a URL's
+    records and before committing its rows (one turn of its event loop) leaves exactly those. The
+    file's run and job are its ``warcinfo``'s. Returns the rows added."""
+    added = 0
+    run_id = job = None
+    with open(collection.archive_dir / name, "rb") as fh, state.transaction():
+        iterator = ArchiveIterator(fh)
+        for record in iterator:
+            headers = record.rec_headers
+            if record.rec_type == "warcinfo" and run_id is None:
+                fields = _warcinfo_fields(record.content_stream().read())
+                run_id, job = fields.get("run-id") or name, fields.get("job") or None
+                continue
+            url = headers.get_header("WARC-Target-URI")
+            if record.rec_type not in ("response", "revisit") or not _is_web(url):
+                continue
+            if state.capture_by_record_id(headers.get_header("WARC-Record-ID")) is not None:
+                continue
+            payload_length = warcscan.read_payload(record) if record.rec_type == "response" else None
+            iterator.read_to_end(record)
+            offset, length = iterator.get_record_offset(), iterator.get_record_length()
+            _derive_capture(state, record, run_id or name, name, offset, length, payload_length, {}, (), job)
+            added += 1
+    return added
