@@ -155,12 +155,13 @@ class HarvestState:
     @contextlib.contextmanager
     def commits_deferred(self, schedule: Callable[[Callable[[], None]], object]) -> Iterator[None]:
         """Group the transactions made inside into fewer commits: the first opens a transaction and
-        asks ``schedule`` (the event loop's ``call_soon``) to commit it; the ones that follow before
-        it runs join it, each as a savepoint (one that fails is rolled back alone). With
-        ``call_soon`` the commit comes before the loop next waits for anything: a transaction never
-        stays open across an await, and a kill takes the writes of one turn of the loop (a few URLs'
-        rows, whose records are in the WARC already and stay there) where it took one URL's. Writes
-        made outside ``transaction()`` meanwhile join it too; ``commit_now`` commits at once."""
+        asks ``schedule`` (the harvest's: the event loop's ``call_later`` a few hundredths of a
+        second on) to commit it; the ones that follow before it runs join it, each as a savepoint
+        (one that fails is rolled back alone). A kill takes the writes made since the last commit (a
+        few dozen URLs' rows, whose records are in the WARC already: recovery derives those rows
+        from them) where it took one URL's. Other processes' writers wait that long at most for the
+        lock (readers never: WAL).
+        Writes made outside ``transaction()`` meanwhile join it too; ``commit_now`` commits at once."""
         self._schedule_commit = schedule
         try:
             yield
