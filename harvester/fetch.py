@@ -33,6 +33,15 @@ SPOOL_IN_MEMORY = 2 * 1024 * 1024
 DROPPED_RESPONSE_HEADERS = {b"transfer-encoding"}
 
 
+def header_value(headers: list[tuple[str, str]], name: str, default: str | None = None) -> str | None:
+    """The first value of header ``name`` (in any case) in ``headers``, else ``default``."""
+    name = name.lower()
+    for key, value in headers:
+        if key.lower() == name:
+            return value
+    return default
+
+
 @dataclasses.dataclass
 class FetchResult:
     url: str
@@ -53,11 +62,7 @@ class FetchResult:
     surplus: int = 0  # bytes received past the message's end (connection then closed)
 
     def header(self, name: str) -> str | None:
-        lname = name.lower()
-        for key, value in self.headers:
-            if key.lower() == lname:
-                return value
-        return None
+        return header_value(self.headers, name)
 
     def read_body(self, limit: int | None = None) -> bytes:
         if self.body is None:

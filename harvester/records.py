@@ -29,7 +29,7 @@ from urllib.parse import quote
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from harvester.fetch import FetchResult
+from harvester.fetch import FetchResult, header_value
 from index.state import Original
 
 NOT_MODIFIED_PROFILE = "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
@@ -129,11 +129,7 @@ class HeaderList:
         self.headers = headers
 
     def get_header(self, name: str, default: str | None = None) -> str | None:
-        name = name.lower()
-        for key, value in self.headers:
-            if key.lower() == name:
-                return value
-        return default
+        return header_value(self.headers, name, default)
 
 
 _CONTENT_TYPES = {"request": "application/http; msgtype=request", "revisit": "application/http; msgtype=response"}

@@ -6,8 +6,9 @@ Run under the collection's harvest lock, before every harvest (and by ``strata r
    member decompressed and its block digest checked), sealed and renamed;
 2. capture and digest rows pointing past the cut are deleted, and URLs whose payload was held there
    lose their validators (the next run fetches them in full: the safe, bigger write); records
-   before the cut that have no rows (written, then killed before the commit of their turn of the
-   event loop) get the rows the rebuild would derive for them (``index.rebuild.add_missing_captures``);
+   before the cut that have no rows (written, then killed before their rows' commit, at most
+   ``harvester.run.COMMIT_INTERVAL`` later) get the rows the rebuild would derive for them
+   (``index.rebuild.add_missing_captures``);
 3. every sealed file not yet in the CDXJ index is indexed, which makes its digest entries usable;
    a file this step or step 1 seals that is not in the fixity manifest is hashed and added to it
    (a kill between a file's rename and its manifest line leaves exactly that);

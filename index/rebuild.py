@@ -429,7 +429,7 @@ def _derive_capture(
 def add_missing_captures(collection: Collection, state: HarvestState, name: str) -> int:
     """Capture rows, as the rebuild derives them, for the response and revisit records of ``name``
     (a file recovery has just sealed) that have none: a harvest killed after writing a URL's
-    records and before committing its rows (one turn of its event loop) leaves exactly those. The
+    records and before committing its rows (``harvester.run.COMMIT_INTERVAL``) leaves exactly those. The
     file's run and job are its ``warcinfo``'s. Returns the rows added."""
     added = 0
     run_id = job = None

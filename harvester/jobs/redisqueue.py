@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from valkey.exceptions import LockError
+from valkey.exceptions import LockError, LockNotOwnedError
 
 from harvester.jobs.queue_model import (
     MAX_ATTEMPTS,
@@ -86,7 +86,7 @@ class RedisQueue(RunQueue):
                 finally:
                     self._change.lock = None
         except LockError as exc:  # not acquired in time, or expired while this process held it
-            lost = isinstance(exc, _LockLost) or "no longer owned" in str(exc)
+            lost = isinstance(exc, (_LockLost, LockNotOwnedError))
             raise BackendUnavailable(
                 f"the run queue's lock in Redis ({redisdb.shown(self.url)}) expired while this process held it "
                 f"(paused for over {LOCK_SECONDS:g} s); its change was not finished and is made again"
