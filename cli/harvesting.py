@@ -20,11 +20,13 @@ DEMO_SITE_PORT = 8765
 
 
 # -- harvest ---------------------------------------------------------------------------------------
-def _run_harvest(coll, job, mode: str | None, as_json: bool, adhoc: bool = False) -> dict:
+def _run_harvest(
+    coll, job, mode: str | None, as_json: bool, adhoc: bool = False, index_in_background: bool = False
+) -> dict:
     from harvester.run import Harvest
 
     progress = None if as_json else ProgressLine()
-    harvest = Harvest(coll, job, mode=mode, progress=progress, adhoc=adhoc)
+    harvest = Harvest(coll, job, mode=mode, progress=progress, adhoc=adhoc, index_in_background=index_in_background)
 
     async def go() -> dict:
         loop = asyncio.get_running_loop()
@@ -57,6 +59,18 @@ def print_summary(s: dict, coll) -> None:
         click.echo(f"  WARC files in {coll.archive_dir}:")
     for name in s["warc_files"]:
         click.echo(f"    {name}")
+    fulltext = s.get("fulltext") or {}
+    if fulltext.get("background"):
+        during = fulltext.get("indexed_during_run")
+        click.echo(
+            "  full text: "
+            + (f"{during} documents indexed during the run; " if during is not None else "")
+            + f"the rest in the background (process {fulltext.get('pid')}): search shows this run when it is done"
+        )
+    elif fulltext.get("error"):
+        click.echo(f"  full text: {fulltext['error']}")
+    elif fulltext:
+        click.echo(f"  full text: {fulltext.get('added', 0)} documents added, {fulltext.get('documents', 0)} in all")
     for note in s.get("notes") or []:
         click.echo(f"  note: {note}")
     if s.get("recent_errors"):
@@ -77,9 +91,15 @@ def print_summary(s: dict, coll) -> None:
     type=click.Choice(["full", "incremental"]),
     help="Default: incremental once a full run has finished (an interrupted or cancelled one does not count).",
 )
+@click.option(
+    "--wait-for-index",
+    is_flag=True,
+    help="Wait at the run's end until its pages are searchable (default: the rest of the run's full-text "
+    "indexing goes on in the background after the command returns).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the run report as one JSON object.")
 @root_option
-def harvest(collection, seeds, job_name, depth, delay, concurrency, mode, as_json, root) -> None:
+def harvest(collection, seeds, job_name, depth, delay, concurrency, mode, wait_for_index, as_json, root) -> None:
     """Harvest into COLLECTION: from --seed URLs, or from a job file with --job."""
     from harvester.job import load_job_file, validate_job
     from index.collection import Collection
@@ -94,7 +114,7 @@ def harvest(collection, seeds, job_name, depth, delay, concurrency, mode, as_jso
             job = job.replace(**overrides)
     else:
         job = validate_job("cli", {"seeds": list(seeds), **overrides})
-    summary = _run_harvest(coll, job, mode, as_json, adhoc=not job_name)
+    summary = _run_harvest(coll, job, mode, as_json, adhoc=not job_name, index_in_background=not wait_for_index)
     if as_json:
         click.echo(json.dumps(summary, ensure_ascii=False))
     else:

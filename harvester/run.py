@@ -43,7 +43,7 @@ from harvester.warcfile import RecordLocation, WarcRoller
 from index import cdxj, decision, runhistory
 from index.collection import Collection
 from index.fixity import Fixity
-from index.fulltext.followproc import RunIndexer
+from index.fulltext.followproc import BACKGROUND_NICE, RunIndexer
 from index.payload import DecodeError, decode_content, read_record
 from index.rebuild import rebuild_if_outdated
 from index.redisstate import RedisHarvestState
@@ -97,8 +97,12 @@ class Harvest:
         progress: Callable[[dict], None] | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
         adhoc: bool = False,
+        index_in_background: bool = False,
     ):
         self.collection = collection
+        #: Leave the rest of the run's full-text indexing to its indexer, in the background, rather
+        #: than wait for it at the run's end (``index.fulltext.followproc``; ``strata harvest``'s default).
+        self.index_in_background = index_in_background
         self.job = job
         # The job the run belongs to: its file's name; None for a run from --seed URLs (adhoc). A job's
         # incremental run rechecks the URLs its own runs queued, and its first run is full.
@@ -160,7 +164,11 @@ class Harvest:
             finally:
                 self.state.close()
                 if self.fulltext_indexer is not None:  # it indexes the rest (not after a failure), commits, stops
-                    await self.fulltext_indexer.stop(finish=sys.exc_info()[0] is None)
+                    ok = sys.exc_info()[0] is None
+                    if ok and self.index_in_background:
+                        await self.fulltext_indexer.detach()
+                    else:
+                        await self.fulltext_indexer.stop(finish=ok)
             if self.job.fulltext:
                 summary["fulltext"] = self._index_fulltext()
             return summary
@@ -174,6 +182,8 @@ class Harvest:
 
         try:
             if self.fulltext_indexer is not None:
+                if self.fulltext_indexer.detached:  # searchable once it is done (CaptureStore.run_figures)
+                    return self.fulltext_indexer.figures
                 return self.fulltext_indexer.finish_run()
             return index_run(self.collection, self.run_id)
         except (StrataError, OSError, ValueError) as exc:
@@ -244,7 +254,8 @@ class Harvest:
         self.client: httpx.AsyncClient | None = None  # made when first needed: see _in_process_client
         self.fetcher = await self._start_fetch_process()
         if self._follows_fulltext:
-            self.fulltext_indexer = RunIndexer(self.collection, self.run_id)
+            nice = BACKGROUND_NICE if self.index_in_background else 0
+            self.fulltext_indexer = RunIndexer(self.collection, self.run_id, nice=nice)
             self.fulltext_indexer.start_when(lambda: self.figures.urls_fetched)
         self.robots = RobotsCache(self._fetch_robots, user_agent=job.user_agent)
         self._robots_answered: dict[str, float] = {}  # host -> when its robots.txt last answered

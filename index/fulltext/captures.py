@@ -9,6 +9,7 @@ they are rows, keyed by the document's Whoosh number, which never changes
     docs(docnum, key)              key = "<url> <payload digest>"
     captures(docnum, ts)           ts = 14-digit timestamp, one row per capture
     runs(run_id)                   harvest runs whose captures are in
+    run_figures(run_id, figures)   what indexing a run in the background did (JSON), once done
 
 ``index.fulltext`` commits Whoosh first and these rows second, in one transaction: after a crash
 between the two, documents past ``doc_count()`` are Whoosh's alone and the run is not marked
@@ -22,6 +23,7 @@ the sorted dates.
 from __future__ import annotations
 
 import bisect
+import json
 import mmap
 import os
 import sqlite3
@@ -46,6 +48,7 @@ CREATE TABLE IF NOT EXISTS captures(docnum INTEGER NOT NULL, ts INTEGER NOT NULL
                                     PRIMARY KEY (docnum, ts)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS captures_ts ON captures(ts, docnum);
 CREATE TABLE IF NOT EXISTS runs(run_id TEXT PRIMARY KEY);
+CREATE TABLE IF NOT EXISTS run_figures(run_id TEXT PRIMARY KEY, figures TEXT NOT NULL);
 """
 
 
@@ -105,6 +108,21 @@ class CaptureStore:
 
     def runs(self) -> set[str]:
         return {run for (run,) in self.conn.execute("SELECT run_id FROM runs")}
+
+    def put_run_figures(self, run_id: str, figures: dict) -> None:
+        """What indexing a run in the background did (``index.fulltext.follow``), as JSON."""
+        self.conn.execute(
+            "INSERT OR REPLACE INTO run_figures VALUES (?, ?)", (run_id, json.dumps(figures, sort_keys=True))
+        )
+
+    def run_figures(self, run_id: str) -> dict | None:
+        """The figures of a run indexed in the background, once it is done; None before (and for a
+        run indexed otherwise, or a store older than the table)."""
+        try:
+            row = self.conn.execute("SELECT figures FROM run_figures WHERE run_id=?", (run_id,)).fetchone()
+        except sqlite3.OperationalError:  # no such table: a read-only store written before it existed
+            return None
+        return json.loads(row[0]) if row else None
 
     # writing: one transaction
 

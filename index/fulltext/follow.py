@@ -1,11 +1,14 @@
-"""Indexing a harvest run while it runs: ``python -m index.fulltext.follow ROOT COLLECTION RUN_ID``.
+"""Indexing a harvest run while it runs: ``python -m index.fulltext.follow ROOT COLLECTION RUN_ID NICE``.
 
 The harvest starts this process (``index.fulltext.followproc``) and goes on harvesting; the
 process follows the run through the harvest state, so that little is left for ``index_run`` at the
-run's end. It runs at the harvest's own priority: what it has not done when the run ends is done
-then, at normal priority and with a core idle, so a lower one only moves work into that wait
+run's end. For a run that waits for it at its end it runs at the harvest's own priority: what it
+has not done when the run ends is done then, so a lower one only moves work into that wait
 (measured on the quick preset under load 7: at nice 10 it indexed 27 to 72 of 708 documents during
-the run, at nice 0 231 to 239).
+the run, at nice 0 231 to 239). For a run that leaves the rest to the background (``strata
+harvest``'s default) the harvest comes first: the process runs at nice 10 and idle scheduling, and
+on a machine of two cores or fewer takes at most half a core while the run goes on
+(``background_share``).
 
 - **What it reads.** The run's capture rows, by row id (``HarvestState.captures_since``): a row is
   committed after its record was written and flushed, so each payload it names can be read back,
@@ -32,8 +35,13 @@ the run, at nice 0 231 to 239).
 
 Protocol: the harvest writes ``finish`` on stdin once the run's files are sealed; the process
 indexes what is left of the run (a line ``.`` on stdout after each batch: it is alive), commits,
-prints its figures as one JSON line and exits. At the end of stdin (the harvest has gone, SIGKILL
-included) it commits what it holds and exits. It ignores SIGINT (the harvest decides how to stop).
+prints its figures as one JSON line and exits. Or the harvest writes ``detach N`` (N: the index's
+documents when the process started) and goes: the process answers at once with one JSON line
+(``indexed_during_run``), leaves its stdout, ignores SIGHUP and the end of stdin, indexes the rest,
+and then does what ``index_run`` does at a run's end (``index_rest``): the run is searchable when its
+figures are in the capture store (``CaptureStore.run_figures``). At the end of stdin without either
+(the harvest has gone, SIGKILL included) it commits what it holds and exits. It ignores SIGINT (the
+harvest decides how to stop).
 """
 
 from __future__ import annotations
@@ -43,6 +51,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import resource
 import select
 import signal
@@ -58,7 +67,7 @@ from index.fulltext.payloads import MISSING, PayloadCache, read_payload
 from index.fulltext.postings import BulkWriter
 from index.fulltext.rebuild import create
 from index.fulltext.store import fsync_tree, open_index, write_lock
-from index.fulltext.update import catch_up_rows, group_capture, original_location
+from index.fulltext.update import Followed, catch_up_rows, group_capture, index_run, original_location
 from index.payload import read_record
 from index.state import HarvestState
 from strata.errors import StrataError
@@ -311,28 +320,43 @@ class RunFollower:
 
 
 class _Commands:
-    """What the harvest has said on the descriptor: nothing yet, ``finish``, or its end (gone)."""
+    """What the harvest has said on the descriptor: nothing yet, ``finish``, ``detach N`` or its end
+    (gone)."""
 
     def __init__(self, fd: int):
         self.fd = fd
         self.said = b""
         self.gone = False
 
+    @property
+    def detached(self) -> int | None:
+        """``detach N``'s N (the index's documents when the indexer started), once said."""
+        found = re.search(rb"(?m)^detach (\d+)$", self.said)
+        return int(found.group(1)) if found else None
+
+    def _ended(self) -> bool:
+        return b"finish" in self.said or self.detached is not None
+
     def told(self) -> bool:
-        while not self.gone and b"finish" not in self.said and select.select([self.fd], [], [], 0)[0]:
+        while not self.gone and not self._ended() and select.select([self.fd], [], [], 0)[0]:
             data = os.read(self.fd, 4096)
             self.said += data
             self.gone = not data  # the end of stdin: the harvest has gone (SIGKILL included)
-        return self.gone or b"finish" in self.said
+        return self.gone or self._ended()
 
     def wait(self, seconds: float | None) -> None:
         select.select([self.fd], [], [], seconds)
 
 
-def follow(collection: Collection, run_id: str, commands: int, heartbeat=lambda: None) -> dict:
-    """Follow the run until ``finish`` arrives on the file descriptor ``commands``; then index
-    what is left of it (``heartbeat()`` after each batch) and commit. At the end of ``commands``
-    (the harvest has gone) only commit what is pooled."""
+def follow(
+    collection: Collection, run_id: str, commands: int, heartbeat=lambda: None, answer=None, share: float = 1.0
+) -> dict:
+    """Follow the run until ``finish`` or ``detach N`` arrives on the file descriptor ``commands``;
+    then index what is left of it (``heartbeat()`` after each batch) and commit. At the end of
+    ``commands`` (the harvest has gone) only commit what is pooled, unless detached: ``answer(indexed
+    during the run, N)`` is then called once the run has ended, and the rest of the run is indexed
+    whatever the harvest does from then on. While the run goes on, the process takes at most ``share``
+    of a core (it rests after each step in proportion to it); afterwards, all it can."""
     said = _Commands(commands)
     with HarvestState(collection.db_path) as state:
         follower = RunFollower(collection, run_id, state)
@@ -346,11 +370,19 @@ def follow(collection: Collection, run_id: str, commands: int, heartbeat=lambda:
                     said.wait(POLL_SECONDS)
                     if said.told():
                         break
+                stepped = time.monotonic()
                 more = follower.step(said.told) and not follower.given_up
+                if share < 1:  # rest in proportion to the work: at most ``share`` of a core
+                    said.wait((time.monotonic() - stepped) * (1 / share - 1))
             # The run is over: its rows are all committed, its files sealed. What is left is indexed
             # here, at once (one pool, one commit), rather than by index_run after a commit.
             follower.run_ended()
-            while not said.gone and not follower.given_up and (follower.step(lambda: said.gone) or follower.retry):
+            if said.detached is not None and answer is not None:
+                answer(follower.figures["during_run"], said.detached)
+                gone = lambda: False  # noqa: E731 (it goes on without the harvest)
+            else:
+                gone = lambda: said.gone  # noqa: E731
+            while not gone() and not follower.given_up and (follower.step(gone) or follower.retry):
                 heartbeat()
             follower.commit()
         except _FAILURES as exc:
@@ -359,15 +391,71 @@ def follow(collection: Collection, run_id: str, commands: int, heartbeat=lambda:
         return follower.report()
 
 
+def index_rest(collection: Collection, run_id: str, figures: dict, first_docnum: int, ended_at: float) -> dict:
+    """In the background, after ``follow``: what ``index_run`` does at the end of a run (every
+    capture of the run added, the run marked indexed), its figures merged with the indexer's as the
+    run's would be (``seconds``: from the run's end until it was searchable) and recorded in the
+    capture store (``CaptureStore.run_figures``)."""
+    from index.fulltext.followproc import merge_figures
+
+    try:
+        final = index_run(collection, run_id, followed=Followed(first_docnum))
+        out = merge_figures(final, figures, ended_at)
+    except (*_FAILURES, IndexUnusable) as exc:
+        out = {**figures, "error": f"{type(exc).__name__}: {exc}"}
+    out["background"] = True
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    out["cpu_seconds"] = round(usage.ru_utime + usage.ru_stime, 3)  # the whole process, start to end
+    out["peak_rss_kb"] = usage.ru_maxrss
+    with contextlib.suppress(*_FAILURES), CaptureStore(collection.fulltext_dir) as store:
+        store.put_run_figures(run_id, out)
+    return out
+
+
+def background_share() -> float:
+    """The share of a core an indexer whose run does not wait for it takes while the run goes on:
+    all it can where the machine has more than two cores, half of one where it has two or fewer.
+    There a busy second core, even at idle priority, cost the harvest a quarter of its wall time
+    (issue 2's site: 7.4 s alone, 9.6 s beside a ``chrt -i`` loop, 9.2 s beside the indexer at full
+    share, 8.8 s at half; ``bench/fulltext_harvest_bench.py``)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return 1.0 if cores > 2 else 0.5
+
+
 def main(argv: list[str]) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    root, name, run_id = argv
+    root, name, run_id, nice = argv
+    share = 1.0
+    if int(nice):  # a run that does not wait for its index: the harvest comes first
+        os.nice(int(nice))
+        with contextlib.suppress(AttributeError, OSError):  # Linux: run only when nothing else would
+            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+        share = background_share()
+    collection = Collection(Path(root), name)
+    detached: dict[str, float] = {}  # once told to detach: when, and the documents when the indexer started
 
     def heartbeat() -> None:  # the harvest waits for the indexer as long as it goes on
-        sys.stdout.write(".\n")
-        sys.stdout.flush()
+        if not detached:
+            sys.stdout.write(".\n")
+            sys.stdout.flush()
 
-    figures = follow(Collection(Path(root), name), run_id, sys.stdin.fileno(), heartbeat)
+    def answer(during_run: int, first_docnum: int) -> None:  # the harvest goes; so does our standard output
+        detached.update(at=time.monotonic(), first_docnum=first_docnum)
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        with contextlib.suppress(OSError):
+            sys.stdout.write(json.dumps({"indexed_during_run": during_run}) + "\n")
+            sys.stdout.flush()
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+
+    figures = follow(collection, run_id, sys.stdin.fileno(), heartbeat, answer, share)
+    if detached:
+        index_rest(collection, run_id, figures, int(detached["first_docnum"]), detached["at"])
+        return 0
     sys.stdout.write(json.dumps(figures) + "\n")
     sys.stdout.flush()
     return 0

@@ -10,6 +10,7 @@ the result equals a rebuild from the WARCs."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import subprocess
@@ -26,6 +27,7 @@ from index import cdxj
 from index.collection import Collection
 from index.fulltext import followproc
 from index.fulltext import store as fulltext
+from index.fulltext.captures import CaptureStore
 from index.fulltext.query import SearchParams, search
 from index.fulltext.rebuild import rebuild
 from index.fulltext.store import open_index
@@ -82,8 +84,8 @@ def _job(server: SiteServer, **settings):
 class Running:
     """A harvest in a thread of its own (its own event loop), the test looking on."""
 
-    def __init__(self, coll: Collection, job) -> None:
-        self.harvest = Harvest(coll, job)
+    def __init__(self, coll: Collection, job, index_in_background: bool = False) -> None:
+        self.harvest = Harvest(coll, job, index_in_background=index_in_background)
         self.summary: dict | None = None
         self.error: BaseException | None = None
         self.thread = threading.Thread(target=self._run, daemon=True)
@@ -257,3 +259,105 @@ def test_harvest_killed_mid_run_leaves_its_indexer_to_stop_and_the_next_pass_cat
     assert not figures["rebuilt"] and figures["documents"] == PAGES + 1 and figures["parsed"] < PAGES + 1
     assert len(_hits(root)) == PAGES
     _equals_rebuild(coll)
+
+
+# -- indexing left to the background (strata harvest's default) ------------------------------------
+
+
+def _run_figures(coll: Collection, run_id: str) -> dict | None:
+    if not (coll.fulltext_dir / "captures.sqlite").is_file():
+        return None
+    with CaptureStore(coll.fulltext_dir, readonly=True) as store:
+        return store.run_figures(run_id)
+
+
+def _searchable_runs(coll: Collection) -> set[str]:
+    if not (coll.fulltext_dir / "captures.sqlite").is_file():
+        return set()
+    with CaptureStore(coll.fulltext_dir, readonly=True) as store:
+        return store.runs()
+
+
+@pytest.mark.parametrize("then", ["resumed", "killed"])
+def test_a_run_leaves_its_indexing_to_the_background_and_returns_without_waiting(root, monkeypatch, then):
+    """The indexer is stopped (SIGSTOP) before the run ends, so it cannot answer ``detach``: the run
+    still returns, after ``DETACH_WAIT``, with nothing of it searchable. Resumed, the indexer indexes
+    the rest of the run without the harvest and records its figures; killed, it costs only work:
+    the next ``index_run`` indexes the run. Either way the index equals a rebuild. Fails if the run
+    waits for its indexer, or if the indexer stops with its harvest."""
+    monkeypatch.setattr(followproc, "DETACH_WAIT", 1.0)
+    site = GatedSite()
+    with SiteServer(site) as server:
+        coll = Collection.open(root, "c", create=True)
+        running = Running(coll, _job(server), index_in_background=True)
+        pid = _wait(lambda: running.harvest.fulltext_indexer and running.harvest.fulltext_indexer.pid, "indexer")
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            site.gate.set()
+            summary = running.join()
+            assert summary["status"] == "finished"
+            assert summary["fulltext"] == {"background": True, "pid": pid, "indexed_during_run": None}
+            run_id = summary["run_id"]
+            assert run_id not in _searchable_runs(coll) and _run_figures(coll, run_id) is None
+        finally:
+            os.kill(pid, signal.SIGCONT if then == "resumed" else signal.SIGKILL)
+    if then == "resumed":
+        figures = _wait(lambda: _run_figures(coll, run_id), "the run's figures from the background", 60)
+        _wait(lambda: _gone(pid), "the background indexer to exit", 20)
+        assert figures["background"] and "error" not in figures, figures
+        assert figures["added"] == figures["parsed"] == figures["captures"] == PAGES + 2
+        assert figures["cpu_seconds"] > 0 and figures["seconds"] > 0
+    else:
+        _wait(lambda: _gone(pid), "the killed indexer to be gone", 20)
+        assert _run_figures(coll, run_id) is None and run_id not in _searchable_runs(coll)
+        figures = index_run(coll)
+        assert figures["runs"] == [run_id] and figures["documents"] == PAGES + 2
+    assert _searchable_runs(coll) == {run_id}
+    assert len(_hits(root)) == PAGES + 1
+    _equals_rebuild(coll)
+
+
+@pytest.mark.parametrize("flags", [["--json"], ["--json", "--wait-for-index"], []])
+def test_strata_harvest_indexes_in_the_background_unless_told_to_wait(root, flags):
+    """The command returns to a caller that reads its output to the end (the indexer keeps none of
+    its pipes), says so, and the run becomes searchable; ``--wait-for-index`` returns searchable."""
+    site = GatedSite()
+    with SiteServer(site) as server:
+        jobs = root / "c" / "jobs"
+        jobs.mkdir(parents=True)
+        (jobs / "gated.toml").write_text(f'seeds = ["{server.base_url}/"]\ndelay = 0.0\ndepth = 2\n')
+        proc = subprocess.Popen(
+            [str(VENV_BIN / "strata"), "harvest", "c", "--job", "gated", "--root", str(root), *flags],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            indexer = _wait(lambda: _indexer_of(proc.pid), "the run's indexer process")
+            # none of the caller's pipes: its error output to the log, its own pipes to the harvest
+            ends = {fd: os.readlink(f"/proc/{indexer}/fd/{fd}") for fd in (0, 1, 2)}
+            assert ends[2] == str(root / "c" / "strata" / followproc.LOG_NAME)
+            assert {ends[0], ends[1]}.isdisjoint(os.readlink(f"/proc/{proc.pid}/fd/{fd}") for fd in (0, 1, 2))
+        finally:
+            site.gate.set()  # the run can end
+            stdout, stderr = proc.communicate(timeout=120)  # to the end of both pipes
+    assert proc.returncode == 0, stderr
+    done = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
+    coll = Collection.open(root, "c")
+    with HarvestState(coll.db_path) as state:
+        (run,) = state.runs()
+    if "--json" not in flags:
+        assert "the rest in the background (process " in done.stdout, done.stdout
+        _wait(lambda: _run_figures(coll, run["run_id"]), "the run's figures from the background", 60)
+    elif "--wait-for-index" in flags:
+        figures = json.loads(done.stdout)["fulltext"]
+        assert "background" not in figures and figures["added"] == PAGES + 2
+        assert _searchable_runs(coll) == {run["run_id"]}
+    else:
+        report = json.loads(done.stdout)["fulltext"]
+        assert report["background"] and report["pid"] > 0 and report["indexed_during_run"] <= PAGES + 2
+        figures = _wait(lambda: _run_figures(coll, run["run_id"]), "the run's figures from the background", 60)
+        assert figures["added"] == PAGES + 2 and figures["indexed_during_run"] == report["indexed_during_run"]
+        _wait(lambda: _gone(report["pid"]), "the background indexer to exit", 20)
+    assert len(_hits(root)) == PAGES + 1
+    assert (coll.state_dir / followproc.LOG_NAME).read_text() == ""  # nothing went wrong in the indexer
