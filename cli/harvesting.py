@@ -170,10 +170,11 @@ def runs(collection, as_json, root) -> None:
     if not out:
         click.echo(f"No runs in {collection} yet.")
         return
+    searchable = _searchable_runs(coll)
     click.echo(
         f"{'run':<20} {'job':<12} {'started by':<16} {'mode':<11} {'status':<11} {'fetched':>7} {'new':>5} "
         f"{'chg':>5} {'same':>5} "
-        f"{'304':>5} {'del':>4} {'err':>4} {'stored':>9} {'saved':>9}"
+        f"{'304':>5} {'del':>4} {'err':>4} {'stored':>9} {'saved':>9}  searchable"
     )
     for r in out:
         click.echo(
@@ -181,8 +182,25 @@ def runs(collection, as_json, root) -> None:
             f"{r.get('urls_fetched', 0):>7} "
             f"{r.get('new', 0):>5} {r.get('changed', 0):>5} {r.get('unchanged', 0):>5} "
             f"{r.get('not_modified', 0):>5} {r.get('deleted', 0):>4} {r.get('errors', 0):>4} "
-            f"{human_size(r.get('bytes_stored', 0)):>9} {human_size(r.get('bytes_saved', 0)):>9}"
+            f"{human_size(r.get('bytes_stored', 0)):>9} {human_size(r.get('bytes_saved', 0)):>9}  "
+            + ("yes" if r["run_id"] in searchable else "no")
         )
+
+
+def _searchable_runs(coll) -> set[str]:
+    """Runs whose captures the full-text index holds (a run indexed in the background is not, until
+    it is done; a run harvested with ``fulltext = false`` never is)."""
+    import sqlite3
+
+    from index.fulltext.captures import FILENAME, CaptureStore
+
+    if not (coll.fulltext_dir / FILENAME).is_file():
+        return set()
+    try:
+        with CaptureStore(coll.fulltext_dir, readonly=True) as store:
+            return store.runs()
+    except sqlite3.Error:
+        return set()
 
 
 @cli.command()

@@ -299,6 +299,7 @@ def test_a_run_leaves_its_indexing_to_the_background_and_returns_without_waiting
             assert summary["fulltext"] == {"background": True, "pid": pid, "indexed_during_run": None}
             run_id = summary["run_id"]
             assert run_id not in _searchable_runs(coll) and _run_figures(coll, run_id) is None
+            assert _runs_table(root)[-1].split()[-1] == "no"
         finally:
             os.kill(pid, signal.SIGCONT if then == "resumed" else signal.SIGKILL)
     if then == "resumed":
@@ -313,8 +314,18 @@ def test_a_run_leaves_its_indexing_to_the_background_and_returns_without_waiting
         figures = index_run(coll)
         assert figures["runs"] == [run_id] and figures["documents"] == PAGES + 2
     assert _searchable_runs(coll) == {run_id}
+    assert _runs_table(root)[-1].split()[-1] == "yes"
     assert len(_hits(root)) == PAGES + 1
     _equals_rebuild(coll)
+
+
+def _runs_table(root: Path) -> list[str]:
+    """``strata runs c``'s lines; the last column says whether search has the run yet."""
+    done = subprocess.run([str(VENV_BIN / "strata"), "runs", "c", "--root", str(root)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].split()[-1] == "searchable"
+    return lines
 
 
 @pytest.mark.parametrize("flags", [["--json"], ["--json", "--wait-for-index"], []])
