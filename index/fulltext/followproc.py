@@ -42,7 +42,10 @@ from index.fulltext.captures import FILENAME, CaptureStore
 
 START_AFTER = 100  # URLs fetched before a run starts its indexer
 FINISH_WAIT = 120.0  # seconds the run waits for a sign of life from its indexer at the end before killing it
-DETACH_WAIT = 30.0  # seconds the run waits for the indexer's answer to ``detach`` (then leaves it be)
+# seconds the run waits for the indexer's answer to ``detach``, then leaves it be: it answers once the
+# document in hand is done, but not while it waits for the index's write lock (the background
+# indexer of the run before, still at work), and the run need not wait for that
+DETACH_WAIT = 5.0
 BACKGROUND_NICE = 10  # the niceness of an indexer whose run does not wait for it: the harvest comes first
 LOG_NAME = "fulltext-indexer.log"  # in the collection's state directory: the indexer's error output
 _WATCH_EVERY = 0.25

@@ -25,7 +25,7 @@ from harvester.job import validate_job
 from harvester.run import Harvest
 from index import cdxj
 from index.collection import Collection
-from index.fulltext import followproc
+from index.fulltext import follow, followproc
 from index.fulltext import store as fulltext
 from index.fulltext.captures import CaptureStore
 from index.fulltext.query import SearchParams, search
@@ -315,6 +315,33 @@ def test_a_run_leaves_its_indexing_to_the_background_and_returns_without_waiting
         assert figures["runs"] == [run_id] and figures["documents"] == PAGES + 2
     assert _searchable_runs(coll) == {run_id}
     assert _runs_table(root)[-1].split()[-1] == "yes"
+    assert len(_hits(root)) == PAGES + 1
+    _equals_rebuild(coll)
+
+
+def test_a_run_does_not_wait_for_the_index_lock_another_writer_holds(root, monkeypatch):
+    """The index's write lock is held (as the background indexer of the run before holds it) from
+    before the run to after it: the run's indexer waits for it and cannot answer ``detach``; the run
+    returns all the same, and its indexer indexes it once the lock is free."""
+    monkeypatch.setattr(followproc, "DETACH_WAIT", 1.0)
+    site = GatedSite()
+    with SiteServer(site) as server:
+        coll = Collection.open(root, "c", create=True)
+        with fulltext.write_lock(coll):
+            running = Running(coll, _job(server), index_in_background=True)
+            _wait(lambda: running.harvest.fulltext_indexer and running.harvest.fulltext_indexer.pid, "indexer")
+            _wait(lambda: running.harvest.figures.urls_fetched > PAGES, "the pages fetched")
+            time.sleep(4 * follow.POLL_SECONDS)  # the indexer has looked at them: it waits for the lock
+            site.gate.set()
+            summary = running.join()
+            # (None: it did not answer, waiting for the lock; 0: it answered before it needed it)
+            assert summary["fulltext"]["background"] and summary["fulltext"]["indexed_during_run"] in (None, 0)
+            run_id = summary["run_id"]
+            time.sleep(0.5)
+            assert _run_figures(coll, run_id) is None
+    figures = _wait(lambda: _run_figures(coll, run_id), "the run's figures from the background", 60)
+    _wait(lambda: _gone(summary["fulltext"]["pid"]), "the background indexer to exit", 20)
+    assert "error" not in figures and figures["added"] == PAGES + 2
     assert len(_hits(root)) == PAGES + 1
     _equals_rebuild(coll)
 
