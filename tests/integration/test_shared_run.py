@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import collections
 import os
+import select
 import signal
 import subprocess
 import time
@@ -60,6 +61,19 @@ def _wait(procs, timeout=120):
             pytest.fail(f"worker {label} did not end in {timeout} s; they said: {said}")
         out[label] = (proc.returncode, err)
     return out
+
+
+def _read_until(proc, needle: str, timeout: float) -> str:
+    """What ``proc`` wrote to its stderr pipe until a line holds ``needle`` (or ``timeout``)."""
+    fd, data = proc.stderr.fileno(), b""
+    deadline = time.monotonic() + timeout
+    while needle.encode() not in data and time.monotonic() < deadline:
+        if select.select([fd], [], [], 0.1)[0]:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            data += chunk
+    return data.decode(errors="replace")
 
 
 def _all_ended_well(done):
@@ -351,11 +365,18 @@ def test_redis_stopped_and_restarted_mid_run(tmp_path, root, site, redis_server,
     while time.monotonic() < deadline and len(list(archive.glob("*.open"))) < 2:
         time.sleep(0.02)
     time.sleep(0.5)
+    client = redisdb.connect(redis_url)
+    lead = client.hget(f"strata:sample:run:{_run_id_of(client)}:meta", "lead").split(":")[0]
+    client.close()
     redis_server.stop()  # by its PID
     time.sleep(2.0)
+    # Redis stays away until the lead's run has waited for it (a loaded machine may keep the lead
+    # from asking for 2 s): its report then has the note
+    said = _read_until(procs[lead], f"worker {lead}: Redis at", 30.0)
     assert all(p.poll() is None for p in procs.values())  # waiting, not gone
     redis_server.start()
     done = _wait(procs)
+    done[lead] = (done[lead][0], said + done[lead][1])
     _all_ended_well(done)
     assert any("Redis at" in err and "cannot be reached" in err for _, err in done.values()), done  # said so
     finished = _run_of(root, entry.id, redis_url, monkeypatch)
