@@ -3,6 +3,7 @@ sorted lookup checked against a plain linear scan of 10,000 rules."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 from datetime import UTC, datetime, timedelta
@@ -142,6 +143,22 @@ def test_every_line_pywb_reads_without_a_user_fails_closed(tmp_path):
             assert fields["user"] in ("reading-room", "staff") and fields["access"] == "allow"
 
 
+def test_a_rule_added_with_an_id_already_taken_gets_its_own(tmp_path):
+    """Lines are grouped into rules by id: two rules sharing one would be read as one rule (one
+    access for both prefixes). Ids are short random strings, so a new rule may draw a taken one."""
+    acl = AccessRules(tmp_path / "coll")
+    first = acl.add(Rule.new("http://example.gov/a/", "block"))
+    twin = dataclasses.replace(Rule.new("http://example.gov/b/", "allow", "staff"), id=first.id)
+    second = acl.add(twin)
+    assert second.id != first.id and second.prefix == "http://example.gov/b/"
+    rules = {r.id: r for r in acl.rules().rules_with_default()}
+    assert (rules[first.id].prefix, rules[first.id].access) == ("http://example.gov/a/", "block")
+    assert (rules[second.id].prefix, rules[second.id].level) == ("http://example.gov/b/", "staff")
+    assert acl.rules().verdict("http://example.gov/a/x", RECENT, "staff").status == 451
+    assert acl.rules().verdict("http://example.gov/b/x", RECENT, "staff").status == 200
+    assert acl.rules().verdict("http://example.gov/b/x", RECENT, "public").status != 200
+
+
 def test_add_remove_and_audit(tmp_path):
     acl = AccessRules(tmp_path / "coll")
     rule = acl.add(Rule.new("http://example.gov/x.html", "exclude", reason="request 7", by="ana"))
@@ -189,7 +206,8 @@ def test_ten_thousand_rules_agree_with_a_linear_scan():
         used.update(keys)
         access = rng.choice(["allow", "block", "exclude"])
         level = rng.choice([None, "reading-room", "staff"]) if access != "allow" else rng.choice([None, "staff"])
-        rules.append(Rule.new(prefix, access, level))
+        # ids of their own (``AccessRules.add`` makes them unique; two drawn alike would be one rule)
+        rules.append(dataclasses.replace(Rule.new(prefix, access, level), id=f"r{len(rules):08x}"))
     compiled = ruleset(*rules)
     assert len(compiled) == 10_000
     pairs = [(k.removesuffix("###"), k.endswith("###"), r) for r in rules for k in r.keys]
