@@ -65,7 +65,8 @@ def print_summary(s: dict, coll) -> None:
         click.echo(
             "  full text: "
             + (f"{during} documents indexed during the run; " if during is not None else "")
-            + f"the rest in the background (process {fulltext.get('pid')}): search shows this run when it is done"
+            + f"the rest in the background (process {fulltext.get('pid')}); "
+            + f"`strata runs {coll.name}` says when search has this run"
         )
     elif fulltext.get("error"):
         click.echo(f"  full text: {fulltext['error']}")
