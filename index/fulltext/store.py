@@ -102,8 +102,9 @@ def write_lock(collection: Collection, wait: float = LOCK_WAIT) -> Iterator[None
             except BlockingIOError:
                 if time.monotonic() >= deadline:
                     raise CollectionBusy(
-                        f"another process is writing the full-text index of {collection.name!r}; "
-                        "try again when it has finished"
+                        f"another process is writing the full-text index of {collection.name!r} (a rebuild, or "
+                        "a harvest's indexer finishing its run in the background: `strata runs` says when search "
+                        "has it); try again when it has finished"
                     ) from None
                 time.sleep(0.1)
         _clean_leftovers(collection)
