@@ -89,18 +89,16 @@ def wait_for_background(root: Path, run_id: str, pid: int, timeout: float) -> di
     """The figures the run's background indexer records once the run is searchable, after waiting
     for them (and for the process to exit)."""
     from index.collection import Collection
-    from index.fulltext.captures import CaptureStore
+    from index.fulltext.captures import read_existing
 
     deadline = time.monotonic() + timeout
     store_dir = Collection(root, COLLECTION).fulltext_dir
     while time.monotonic() < deadline:
-        if (store_dir / "captures.sqlite").is_file():
-            with CaptureStore(store_dir, readonly=True) as store:
-                figures = store.run_figures(run_id)
-            if figures is not None:
-                while time.monotonic() < deadline and Path(f"/proc/{pid}").exists() and not _zombie(pid):
-                    time.sleep(0.01)
-                return figures
+        figures = read_existing(store_dir, lambda store: store.run_figures(run_id), None)
+        if figures is not None:
+            while time.monotonic() < deadline and Path(f"/proc/{pid}").exists() and not _zombie(pid):
+                time.sleep(0.01)
+            return figures
         time.sleep(0.01)
     raise SystemExit(f"run {run_id}: its background indexer (process {pid}) did not finish in {timeout:g} s")
 

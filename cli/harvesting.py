@@ -143,6 +143,7 @@ def runs(collection, as_json, root) -> None:
     """List the harvest runs of COLLECTION with their figures, job and who started them."""
     from harvester.jobs.origin import COMMAND_LINE, run_origins
     from index.collection import Collection
+    from index.fulltext.captures import CaptureStore, read_existing
     from index.state import HarvestState
 
     coll = Collection.open(root, collection)
@@ -171,7 +172,9 @@ def runs(collection, as_json, root) -> None:
     if not out:
         click.echo(f"No runs in {collection} yet.")
         return
-    searchable = _searchable_runs(coll)
+    # runs the full-text index holds: one indexed in the background not until it is done, and one
+    # harvested with ``fulltext = false`` never
+    searchable: set[str] = read_existing(coll.fulltext_dir, CaptureStore.runs, set())
     click.echo(
         f"{'run':<20} {'job':<12} {'started by':<16} {'mode':<11} {'status':<11} {'fetched':>7} {'new':>5} "
         f"{'chg':>5} {'same':>5} "
@@ -186,22 +189,6 @@ def runs(collection, as_json, root) -> None:
             f"{human_size(r.get('bytes_stored', 0)):>9} {human_size(r.get('bytes_saved', 0)):>9}  "
             + ("yes" if r["run_id"] in searchable else "no")
         )
-
-
-def _searchable_runs(coll) -> set[str]:
-    """Runs whose captures the full-text index holds (a run indexed in the background is not, until
-    it is done; a run harvested with ``fulltext = false`` never is)."""
-    import sqlite3
-
-    from index.fulltext.captures import FILENAME, CaptureStore
-
-    if not (coll.fulltext_dir / FILENAME).is_file():
-        return set()
-    try:
-        with CaptureStore(coll.fulltext_dir, readonly=True) as store:
-            return store.runs()
-    except sqlite3.Error:
-        return set()
 
 
 @cli.command()

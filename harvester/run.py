@@ -43,7 +43,7 @@ from harvester.warcfile import RecordLocation, WarcRoller
 from index import cdxj, decision, runhistory
 from index.collection import Collection
 from index.fixity import Fixity
-from index.fulltext.followproc import BACKGROUND_NICE, RunIndexer
+from index.fulltext.followproc import RunIndexer
 from index.payload import DecodeError, decode_content, read_record
 from index.rebuild import rebuild_if_outdated
 from index.redisstate import RedisHarvestState
@@ -254,8 +254,7 @@ class Harvest:
         self.client: httpx.AsyncClient | None = None  # made when first needed: see _in_process_client
         self.fetcher = await self._start_fetch_process()
         if self._follows_fulltext:
-            nice = BACKGROUND_NICE if self.index_in_background else 0
-            self.fulltext_indexer = RunIndexer(self.collection, self.run_id, nice=nice)
+            self.fulltext_indexer = RunIndexer(self.collection, self.run_id, background=self.index_in_background)
             self.fulltext_indexer.start_when(lambda: self.figures.urls_fetched)
         self.robots = RobotsCache(self._fetch_robots, user_agent=job.user_agent)
         self._robots_answered: dict[str, float] = {}  # host -> when its robots.txt last answered

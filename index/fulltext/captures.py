@@ -31,13 +31,14 @@ import struct
 import sys
 import threading
 from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import repeat
 from operator import itemgetter
 from pathlib import Path
+from typing import TypeVar
 
-__all__ = ["CaptureStore", "CaptureTable", "FILENAME", "TABLE_FILE", "write_table"]
+__all__ = ["CaptureStore", "CaptureTable", "FILENAME", "TABLE_FILE", "read_existing", "write_table"]
 
 FILENAME = "captures.sqlite"
 _CHUNK = 500
@@ -50,6 +51,21 @@ CREATE INDEX IF NOT EXISTS captures_ts ON captures(ts, docnum);
 CREATE TABLE IF NOT EXISTS runs(run_id TEXT PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS run_figures(run_id TEXT PRIMARY KEY, figures TEXT NOT NULL);
 """
+
+
+T = TypeVar("T")
+
+
+def read_existing(directory: Path, read: Callable[[CaptureStore], T], default: T) -> T:
+    """``read(store)`` on the index directory's capture store, opened read-only (no Whoosh, no
+    writes); ``default`` when there is none yet or it cannot be read."""
+    if not (Path(directory) / FILENAME).is_file():
+        return default
+    try:
+        with CaptureStore(directory, readonly=True) as store:
+            return read(store)
+    except sqlite3.Error:
+        return default
 
 
 class CaptureStore:

@@ -1,4 +1,4 @@
-"""Indexing a harvest run while it runs: ``python -m index.fulltext.follow ROOT COLLECTION RUN_ID NICE``.
+"""Indexing a harvest run while it runs: ``python -m index.fulltext.follow ROOT COLLECTION RUN_ID MODE``.
 
 The harvest starts this process (``index.fulltext.followproc``) and goes on harvesting; the
 process follows the run through the harvest state, so that little is left for ``index_run`` at the
@@ -6,9 +6,9 @@ run's end. For a run that waits for it at its end it runs at the harvest's own p
 has not done when the run ends is done then, so a lower one only moves work into that wait
 (measured on the quick preset under load 7: at nice 10 it indexed 27 to 72 of 708 documents during
 the run, at nice 0 231 to 239). For a run that leaves the rest to the background (``strata
-harvest``'s default) the harvest comes first: the process runs at nice 10 and idle scheduling, and
-on a machine of two cores or fewer takes at most half a core while the run goes on
-(``background_share``).
+harvest``'s default; MODE ``background``, else ``waited``) the harvest comes first: the process
+runs at nice ``BACKGROUND_NICE`` and idle scheduling, and on a machine of two cores or fewer takes
+at most half a core while the run goes on (``background_share``).
 
 - **What it reads.** The run's capture rows, by row id (``HarvestState.captures_since``): a row is
   committed after its record was written and flushed, so each payload it names can be read back,
@@ -63,6 +63,7 @@ from pathlib import Path
 from index.collection import Collection
 from index.fulltext.captures import CaptureStore
 from index.fulltext.documents import LOCK_WAIT, POOL_BYTES, IndexUnusable, Payload, indexable, make_document
+from index.fulltext.followproc import merge_figures
 from index.fulltext.payloads import MISSING, PayloadCache, read_payload
 from index.fulltext.postings import BulkWriter
 from index.fulltext.rebuild import create
@@ -75,6 +76,7 @@ from strata.errors import StrataError
 BATCH = 500  # capture rows read at a time
 POLL_SECONDS = 0.5  # between looks at the harvest state when the last one found nothing new
 COMMIT_SECONDS = 300.0  # a pool is committed at this age: at most what a killed indexer loses
+BACKGROUND_NICE = 10  # the niceness of an indexer whose run does not wait for it
 RETRIES = 5  # looks at a payload not all in its open file yet, before it is left to index_run
 _NOT_YET = object()  # a payload whose bytes are not all in its open file yet
 _FAILURES = (OSError, EOFError, ValueError, KeyError, IndexError, sqlite3.DatabaseError, StrataError)
@@ -396,12 +398,10 @@ def index_rest(collection: Collection, run_id: str, figures: dict, first_docnum:
     capture of the run added, the run marked indexed), its figures merged with the indexer's as the
     run's would be (``seconds``: from the run's end until it was searchable) and recorded in the
     capture store (``CaptureStore.run_figures``)."""
-    from index.fulltext.followproc import merge_figures
-
     try:
         final = index_run(collection, run_id, followed=Followed(first_docnum))
         out = merge_figures(final, figures, ended_at)
-    except (*_FAILURES, IndexUnusable) as exc:
+    except _FAILURES as exc:
         out = {**figures, "error": f"{type(exc).__name__}: {exc}"}
     out["background"] = True
     usage = resource.getrusage(resource.RUSAGE_SELF)
@@ -427,10 +427,10 @@ def background_share() -> float:
 
 def main(argv: list[str]) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    root, name, run_id, nice = argv
+    root, name, run_id, mode = argv
     share = 1.0
-    if int(nice):  # a run that does not wait for its index: the harvest comes first
-        os.nice(int(nice))
+    if mode == "background":  # a run that does not wait for its index: the harvest comes first
+        os.nice(BACKGROUND_NICE)
         with contextlib.suppress(AttributeError, OSError):  # Linux: run only when nothing else would
             os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
         share = background_share()

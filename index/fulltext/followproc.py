@@ -31,14 +31,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import sqlite3
 import subprocess
 import sys
 import time
 from collections.abc import Callable
 
 from index.collection import Collection
-from index.fulltext.captures import FILENAME, CaptureStore
+from index.fulltext.captures import CaptureStore, read_existing
 
 START_AFTER = 100  # URLs fetched before a run starts its indexer
 FINISH_WAIT = 120.0  # seconds the run waits for a sign of life from its indexer at the end before killing it
@@ -46,16 +45,15 @@ FINISH_WAIT = 120.0  # seconds the run waits for a sign of life from its indexer
 # document in hand is done, but not while it waits for the index's write lock (the background
 # indexer of the run before, still at work), and the run need not wait for that
 DETACH_WAIT = 5.0
-BACKGROUND_NICE = 10  # the niceness of an indexer whose run does not wait for it: the harvest comes first
 LOG_NAME = "fulltext-indexer.log"  # in the collection's state directory: the indexer's error output
 _WATCH_EVERY = 0.25
 
 
 class RunIndexer:
-    def __init__(self, collection: Collection, run_id: str, nice: int = 0):
+    def __init__(self, collection: Collection, run_id: str, background: bool = False):
         self.collection = collection
         self.run_id = run_id
-        self.nice = nice  # added to the process's niceness
+        self.background = background  # the run will detach(): the process runs as background work
         self.proc: subprocess.Popen | None = None
         self._lines: asyncio.StreamReader | None = None
         self._pipe: asyncio.ReadTransport | None = None
@@ -90,7 +88,7 @@ class RunIndexer:
         with open(self.collection.state_dir / LOG_NAME, "ab") as log:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "index.fulltext.follow", str(self.collection.root), self.collection.name]
-                + [self.run_id, str(self.nice)],
+                + [self.run_id, "background" if self.background else "waited"],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=log,
@@ -189,14 +187,7 @@ class RunIndexer:
 
 def documents_in(collection: Collection) -> int:
     """Documents in the collection's index that have rows (SQLite only: no Whoosh in the harvest)."""
-    path = collection.fulltext_dir / FILENAME
-    if not path.is_file():
-        return 0
-    try:
-        with CaptureStore(collection.fulltext_dir, readonly=True) as store:
-            return store.doc_count()
-    except sqlite3.Error:
-        return 0
+    return read_existing(collection.fulltext_dir, CaptureStore.doc_count, 0)
 
 
 def merge_figures(final: dict, during: dict, stopped_at: float | None = None) -> dict:

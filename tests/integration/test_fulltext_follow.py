@@ -27,7 +27,7 @@ from index import cdxj
 from index.collection import Collection
 from index.fulltext import follow, followproc
 from index.fulltext import store as fulltext
-from index.fulltext.captures import CaptureStore
+from index.fulltext.captures import CaptureStore, read_existing
 from index.fulltext.query import SearchParams, search
 from index.fulltext.rebuild import rebuild
 from index.fulltext.store import open_index
@@ -265,17 +265,11 @@ def test_harvest_killed_mid_run_leaves_its_indexer_to_stop_and_the_next_pass_cat
 
 
 def _run_figures(coll: Collection, run_id: str) -> dict | None:
-    if not (coll.fulltext_dir / "captures.sqlite").is_file():
-        return None
-    with CaptureStore(coll.fulltext_dir, readonly=True) as store:
-        return store.run_figures(run_id)
+    return read_existing(coll.fulltext_dir, lambda store: store.run_figures(run_id), None)
 
 
 def _searchable_runs(coll: Collection) -> set[str]:
-    if not (coll.fulltext_dir / "captures.sqlite").is_file():
-        return set()
-    with CaptureStore(coll.fulltext_dir, readonly=True) as store:
-        return store.runs()
+    return read_existing(coll.fulltext_dir, CaptureStore.runs, set[str]())
 
 
 @pytest.mark.parametrize("then", ["resumed", "killed"])
