@@ -33,11 +33,12 @@ import math
 import os
 import threading
 import time
+from array import array
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from itertools import compress, repeat
-from operator import add, mul
+
+import numpy as np
 
 from index.collection import Collection
 from index.fulltext.captures import FILENAME, CaptureStore, CaptureTable
@@ -186,78 +187,96 @@ def _stamp(path) -> tuple[int, int]:
 
 
 # -- evaluation ------------------------------------------------------------------------------------
+#
+# Document numbers are sorted arrays; scores are float64 arrays beside them. Combining lists is
+# numpy's work: an intersection, a union or a filter is a few passes over arrays in C, with a
+# dense array of the collection's size where lists are long (8 MB at a million documents).
+
+_NO_IDS = np.zeros(0, dtype=np.int64)
+_NO_VALUES = np.zeros(0, dtype=np.float64)
+_DENSE = 16  # an AND looks each of its n documents up in a list of m by binary search while m < 16 n
+
+
+def _np_ids(ids) -> np.ndarray:
+    """Document numbers as a numpy array (an ``array('I')`` is viewed, not copied)."""
+    if isinstance(ids, np.ndarray):
+        return ids
+    return np.frombuffer(ids, dtype=np.uint32) if len(ids) else _NO_IDS
+
+
+def _as_array(ids) -> array:
+    """Document numbers as an ``array('I')``, for a binary search per document."""
+    if isinstance(ids, array):
+        return ids
+    found = array("I")
+    found.frombytes(np.asarray(ids, dtype=np.uint32).tobytes())
+    return found
 
 
 class Matches:
     """Candidate documents and their scores. ``check`` (when set) decides, per candidate, whether
     it really matches; without it every candidate does.
 
-    From one posting list it keeps the arrays (``ids``, ``impacts`` and the term's ``idf``) and
-    makes the ``docnum -> score`` dict only when a combination needs it: for a word found in most
-    documents that dict is the largest cost of the search."""
+    Two forms: one posting list (``impacts`` set: its ``ids`` an ``array('I')``, its scores
+    ``impact x idf``, made only when needed), or a combination (``values``: the scores, a float64
+    array beside ``ids``, a sorted numpy array). Ties rank as they always have: a single list by
+    document order, a combination the higher document number first."""
 
-    __slots__ = ("_scores", "ids", "impacts", "idf", "check")
+    __slots__ = ("ids", "impacts", "idf", "values", "check", "_array")
 
-    def __init__(
-        self,
-        scores: dict[int, float] | None = None,
-        check: Callable[[int], bool] | None = None,
-        ids=None,
-        impacts=None,
-        idf: float = 1.0,
-    ):
-        self._scores, self.check = scores, check
-        self.ids, self.impacts, self.idf = ids, impacts, idf
+    def __init__(self, ids=None, values=None, check=None, impacts: bytes | None = None, idf: float = 1.0):
+        self.ids = ids if ids is not None else _NO_IDS
+        self.values = values if values is not None or impacts is not None else _NO_VALUES
+        self.impacts, self.idf, self.check = impacts, idf, check
+        self._array: array | None = None
+
+    @classmethod
+    def of_list(cls, ids: array, impacts: bytes, idf: float, check=None) -> Matches:
+        return cls(ids, None, check, impacts, idf)
 
     @property
-    def scores(self) -> dict[int, float]:
-        if self._scores is None:
-            self._scores = dict(zip(self.ids, map(mul, self.impacts, repeat(self.idf)), strict=True))
-        return self._scores
+    def single(self) -> bool:
+        return self.impacts is not None
 
-    def keys(self):
-        return self.ids if self._scores is None else self._scores.keys()
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """(document numbers, scores) as numpy arrays, in document order."""
+        if self.impacts is None:
+            return self.ids, self.values
+        return _np_ids(self.ids), np.frombuffer(self.impacts, dtype=np.uint8) * self.idf
+
+    def top(self) -> int:
+        """One more than the highest document number."""
+        return int(self.ids[-1]) + 1 if len(self.ids) else 0
 
     def __len__(self) -> int:
-        return len(self.ids) if self._scores is None else len(self._scores)
+        return len(self.ids)
 
-    def restricted(self, docs) -> dict[int, float]:
-        """docnum -> score for the candidates that are in ``docs`` (a set or dict)."""
-        if self._scores is not None:
-            scores = self._scores
-            if len(docs) < len(scores):
-                return {d: scores[d] for d in docs if d in scores}
-            return {d: s for d, s in scores.items() if d in docs}
-        mask = list(map(docs.__contains__, self.ids))
-        return dict(
-            zip(compress(self.ids, mask), map(mul, compress(self.impacts, mask), repeat(self.idf)), strict=True)
-        )
+    def docs(self) -> array:
+        if self._array is None:
+            self._array = _as_array(self.ids)
+        return self._array
 
     def score_of(self, docnum: int) -> float | None:
         """The candidate's score, or None when it is not a candidate."""
-        if self._scores is not None:
-            return self._scores.get(docnum)
-        i = bisect.bisect_left(self.ids, docnum)
-        return self.impacts[i] * self.idf if i < len(self.ids) and self.ids[i] == docnum else None
+        ids = self.docs()
+        i = bisect.bisect_left(ids, docnum)
+        if i >= len(ids) or ids[i] != docnum:
+            return None
+        return self.impacts[i] * self.idf if self.impacts is not None else float(self.values[i])
 
-    def best_first(self, allowed: set[int] | None) -> Iterator[tuple[float, int]]:
-        """(score, docnum) of the candidates in ``allowed``, best first, made as they are read."""
-        if self._scores is None:
+    def best_first(self, allowed: bytes | None) -> Iterator[tuple[float, int]]:
+        """(score, docnum) of the candidates in ``allowed`` (a mask), best first, made as they are read."""
+        if self.impacts is not None:
             return _by_impact(self.ids, self.impacts, self.idf, allowed)
-        return _best_first(self.pairs(allowed)[0])
+        ids, values = self.ids, self.values
+        if allowed is not None:
+            keep = _mask_of(allowed)[ids]
+            ids, values = ids[keep], values[keep]
+        return _ordered(ids, values)
 
-    def pairs(self, allowed=None) -> tuple[Iterable[tuple[float, int]], int]:
-        """(score, docnum) of the candidates in ``allowed`` (all when None), and their number."""
-        if self._scores is None:
-            if allowed is None:
-                return zip(map(mul, self.impacts, repeat(self.idf)), self.ids, strict=True), len(self.ids)
-            kept = self.restricted(allowed)
-            return zip(kept.values(), kept.keys(), strict=True), len(kept)
-        scores = self._scores
-        if allowed is None:
-            return zip(scores.values(), scores.keys(), strict=True), len(scores)
-        keep = scores.keys() & allowed
-        return zip(map(scores.__getitem__, keep), keep, strict=True), len(keep)
+
+def _mask_of(allowed: bytes) -> np.ndarray:
+    return np.frombuffer(allowed, dtype=np.bool_)
 
 
 class _Context:
@@ -286,8 +305,12 @@ def evaluate(view: IndexView, tree, deadline: float = math.inf, scope: str = "al
         raise ValueError(f"scope must be one of {SCOPES}, not {scope!r}")
     ctx = _Context(view, deadline, scope)
     if tree is None:
-        return Matches(dict.fromkeys(range(view.count), 0.0))
+        return _everything(view)
     return _eval(ctx, tree)
+
+
+def _everything(view: IndexView) -> Matches:
+    return Matches(np.arange(view.count, dtype=np.int64), np.zeros(view.count))
 
 
 def _eval(ctx: _Context, node) -> Matches:
@@ -303,18 +326,18 @@ def _eval(ctx: _Context, node) -> Matches:
     if kind == "or":
         return _or([_eval(ctx, child) for child in node[1]])
     if kind == "not":
-        return _and_not(evaluate(ctx.view, None), [_eval(ctx, node[1])])
+        return _and_not(_everything(ctx.view), [_eval(ctx, node[1])])
     positives = [_eval(ctx, c) for c in node[1] if c[0] != "not"]
     negatives = [_eval(ctx, c[1]) for c in node[1] if c[0] == "not"]
-    base = _and(positives) if positives else evaluate(ctx.view, None)
+    base = _and(positives) if positives else _everything(ctx.view)
     return _and_not(base, negatives) if negatives else base
 
 
 def _field_term(ctx: _Context, term: str, field: str, weight: float = 1.0) -> Matches:
     p = ctx.view.postings(term, field)
     if p is None:
-        return Matches({})
-    return Matches(ids=p.ids, impacts=p.impacts, idf=ctx.view.idf(len(p)) * weight)
+        return Matches()
+    return Matches.of_list(p.ids, p.impacts, ctx.view.idf(len(p)) * weight)
 
 
 def _both(ctx: _Context, term: str, field: str, boiler_field: str) -> Matches:
@@ -327,10 +350,20 @@ def _both(ctx: _Context, term: str, field: str, boiler_field: str) -> Matches:
         return main
     if not len(main):
         return boiler
-    scores = dict(boiler.scores)
-    for docnum, score in main.scores.items():
-        scores[docnum] = scores.get(docnum, 0.0) + score
-    return Matches(scores)
+    return _sum_union([boiler, main])
+
+
+def _sum_union(items: list[Matches]) -> Matches:
+    """Documents in any of ``items``, their scores added (in the items' order)."""
+    top = max(m.top() for m in items)
+    totals = np.zeros(top)
+    seen = np.zeros(top, dtype=np.bool_)
+    for m in items:
+        ids, values = m.arrays()
+        totals[ids] += values
+        seen[ids] = True
+    ids = np.flatnonzero(seen)
+    return Matches(ids, totals[ids])
 
 
 def _term(ctx: _Context, term: str) -> Matches:
@@ -349,7 +382,7 @@ def _prefix(ctx: _Context, prefix: str) -> Matches:
     ctx.tick()
     terms = heapq.nlargest(MAX_EXPANSIONS, found, key=found.__getitem__)
     if not terms:
-        return Matches({})
+        return Matches()
     return _or([_term(ctx, term) for term in sorted(terms)])
 
 
@@ -372,8 +405,8 @@ def _phrase(ctx: _Context, tokens: list[str]) -> Matches:
     parts = sorted((_token(ctx, t, is_word=True) for t in dict.fromkeys(tokens)), key=len)  # one character: a word
     rarest, others = parts[0], parts[1:]
     if not len(rarest):
-        return Matches({})
-    lists = [m.ids if m.ids is not None else sorted(m.keys()) for m in others]
+        return Matches()
+    lists = [m.docs() for m in others]
     word = chained_word(tokens)
     needle = word.encode("utf-8") if word else None
     main_only = ctx.main_only
@@ -385,7 +418,7 @@ def _phrase(ctx: _Context, tokens: list[str]) -> Matches:
             return needle in ctx.view.raw_texts(docnum, main_only)
         return any(phrase_in(tokens, text) for text in ctx.texts_of(docnum) if text)
 
-    return Matches(rarest._scores, check, rarest.ids, rarest.impacts, rarest.idf)
+    return Matches(rarest.ids, rarest.values, check, rarest.impacts, rarest.idf)
 
 
 def _holds(ids, docnum: int) -> bool:
@@ -394,50 +427,79 @@ def _holds(ids, docnum: int) -> bool:
 
 
 def _and(items: list[Matches]) -> Matches:
-    """Documents in every item, scores added."""
+    """Documents in every item, scores added (the shortest list first, then in turn)."""
     items = sorted(items, key=len)
-    scores = items[0].scores
+    ids, values = items[0].arrays()
     for other in items[1:]:
-        theirs = other.restricted(scores)  # only documents already in ``scores``
-        scores = dict(zip(theirs, map(add, map(scores.__getitem__, theirs), theirs.values()), strict=True))
-    return Matches(scores, _all_checks([m.check for m in items]))
+        if not len(ids):
+            break
+        theirs, their_values = other.arrays()
+        if not len(theirs):
+            ids, values = _NO_IDS, _NO_VALUES
+            break
+        if len(theirs) < _DENSE * len(ids):
+            at = np.searchsorted(theirs, ids)
+            at[at == len(theirs)] = 0
+            keep = theirs[at] == ids
+            ids, values = ids[keep], values[keep] + their_values[at[keep]]
+        else:
+            dense = np.full(max(other.top(), int(ids[-1]) + 1), np.nan)
+            dense[theirs] = their_values
+            found = dense[ids]
+            keep = ~np.isnan(found)
+            ids, values = ids[keep], values[keep] + found[keep]
+    return Matches(ids, values, _all_checks([m.check for m in items]))
 
 
 def _or(items: list[Matches]) -> Matches:
     flat: list[Matches] = []
     for m in items:
-        flat.extend(m.items if isinstance(m, Union) and m._scores is None else [m])
+        flat.extend(m.items if isinstance(m, Union) and m.values is None else [m])
     return flat[0] if len(flat) == 1 else Union(flat)
 
 
 class Union(Matches):
-    """Documents in any of ``items``, scores added. Ranked by the threshold algorithm (``rank``):
-    each item's candidates best first, in turn, stopping when the page cannot change; the
-    ``docnum -> score`` dict is made only when it is combined further (AND, NOT)."""
+    """Documents in any of ``items``, scores added. Without checks it is ranked as the sum of its
+    lists; with checks by the threshold algorithm (``rank``): each item's candidates best first,
+    in turn, stopping when the page cannot change. Its arrays are made only when it is combined
+    further (AND, NOT) or ranked without checks."""
 
     __slots__ = ("items",)
 
     def __init__(self, items: list[Matches]):
-        super().__init__(None, None)
+        super().__init__()
+        self.values = None
         self.items = items
         if any(m.check is not None for m in items):
             self.check = self._check
 
-    @property
-    def scores(self) -> dict[int, float]:
-        if self._scores is None:
-            union = set().union(*(m.keys() for m in self.items))
-            totals: Iterable[float] = repeat(0.0)
-            for m in self.items:
-                totals = map(add, totals, map(m.scores.get, union, repeat(0.0)))
-            self._scores = dict(zip(union, totals, strict=True))
-        return self._scores
+    def combine(self) -> None:
+        if self.values is None:
+            union = _sum_union(self.items)
+            self.ids, self.values = union.ids, union.values
 
-    def keys(self):
-        return self.scores.keys()
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        self.combine()
+        return self.ids, self.values
+
+    def top(self) -> int:
+        return max(m.top() for m in self.items) if self.values is None else super().top()
 
     def __len__(self) -> int:
-        return len(self.scores)
+        self.combine()
+        return len(self.ids)
+
+    def docs(self) -> array:
+        self.combine()
+        return super().docs()
+
+    def score_of(self, docnum: int) -> float | None:
+        self.combine()
+        return super().score_of(docnum)
+
+    def best_first(self, allowed: bytes | None) -> Iterator[tuple[float, int]]:
+        self.combine()
+        return super().best_first(allowed)
 
     def _check(self, docnum: int) -> bool:
         return any(m.score_of(docnum) is not None and (m.check is None or m.check(docnum)) for m in self.items)
@@ -445,18 +507,23 @@ class Union(Matches):
 
 def _and_not(base: Matches, negatives: list[Matches]) -> Matches:
     exact = [m for m in negatives if m.check is None]
-    checked = [(m.scores, m.check) for m in negatives if m.check is not None]
-    drop = set().union(*(m.keys() for m in exact)) if exact else set()
-    scores = {d: s for d, s in base.scores.items() if d not in drop} if drop else base.scores
+    checked = [m for m in negatives if m.check is not None]
+    ids, values = base.arrays()
+    if exact and len(ids):
+        drop = np.zeros(max(int(ids[-1]) + 1, *(m.top() for m in exact)), dtype=np.bool_)
+        for m in exact:
+            drop[m.arrays()[0]] = True
+        keep = ~drop[ids]
+        ids, values = ids[keep], values[keep]
     if not checked:
-        return Matches(scores, base.check)
+        return Matches(ids, values, base.check)
 
     def check(docnum: int) -> bool:
         if base.check is not None and not base.check(docnum):
             return False
-        return not any(docnum in scores and check_one(docnum) for scores, check_one in checked)
+        return not any(m.score_of(docnum) is not None and m.check(docnum) for m in checked)
 
-    return Matches(scores, check)
+    return Matches(ids, values, check)
 
 
 def _all_checks(checks: list) -> Callable[[int], bool] | None:
@@ -479,49 +546,90 @@ class Ranked:
     timed_out: bool = False
 
 
+def _allowed_mask(allowed, top: int) -> bytes | None:
+    """``allowed`` (a set of document numbers, or None) as a mask of ``top`` bytes, 1 where allowed."""
+    if allowed is None:
+        return None
+    mask = np.zeros(top, dtype=np.bool_)
+    if allowed:
+        docs = np.fromiter(allowed, dtype=np.int64, count=len(allowed))
+        mask[docs[(docs >= 0) & (docs < top)]] = True
+    return mask.tobytes()
+
+
 def rank(matches: Matches, allowed: set[int] | None, limit: int, deadline: float = math.inf) -> Ranked:
     """The ``limit`` best matching documents among ``allowed`` (all when None), checked when the
     matches say so: best first, until ``limit`` pass. The total is exact unless a check was left
     out; then it is the candidates times the share that passed."""
     if time.monotonic() > deadline:
         raise TimeUp
-    if isinstance(matches, Union) and matches._scores is None:
-        return _rank_union(matches, allowed, limit, deadline)
-    if matches.ids is not None and matches._scores is None:
-        ordered = _by_impact(matches.ids, matches.impacts, matches.idf, allowed)
-        size = len(matches.ids) if allowed is None else sum(map(allowed.__contains__, matches.ids))
+    mask = _allowed_mask(allowed, matches.top())
+    if isinstance(matches, Union) and matches.values is None:
+        if matches.check is not None:
+            return _rank_union(matches, mask, limit, deadline)
+        matches.combine()
+    if matches.check is None:
+        return _rank_all(matches, mask, limit)
+    if matches.impacts is not None:
+        ordered = _by_impact(matches.ids, matches.impacts, matches.idf, mask)
+        size = len(matches) if mask is None else int(np.count_nonzero(_mask_of(mask)[_np_ids(matches.ids)]))
     else:
-        pairs, size = matches.pairs(allowed)
-        if matches.check is None:
-            return Ranked(heapq.nlargest(limit, pairs) if size > limit else sorted(pairs, reverse=True), size, True)
-        ordered = _best_first(pairs)
+        ordered = matches.best_first(mask)
+        size = len(matches) if mask is None else int(np.count_nonzero(_mask_of(mask)[matches.ids]))
     check = matches.check
     hits, checked, timed_out = [], 0, False
     for score, docnum in ordered:
-        if check is not None:
-            if checked % 64 == 0 and time.monotonic() > deadline:
-                timed_out = True
-                break
-            checked += 1
-            if not check(docnum):
-                continue
+        if checked % 64 == 0 and time.monotonic() > deadline:
+            timed_out = True
+            break
+        checked += 1
+        if not check(docnum):
+            continue
         hits.append((score, docnum))
         if len(hits) >= limit:
             break
-    if check is None:
-        return Ranked(hits, size, True)
     exact = checked == size and not timed_out
     total = len(hits) if exact else max(len(hits), round(size * len(hits) / checked)) if checked else size
     return Ranked(hits, total, exact, timed_out)
 
 
-def _rank_union(union: Union, allowed: set[int] | None, limit: int, deadline: float) -> Ranked:
+def _rank_all(matches: Matches, mask: bytes | None, limit: int) -> Ranked:
+    """Every candidate matches: the best ``limit`` by score (ties: a single list in document
+    order, a combination the higher document number first), and their exact number."""
+    ids, values = matches.arrays()
+    impacts = np.frombuffer(matches.impacts, dtype=np.uint8) if matches.impacts is not None else None
+    if mask is not None:
+        keep = _mask_of(mask)[ids]
+        ids, values = ids[keep], values[keep]
+        impacts = impacts[keep] if impacts is not None else None
+    size = len(ids)
+    if impacts is not None:  # by impact, then document order
+        if size > limit:
+            kth = np.partition(impacts, size - limit)[size - limit]
+            above = np.flatnonzero(impacts > kth)
+            at = np.concatenate((above, np.flatnonzero(impacts == kth)[: limit - len(above)]))
+        else:
+            at = np.arange(size)
+        at = at[np.lexsort((ids[at], -impacts[at].astype(np.int16)))]
+    else:  # by score, then the higher document number
+        if size > limit:
+            kth = np.partition(values, size - limit)[size - limit]
+            above = np.flatnonzero(values > kth)
+            ties = np.flatnonzero(values == kth)
+            at = np.concatenate((above, ties[len(ties) - (limit - len(above)) :])) if limit > len(above) else above
+        else:
+            at = np.arange(size)
+        at = at[np.lexsort((ids[at], values[at]))[::-1]]
+    return Ranked(list(zip(values[at].tolist(), ids[at].tolist(), strict=True)), size, True)
+
+
+def _rank_union(union: Union, mask: bytes | None, limit: int, deadline: float) -> Ranked:
     """Fagin's threshold algorithm: read each item's candidates best first, in turn; score each
-    new document over every item (a binary search or a dict lookup, and the item's check, made
-    only when the document could still enter the page); stop when ``limit`` documents score at
-    least the sum of the items' current candidates, which no unread document can beat."""
+    new document over every item (a binary search, and the item's check, made only when the
+    document could still enter the page); stop when ``limit`` documents score at least the sum
+    of the items' current candidates, which no unread document can beat."""
     items = union.items
-    streams = [m.best_first(allowed) for m in items]
+    streams = [m.best_first(mask) for m in items]
     heads = [math.inf] * len(items)
     live = list(range(len(items)))
     seen: set[int] = set()
@@ -563,39 +671,56 @@ def _rank_union(union: Union, allowed: set[int] | None, limit: int, deadline: fl
     hits = sorted(top, reverse=True)
     if not live and not timed_out and not skipped:
         return Ranked(hits, matched, True)
-    candidates = set().union(*(m.keys() for m in items))
-    size = len(candidates if allowed is None else candidates & allowed)
+    size = _candidates(union, mask)
     judged = len(seen) - skipped
     return Ranked(hits, max(matched, round(size * matched / judged)) if judged else size, False, timed_out)
 
 
-def _by_impact(ids, impacts: bytes, idf: float, allowed: set[int] | None) -> Iterator[tuple[float, int]]:
+def _candidates(union: Union, mask: bytes | None) -> int:
+    """How many documents are in any of the union's items (and in ``mask``)."""
+    found = np.zeros(union.top(), dtype=np.bool_)
+    for m in union.items:
+        found[m.arrays()[0]] = True
+    if mask is not None:
+        found &= _mask_of(mask)
+    return int(np.count_nonzero(found))
+
+
+def _by_impact(ids, impacts: bytes, idf: float, allowed: bytes | None) -> Iterator[tuple[float, int]]:
     """(score, docnum) of one posting list, best first, without sorting it: impacts are bytes, so
     the postings of each value from 255 down are found by ``bytes.find`` (within a value, in
-    document order)."""
+    document order). ``allowed``: a mask of the documents allowed, one byte each."""
     for value in range(255, 0, -1):
         needle = bytes((value,))
         score = value * idf
         i = impacts.find(needle)
         while i >= 0:
             docnum = ids[i]
-            if allowed is None or docnum in allowed:
+            if allowed is None or allowed[docnum]:
                 yield score, docnum
             i = impacts.find(needle, i + 1)
 
 
-def _best_first(pairs: Iterable[tuple[float, int]]) -> Iterator[tuple[float, int]]:
-    """Pairs by descending score, lazily: a heap of all, popped as needed."""
-    heap = [(-score, -docnum) for score, docnum in pairs]
-    heapq.heapify(heap)
-    while heap:
-        score, docnum = heapq.heappop(heap)
-        yield -score, -docnum
+def _ordered(ids: np.ndarray, values: np.ndarray, first: int = 1024) -> Iterator[tuple[float, int]]:
+    """(score, docnum) by descending score, then descending document number, lazily: the best
+    ``first`` (with every tie of the last) sorted, then four times as many of the rest, and so on."""
+    size = first
+    while len(values):
+        if len(values) > size:
+            best = values >= np.partition(values, len(values) - size)[len(values) - size]
+        else:
+            best = np.ones(len(values), dtype=np.bool_)
+        these_ids, these_values = ids[best], values[best]
+        order = np.lexsort((these_ids, these_values))[::-1]
+        yield from zip(these_values[order].tolist(), these_ids[order].tolist(), strict=True)
+        ids, values = ids[~best], values[~best]
+        size *= 4
 
 
 def matching_docs(view: IndexView, tree) -> set[int]:
     """Every document matching a parse tree, checked (benchmarks and tests)."""
     matches = evaluate(view, tree)
+    ids = matches.arrays()[0].tolist()
     if matches.check is None:
-        return set(matches.keys())
-    return {d for d in matches.keys() if matches.check(d)}
+        return set(ids)
+    return {d for d in ids if matches.check(d)}
