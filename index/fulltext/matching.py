@@ -48,7 +48,7 @@ from index.fulltext.metadata import date_key
 from index.fulltext.postings import Postings, read_postings
 from index.fulltext.store import build_id, open_index
 
-__all__ = ["IndexView", "Matches", "Ranked", "TimeUp", "evaluate", "matching_docs", "rank"]
+__all__ = ["Allowed", "IndexView", "Matches", "Ranked", "TimeUp", "evaluate", "intersect", "matching_docs", "rank"]
 
 FIELD = "content"
 CHARS = "chars"
@@ -546,18 +546,40 @@ class Ranked:
     timed_out: bool = False
 
 
-def _allowed_mask(allowed, top: int) -> bytes | None:
-    """``allowed`` (a set of document numbers, or None) as a mask of ``top`` bytes, 1 where allowed."""
-    if allowed is None:
-        return None
-    mask = np.zeros(top, dtype=np.bool_)
-    if allowed:
-        docs = np.fromiter(allowed, dtype=np.int64, count=len(allowed))
-        mask[docs[(docs >= 0) & (docs < top)]] = True
-    return mask.tobytes()
+# The documents a search may rank: None (all), a set of document numbers, or a mask (a numpy
+# array of booleans, one per document from 0).
+Allowed = set[int] | np.ndarray | None
 
 
-def rank(matches: Matches, allowed: set[int] | None, limit: int, deadline: float = math.inf) -> Ranked:
+def _as_mask(docs: set[int] | np.ndarray, size: int) -> np.ndarray:
+    """A set of document numbers, or a mask of any length, as a mask of ``size``."""
+    if isinstance(docs, np.ndarray):
+        if len(docs) >= size:
+            return docs[:size]
+        mask = np.zeros(size, dtype=np.bool_)
+        mask[: len(docs)] = docs
+        return mask
+    mask = np.zeros(size, dtype=np.bool_)
+    if docs:
+        found = np.fromiter(docs, dtype=np.int64, count=len(docs))
+        mask[found[(found >= 0) & (found < size)]] = True
+    return mask
+
+
+def intersect(a: set[int] | np.ndarray, b: set[int] | np.ndarray) -> set[int] | np.ndarray:
+    """The documents in both (a set when both are sets)."""
+    if isinstance(a, set) and isinstance(b, set):
+        return a & b
+    size = max(len(x) if isinstance(x, np.ndarray) else max(x, default=-1) + 1 for x in (a, b))
+    return _as_mask(a, size) & _as_mask(b, size)
+
+
+def _allowed_mask(allowed: Allowed, top: int) -> bytes | None:
+    """``allowed`` as a mask of ``top`` bytes, 1 where allowed."""
+    return None if allowed is None else _as_mask(allowed, top).tobytes()
+
+
+def rank(matches: Matches, allowed: Allowed, limit: int, deadline: float = math.inf) -> Ranked:
     """The ``limit`` best matching documents among ``allowed`` (all when None), checked when the
     matches say so: best first, until ``limit`` pass. The total is exact unless a check was left
     out; then it is the candidates times the share that passed."""

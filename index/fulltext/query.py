@@ -43,7 +43,7 @@ from index.fulltext.cjk import CJKBigramAnalyzer, is_cjk, normalize
 from index.fulltext.filters import MetaFilters, allowed_by_meta
 from index.fulltext.histogram import histogram
 from index.fulltext.mapfile import mapped_bytes
-from index.fulltext.matching import IndexView, TimeUp, evaluate, rank
+from index.fulltext.matching import Allowed, IndexView, TimeUp, evaluate, intersect, rank
 from index.fulltext.snippets import snippet
 from index.fulltext.text import MIME_GROUPS
 from strata.errors import QueryError
@@ -354,12 +354,11 @@ class SearchParams:
         )
 
 
-def _allowed(view: IndexView, p: SearchParams) -> set[int] | None:
+def _allowed(view: IndexView, p: SearchParams) -> Allowed:
     """Documents the filters allow (None: no filter): captured in the date range, on the site,
-    of the type."""
+    of the type. A set, or a mask of the index's documents where a date range is given."""
+    dated = view.captures.mask_between(p.date_from, p.date_to, view.count) if p.date_from or p.date_to else None
     sets = []
-    if p.date_from or p.date_to:
-        sets.append(view.captures.docs_between(p.date_from, p.date_to))
     if p.site:
         sets.append(view.filter_docs("domains", p.site))
     if p.type:
@@ -367,9 +366,10 @@ def _allowed(view: IndexView, p: SearchParams) -> set[int] | None:
     if p.meta is not None:
         sets.extend(allowed_by_meta(view, p.meta))
     if not sets:
-        return None
+        return dated
     sets.sort(key=len)
-    return sets[0].intersection(*sets[1:])
+    found = sets[0].intersection(*sets[1:])
+    return found if dated is None else intersect(dated, found)
 
 
 _views: dict[str, IndexView] = {}
@@ -409,7 +409,7 @@ def _bound_mapped_pages() -> None:
 _access = SearchAccess()
 
 
-def _allowed_for(view: IndexView, p: SearchParams, rules, level: str | None) -> set[int] | None:
+def _allowed_for(view: IndexView, p: SearchParams, rules, level: str | None) -> Allowed:
     """Documents the filters allow and, with a level, that have a capture in range it may see."""
     allowed = _allowed(view, p)
     if rules is None or not level:
@@ -417,7 +417,7 @@ def _allowed_for(view: IndexView, p: SearchParams, rules, level: str | None) -> 
     visible = _access.allowed(view, rules, level, p.date_from, p.date_to)
     if visible is None:
         return allowed
-    return visible if allowed is None else allowed & visible
+    return visible if allowed is None else intersect(allowed, visible)
 
 
 def _stamps_of(view: IndexView, p: SearchParams, rules, level: str | None, docnum: int, url: str) -> list[str]:

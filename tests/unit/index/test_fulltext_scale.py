@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+
 from index.collection import Collection
 from index.fulltext import query
 from index.fulltext.captures import TABLE_FILE, CaptureStore, CaptureTable
@@ -46,6 +48,10 @@ def test_capture_table_is_written_with_the_index_and_agrees_with_the_rows(tmp_pa
         lo, hi = "20240301000000", "20240630235959"
         assert table.docs_between(lo, hi) == {d for d, ts in rows if int(lo) <= ts <= int(hi)}
         assert table.docs_between(None, None) == set(range(30))
+        for start, end in ((lo, hi), (None, hi), (lo, None), ("20990101000000", None)):
+            mask = table.mask_between(start, end, 30)
+            assert len(mask) == 30 and set(np.flatnonzero(mask).tolist()) == table.docs_between(start, end)
+        assert not table.mask_between(None, None, 10)[10:].any() and table.mask_between(None, None, 10).all()
 
 
 def test_capture_table_older_than_the_rows_is_read_again_and_rewritten(tmp_path):

@@ -9,6 +9,7 @@ import math
 import random
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from index.collection import Collection
@@ -125,7 +126,11 @@ def test_random_queries_agree_with_a_brute_force(indexed):
         if scope == "all":
             assert matching_docs(view, tree) & (allowed or set(range(len(docs)))) == truth, text
         limit = rng.choice([1, 7, 50, 1000])
-        ranked = rank(evaluate(view, tree, scope=scope), allowed, limit)
+        given = allowed  # as a search gives it: a set, or a mask of the index's documents
+        if allowed is not None and rng.random() < 0.5:
+            given = np.zeros(len(docs), dtype=np.bool_)
+            given[list(allowed)] = True
+        ranked = rank(evaluate(view, tree, scope=scope), given, limit)
         assert (ranked.total, ranked.exact) == (len(truth), True), text
         assert len(ranked.hits) == min(limit, len(truth)), text
         scores = {d: _score(view, docs, tree, d, main_only) for d in truth}
