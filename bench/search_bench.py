@@ -529,11 +529,14 @@ def child_plain_build(corpus: str, target: str, kind: str, budget: float) -> dic
 
 
 def evict(path: Path) -> None:
-    """Drop a directory's files from the page cache (clean pages; no root needed)."""
+    """Drop a directory's files from the page cache (no root needed). Written back first: the
+    kernel keeps dirty pages, so an index queried right after its build was still half in memory
+    (first query 181 ms here, against 298-306 ms after ``drop_caches``)."""
     for p in Path(path).rglob("*"):
         if p.is_file():
             fd = os.open(p, os.O_RDONLY)
             try:
+                os.fsync(fd)
                 os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
             finally:
                 os.close(fd)

@@ -35,10 +35,15 @@ import threading
 import time
 from array import array
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from functools import partial
+from itertools import islice
+from typing import Any
 
 import numpy as np
+from whoosh.codec.whoosh3 import STORED_COLUMN
+from whoosh.columns import MultiColumnReader
 
 from index.collection import Collection
 from index.fulltext.captures import FILENAME, CaptureStore, CaptureTable
@@ -58,6 +63,7 @@ BOILER_WEIGHT = 0.3  # of a term's score when it is found in boilerplate only
 MAX_EXPANSIONS = 64  # terms a prefix stands for (the most frequent)
 MAX_PREFIX_SCAN = 20_000  # terms read from the term dictionary for one prefix
 SCOPES = ("all", "main")
+STORED = "_stored"  # the column of Whoosh's stored fields, for ``IndexView.prefetch``
 CACHE_POSTINGS = 4_000_000  # postings kept decoded per view (8 bytes each)
 
 
@@ -89,6 +95,7 @@ class IndexView:
         self._cached = 0
         self._lock = threading.Lock()
         self.columns = {name: reader.column_reader(name) for name in ("url", "host", "mtype", "parts")}
+        self._spans: dict[str, list[tuple[int, tuple]]] = {}
         self._published: list[tuple[str, int]] | None = None
 
     def is_current(self) -> bool:
@@ -145,6 +152,30 @@ class IndexView:
         """(title, description, keywords, main text, boilerplate)."""
         return unpack_texts(self.columns["parts"][docnum])
 
+    def prefetch(self, column: str, docnums: Iterable[int]) -> None:
+        """Have the kernel read these documents' values of a column ahead, together (a phrase's
+        candidates' texts, a page of hits' URLs): from a cold disk, scattered reads then overlap."""
+        spans = self._spans.get(column)
+        if spans is None:
+            spans = self._spans[column] = _column_spans(self._column_parts(column))
+        if not spans:
+            return
+        docs = np.fromiter(docnums, dtype=np.int64)
+        for number, (base, (offsets, lengths, start, advise)) in enumerate(spans):
+            end = spans[number + 1][0] if number + 1 < len(spans) else self.count
+            local = docs[(docs >= base) & (docs < end)] - base
+            if len(local):
+                advise(start + offsets[local], lengths[local])
+
+    def _column_parts(self, column: str) -> list[tuple[int, object]]:
+        """(first document, column reader) per segment; ``STORED`` is the stored fields' column."""
+        if column == STORED:
+            return [(base, leaf._perdoc._cached_reader(STORED, STORED_COLUMN)) for leaf, base in self.leaves]
+        reader = self.columns[column]
+        if isinstance(reader, MultiColumnReader):
+            return list(zip(reader._doc_offsets, reader._readers, strict=True))
+        return [(0, reader)]
+
     def raw_texts(self, docnum: int, main_only: bool = False) -> bytes:
         """The document's texts in UTF-8, NUL between them (``index.fulltext.pack_texts``);
         ``main_only``: without the boilerplate (the last of them)."""
@@ -179,6 +210,30 @@ class IndexView:
     def filter_docs(self, field: str, value: str) -> set[int]:
         p = self.postings(value, field)
         return set(p.ids) if p is not None else set()
+
+
+def _column_spans(parts: list[tuple[int, object]]) -> list[tuple[int, tuple]]:
+    """Per segment (first document, its column reader), (first document, (offsets, lengths,
+    start, advise)) of a column stored as Whoosh's ``VarBytesColumn`` (or one wrapping it) in a
+    mapped file (``index.fulltext.mapfile``); empty when any segment's is otherwise (nothing is
+    read ahead then)."""
+    spans = []
+    for base, reader in parts:
+        raw: Any = reader
+        while not hasattr(raw, "_offsets") and (inner := getattr(raw, "_reader", getattr(raw, "_child", None))):
+            raw = inner
+        advise = getattr(getattr(raw, "_dbfile", None), "advise", None)
+        if advise is None or not hasattr(raw, "_offsets"):
+            return []
+        spans.append((base, (_viewed(raw._offsets), _viewed(raw._lengths), raw._basepos, advise)))
+    return spans
+
+
+def _viewed(numbers) -> np.ndarray:
+    """An ``array`` of numbers as a numpy array over the same memory (no copy)."""
+    if isinstance(numbers, array):
+        return np.frombuffer(numbers, dtype=np.dtype(numbers.typecode)) if len(numbers) else np.zeros(0, np.int64)
+    return np.asarray(numbers)
 
 
 def _stamp(path) -> tuple[int, int]:
@@ -217,17 +272,22 @@ class Matches:
     """Candidate documents and their scores. ``check`` (when set) decides, per candidate, whether
     it really matches; without it every candidate does.
 
+    ``prefetch`` (when set) has the documents' texts read ahead, a batch of candidates at a time,
+    before ``check`` reads them one by one.
+
     Two forms: one posting list (``impacts`` set: its ``ids`` an ``array('I')``, its scores
     ``impact x idf``, made only when needed), or a combination (``values``: the scores, a float64
     array beside ``ids``, a sorted numpy array). Ties rank as they always have: a single list by
     document order, a combination the higher document number first."""
 
-    __slots__ = ("ids", "impacts", "idf", "values", "check", "_array")
+    __slots__ = ("ids", "impacts", "idf", "values", "check", "prefetch", "_array")
 
     def __init__(self, ids=None, values=None, check=None, impacts: bytes | None = None, idf: float = 1.0):
         self.ids = ids if ids is not None else _NO_IDS
         self.values = values if values is not None or impacts is not None else _NO_VALUES
         self.impacts, self.idf, self.check = impacts, idf, check
+        # reads ahead what ``check`` will read of these documents (their texts): Prefetch | None
+        self.prefetch: Callable[[list[int]], None] | None = None
         self._array: array | None = None
 
     @classmethod
@@ -418,7 +478,9 @@ def _phrase(ctx: _Context, tokens: list[str]) -> Matches:
             return needle in ctx.view.raw_texts(docnum, main_only)
         return any(phrase_in(tokens, text) for text in ctx.texts_of(docnum) if text)
 
-    return Matches(rarest.ids, rarest.values, check, rarest.impacts, rarest.idf)
+    found = Matches(rarest.ids, rarest.values, check, rarest.impacts, rarest.idf)
+    found.prefetch = partial(ctx.view.prefetch, "parts")  # the texts that ``check`` reads
+    return found
 
 
 def _holds(ids, docnum: int) -> bool:
@@ -448,7 +510,7 @@ def _and(items: list[Matches]) -> Matches:
             found = dense[ids]
             keep = ~np.isnan(found)
             ids, values = ids[keep], values[keep] + found[keep]
-    return Matches(ids, values, _all_checks([m.check for m in items]))
+    return _with_prefetch(Matches(ids, values, _all_checks([m.check for m in items])), items)
 
 
 def _or(items: list[Matches]) -> Matches:
@@ -472,6 +534,7 @@ class Union(Matches):
         self.items = items
         if any(m.check is not None for m in items):
             self.check = self._check
+        _with_prefetch(self, items)
 
     def combine(self) -> None:
         if self.values is None:
@@ -516,14 +579,34 @@ def _and_not(base: Matches, negatives: list[Matches]) -> Matches:
         keep = ~drop[ids]
         ids, values = ids[keep], values[keep]
     if not checked:
-        return Matches(ids, values, base.check)
+        return _with_prefetch(Matches(ids, values, base.check), [base])
 
     def check(docnum: int) -> bool:
         if base.check is not None and not base.check(docnum):
             return False
         return not any(m.score_of(docnum) is not None and m.check(docnum) for m in checked)
 
-    return Matches(ids, values, check)
+    return _with_prefetch(Matches(ids, values, check), [base, *checked])
+
+
+def _with_prefetch(matches: Matches, parts: list[Matches]) -> Matches:
+    """``matches`` reading ahead as its parts do: every check reads the same column (texts), so
+    one part's read-ahead serves them all."""
+    matches.prefetch = next((m.prefetch for m in parts if m.prefetch is not None), None)
+    return matches
+
+
+def _read_ahead(
+    pairs: Iterator[tuple[float, int]], prefetch, wanted: Callable[[int], bool] | None = None, batch: int = 64
+) -> Iterator[tuple[float, int]]:
+    """``pairs`` as they come, each ``batch`` of their documents read ahead first (``prefetch``);
+    only those ``wanted`` says may be checked, when given."""
+    if prefetch is None:
+        yield from pairs
+        return
+    while chunk := list(islice(pairs, batch)):
+        prefetch([docnum for _, docnum in chunk if wanted is None or wanted(docnum)])
+        yield from chunk
 
 
 def _all_checks(checks: list) -> Callable[[int], bool] | None:
@@ -600,7 +683,7 @@ def rank(matches: Matches, allowed: Allowed, limit: int, deadline: float = math.
         size = len(matches) if mask is None else int(np.count_nonzero(_mask_of(mask)[matches.ids]))
     check = matches.check
     hits, checked, timed_out = [], 0, False
-    for score, docnum in ordered:
+    for score, docnum in _read_ahead(ordered, matches.prefetch):
         if checked % 64 == 0 and time.monotonic() > deadline:
             timed_out = True
             break
@@ -650,13 +733,11 @@ def _rank_union(union: Union, mask: bytes | None, limit: int, deadline: float) -
     new document over every item (a binary search, and the item's check, made only when the
     document could still enter the page); stop when ``limit`` documents score at least the sum
     of the items' current candidates, which no unread document can beat."""
-    items = union.items
-    streams = [m.best_first(mask) for m in items]
-    heads = [math.inf] * len(items)
-    live = list(range(len(items)))
-    seen: set[int] = set()
-    top: list[tuple[float, int]] = []
-    matched = rounds = skipped = 0
+    page = _Page(union.items, limit)
+    streams = [_read_ahead(m.best_first(mask), union.prefetch, page.may_enter) for m in union.items]
+    heads = [math.inf] * len(streams)
+    live = list(range(len(streams)))
+    rounds = 0
     timed_out = False
     while live:
         for j in list(live):
@@ -666,36 +747,68 @@ def _rank_union(union: Union, mask: bytes | None, limit: int, deadline: float) -
                 live.remove(j)
                 continue
             heads[j], docnum = pulled
-            if docnum in seen:
-                continue
-            seen.add(docnum)
-            scored = [(score, m) for m in items if (score := m.score_of(docnum)) is not None]
-            if len(top) >= limit and (sum(score for score, _ in scored), docnum) <= top[0]:
-                skipped += 1  # cannot enter the page even if it passes every check: not checked
-                continue
-            total, found = 0.0, False
-            for score, m in scored:
-                if m.check is None or m.check(docnum):
-                    total += score
-                    found = True
-            if found:
-                matched += 1
-                if len(top) < limit:
-                    heapq.heappush(top, (total, docnum))
-                elif (total, docnum) > top[0]:
-                    heapq.heapreplace(top, (total, docnum))
+            page.meet(docnum)
         rounds += 1
-        if len(top) >= limit and top[0][0] >= sum(heads):
+        if page.full() and page.top[0][0] >= sum(heads):
             break
         if rounds % 32 == 0 and time.monotonic() > deadline:
             timed_out = True
             break
-    hits = sorted(top, reverse=True)
-    if not live and not timed_out and not skipped:
-        return Ranked(hits, matched, True)
+    hits = sorted(page.top, reverse=True)
+    if not live and not timed_out and not page.skipped:
+        return Ranked(hits, page.matched, True)
     size = _candidates(union, mask)
-    judged = len(seen) - skipped
-    return Ranked(hits, max(matched, round(size * matched / judged)) if judged else size, False, timed_out)
+    judged = len(page.seen) - page.skipped
+    return Ranked(hits, max(page.matched, round(size * page.matched / judged)) if judged else size, False, timed_out)
+
+
+class _Page:
+    """The threshold algorithm's page: the ``limit`` best (score, docnum) met so far (a heap)."""
+
+    def __init__(self, items: list[Matches], limit: int):
+        self.items, self.limit = items, limit
+        self.top: list[tuple[float, int]] = []
+        self.seen: set[int] = set()
+        self.matched = self.skipped = 0
+        self._scored: dict[int, list[tuple[float, Matches]]] = {}  # read ahead, not met yet
+
+    def full(self) -> bool:
+        return len(self.top) >= self.limit
+
+    def _scores(self, docnum: int) -> list[tuple[float, Matches]]:
+        found = self._scored.pop(docnum, None)
+        return found if found is not None else [(s, m) for m in self.items if (s := m.score_of(docnum)) is not None]
+
+    def may_enter(self, docnum: int) -> bool:
+        """Not met yet, and could enter the page as it is now (it only gets harder to enter):
+        the documents whose texts are worth reading ahead."""
+        if docnum in self.seen:
+            return False
+        found = self._scored.setdefault(docnum, self._scores(docnum))
+        return not self.full() or (sum(score for score, _ in found), docnum) > self.top[0]
+
+    def meet(self, docnum: int) -> None:
+        """A document read from one of the items: scored over all of them, checked if it could
+        enter the page, and entered if it matches."""
+        if docnum in self.seen:
+            return
+        self.seen.add(docnum)
+        scored = self._scores(docnum)
+        if self.full() and (sum(score for score, _ in scored), docnum) <= self.top[0]:
+            self.skipped += 1  # cannot enter the page even if it passes every check: not checked
+            return
+        total, found = 0.0, False
+        for score, m in scored:
+            if m.check is None or m.check(docnum):
+                total += score
+                found = True
+        if not found:
+            return
+        self.matched += 1
+        if not self.full():
+            heapq.heappush(self.top, (total, docnum))
+        elif (total, docnum) > self.top[0]:
+            heapq.heapreplace(self.top, (total, docnum))
 
 
 def _candidates(union: Union, mask: bytes | None) -> int:

@@ -43,7 +43,7 @@ from index.fulltext.cjk import CJKBigramAnalyzer, is_cjk, normalize
 from index.fulltext.filters import MetaFilters, allowed_by_meta
 from index.fulltext.histogram import histogram
 from index.fulltext.mapfile import mapped_bytes
-from index.fulltext.matching import Allowed, IndexView, TimeUp, evaluate, intersect, rank
+from index.fulltext.matching import STORED, Allowed, IndexView, TimeUp, evaluate, intersect, rank
 from index.fulltext.snippets import snippet
 from index.fulltext.text import MIME_GROUPS
 from strata.errors import QueryError
@@ -464,29 +464,7 @@ def search(root: Path, params: SearchParams, time_limit: float = TIME_LIMIT, acc
         total_exact = total_exact and ranked.exact
         if not ranked.exact or ranked.total > len(ranked.hits):
             exhaustive = False
-        url_col, host_col, type_col = (view.columns[c] for c in ("url", "host", "mtype"))
-        for position, (score, docnum) in enumerate(ranked.hits):
-            url = url_col[docnum]
-            stamps = _stamps_of(view, p, rules, access_level, docnum, url)
-            if not stamps:
-                continue
-            key = (name, url)
-            group = groups.get(key)
-            if group is None:
-                group = groups[key] = {
-                    "collection": name,
-                    "url": url,
-                    "host": host_col[docnum],
-                    "type": type_col[docnum],
-                    "score": score,
-                    "stamps": set(),
-                    "rank": position,
-                }
-                best[key] = (view, docnum)
-            group["stamps"].update(stamps)
-            if score > group["score"]:
-                group["score"] = score
-                best[key] = (view, docnum)
+        _group_hits(view, name, ranked, p, rules, access_level, groups, best)
     hits = list(groups.values())
     for group in hits:
         stamps = sorted(group.pop("stamps"))
@@ -500,6 +478,8 @@ def search(root: Path, params: SearchParams, time_limit: float = TIME_LIMIT, acc
     else:
         hits.sort(key=lambda g: (-g["score"], g["url"]))
     page_hits = hits[(page - 1) * per_page : page * per_page]
+    for view, docnums in _page_docs(page_hits, best).items():
+        _read_ahead(view, docnums, (STORED, "parts"))
     for group in page_hits:
         view, docnum = best[(group["collection"], group["url"])]
         stored = view.searcher.stored_fields(docnum)
@@ -546,6 +526,53 @@ def search(root: Path, params: SearchParams, time_limit: float = TIME_LIMIT, acc
     }
     _bound_mapped_pages()
     return result
+
+
+def _group_hits(
+    view: IndexView, name: str, ranked, p: SearchParams, rules, level: str | None, groups: dict, best: dict
+) -> None:
+    """Add one collection's ranked documents to ``groups`` (one per collection and URL, with the
+    capture dates it may show) and the best document of each group to ``best``."""
+    url_col, host_col, type_col = (view.columns[c] for c in ("url", "host", "mtype"))
+    _read_ahead(view, [docnum for _, docnum in ranked.hits], ("url", "host", "mtype"))
+    for position, (score, docnum) in enumerate(ranked.hits):
+        url = url_col[docnum]
+        stamps = _stamps_of(view, p, rules, level, docnum, url)
+        if not stamps:
+            continue
+        key = (name, url)
+        group = groups.get(key)
+        if group is None:
+            group = groups[key] = {
+                "collection": name,
+                "url": url,
+                "host": host_col[docnum],
+                "type": type_col[docnum],
+                "score": score,
+                "stamps": set(),
+                "rank": position,
+            }
+            best[key] = (view, docnum)
+        group["stamps"].update(stamps)
+        if score > group["score"]:
+            group["score"] = score
+            best[key] = (view, docnum)
+
+
+def _read_ahead(view: IndexView, docnums: list[int], columns: tuple[str, ...]) -> None:
+    """The documents' values of these columns read ahead, together: on a cold disk, 500 hits' URLs
+    read one by one cost 60 ms at a million documents, a page's texts and stored fields 80 ms."""
+    for column in columns:
+        view.prefetch(column, docnums)
+
+
+def _page_docs(page_hits: list[dict], best: dict) -> dict[IndexView, list[int]]:
+    """The documents a page shows, per index view."""
+    found: dict[IndexView, list[int]] = {}
+    for group in page_hits:
+        view, docnum = best[(group["collection"], group["url"])]
+        found.setdefault(view, []).append(docnum)
+    return found
 
 
 def _facets(hits: list[dict]) -> dict:

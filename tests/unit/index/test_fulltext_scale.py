@@ -131,3 +131,104 @@ def test_merge_reads_term_dictionaries_in_chunks_of_any_size(tmp_path, monkeypat
     assert len(whole) > 100
     for chunk in (5, 13, 64):
         assert build(tmp_path / f"chunk{chunk}", chunk) == whole
+
+
+def test_prefetch_advises_the_bytes_of_the_values_asked_for(tmp_path, monkeypatch):
+    """``IndexView.prefetch`` asks the kernel to read ahead exactly the ranges that hold the
+    documents' values (texts, URLs, stored fields), in every segment: each advised range, read
+    from the map, is the value itself."""
+    from index.fulltext import mapfile
+    from index.fulltext.documents import make_document
+    from index.fulltext.matching import STORED, IndexView
+    from index.fulltext.postings import BulkWriter
+    from index.fulltext.store import open_index
+
+    coll = _collection(tmp_path, 40)
+    ix = open_index(coll)
+    writer = BulkWriter(ix, merge=None)  # a second segment, as an index_run adds
+    for n in range(40, 46):
+        payload = Payload(mime="text/html", title=f"late {n}", text=f"后来的页面 {n} " * 30)
+        writer.add_document(**make_document(f"http://example.org/late/{n}", f"sha1:{n}", payload))
+    writer.commit()
+    advised: list[bytes] = []
+
+    def record(mapped, base, positions, lengths):
+        advised.extend(bytes(mapped[base + at : base + at + n]) for at, n in zip(positions, lengths, strict=True))
+
+    monkeypatch.setattr(mapfile, "_will_need", record)
+    view = IndexView(coll)
+    try:
+        assert len(view.leaves) == 2
+        docnums = [3, 17, 39, 41, 45]
+        for column in ("parts", "url", STORED):
+            advised.clear()
+            view.prefetch(column, docnums)
+            assert len(advised) == len(docnums)
+            if column == "parts":
+                assert advised == [view.raw_texts(d) for d in docnums]
+            elif column == "url":
+                assert [a.decode() for a in advised] == [view.columns["url"][d] for d in docnums]
+            else:  # compressed pickles of the stored fields
+                import pickle
+                import zlib
+
+                assert [pickle.loads(zlib.decompress(a)) for a in advised] == [
+                    view.searcher.stored_fields(d) for d in docnums
+                ]
+    finally:
+        view.close()
+
+
+def test_a_phrase_reads_its_candidates_texts_ahead(tmp_path, monkeypatch):
+    """Every candidate a phrase query checks has had its text read ahead before."""
+    from index.fulltext.matching import IndexView, evaluate, rank
+    from index.fulltext.query import parse_query
+
+    coll = _collection(tmp_path, 200)
+    view = IndexView(coll)
+    ahead: set[int] = set()
+    checked: list[int] = []
+    real_prefetch, real_texts = view.prefetch, view.raw_texts
+    monkeypatch.setattr(view, "prefetch", lambda column, docs: (ahead.update(docs), real_prefetch(column, docs)))
+
+    def texts(docnum, main_only=False):
+        checked.append(docnum)
+        assert docnum in ahead
+        return real_texts(docnum, main_only)
+
+    monkeypatch.setattr(view, "raw_texts", texts)
+    try:
+        ranked = rank(evaluate(view, parse_query("数据安全").tree), None, 500)
+        assert ranked.total == 200 and len(checked) == 200
+    finally:
+        view.close()
+
+
+def test_read_ahead_advises_whole_pages_once_each(monkeypatch):
+    """Ranges on one page or on pages next to each other are advised as one span of whole pages;
+    a page between them splits it; nothing past the map's end is advised."""
+    import mmap
+
+    from index.fulltext.mapfile import _will_need
+
+    page = mmap.PAGESIZE
+
+    class Map:  # the boundary: what the kernel is asked
+        closed = False
+
+        def __init__(self) -> None:
+            self.calls: list[tuple[int, int]] = []
+
+        def __len__(self) -> int:
+            return 10 * page
+
+        def madvise(self, option, start, length):
+            assert option == mmap.MADV_WILLNEED
+            self.calls.append((start // page, (start + length) // page))
+
+    mapped = Map()
+    positions = np.array([7 * page + 5, 10, page - 1, 4 * page, 3 * page + 2, 100, 12 * page])
+    lengths = np.array([3, 20, 2, page, 1, 0, 10])
+    _will_need(mapped, page, positions, lengths)  # the column begins a page into the map
+    # pages 1 (10, 100), 1-2 (page - 1, 2 bytes), 4 (3 * page + 2), 5 (4 * page, a page long), 8; not 13
+    assert mapped.calls == [(1, 3), (4, 6), (8, 9)]
