@@ -54,6 +54,29 @@ def test_capture_table_is_written_with_the_index_and_agrees_with_the_rows(tmp_pa
         assert not table.mask_between(None, None, 10)[10:].any() and table.mask_between(None, None, 10).all()
 
 
+def test_capture_table_from_a_builds_arrays_equals_the_one_from_the_rows(tmp_path):
+    """A build writes the table from the arrays it holds; a reader that finds the table stale
+    writes it from SQLite's rows: both the same, duplicates and unsorted stamps included."""
+    import random
+    from array import array
+
+    from index.fulltext.captures import _read_rows, _table_of
+
+    rng = random.Random(4)
+    pairs = [(d, 20200101000000 + rng.randrange(10**6)) for d in range(0, 400, 3) for _ in range(rng.randrange(1, 4))]
+    pairs += pairs[:7]  # given twice
+    docs, stamps = array("I", (d for d, _ in pairs)), array("q", (t for _, t in pairs))
+    with CaptureStore(tmp_path) as store:
+        store.add(((d, f"http://example.org/{d} sha1:{d}") for d in range(0, 400, 3)), pairs, [])
+        from_rows = _read_rows(store)
+    from_arrays = _table_of(docs, stamps)
+    for part in ("offsets", "stamps_by_doc", "stamps_by_ts", "docs_by_ts"):
+        assert list(getattr(from_arrays, part)) == list(getattr(from_rows, part)), part
+    (tmp_path / "none").mkdir()
+    with CaptureStore(tmp_path / "none") as store:
+        assert list(_table_of(array("I"), array("q")).offsets) == list(_read_rows(store).offsets) == [0]
+
+
 def test_capture_table_older_than_the_rows_is_read_again_and_rewritten(tmp_path):
     coll = _collection(tmp_path)
     before = (coll.fulltext_dir / TABLE_FILE).read_bytes()
