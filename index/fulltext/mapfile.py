@@ -98,8 +98,11 @@ def _will_need(mapped: mmap.mmap, base: int, positions: np.ndarray, lengths: np.
     if mapped.closed or not hasattr(mmap, "MADV_WILLNEED") or not len(positions):
         return
     page = mmap.PAGESIZE
-    first = (base + positions) // page
-    last = (base + positions + np.maximum(lengths, 1) - 1) // page
+    # as 64-bit numbers: a column's offsets may be 32-bit, and its segment file past 4 GB
+    positions = np.asarray(positions, dtype=np.int64) + base
+    lengths = np.maximum(np.asarray(lengths, dtype=np.int64), 1)
+    first = positions // page
+    last = (positions + lengths - 1) // page
     order = np.argsort(first, kind="stable")
     first, last = first[order], np.maximum.accumulate(last[order])
     breaks = np.flatnonzero(first[1:] > last[:-1] + 1) + 1  # a gap of a page or more

@@ -255,3 +255,12 @@ def test_read_ahead_advises_whole_pages_once_each(monkeypatch):
     _will_need(mapped, page, positions, lengths)  # the column begins a page into the map
     # pages 1 (10, 100), 1-2 (page - 1, 2 bytes), 4 (3 * page + 2), 5 (4 * page, a page long), 8; not 13
     assert mapped.calls == [(1, 3), (4, 6), (8, 9)]
+
+    class Big(Map):  # a segment file of 8 GB, a column 5 GB into it, with 32-bit offsets
+        def __len__(self) -> int:
+            return 2 * 2**32
+
+    mapped = Big()
+    _will_need(mapped, 5 * 2**30, np.array([10, 3 * page], dtype=np.uint32), np.array([5, 1], dtype=np.uint16))
+    first = 5 * 2**30 // page
+    assert mapped.calls == [(first, first + 1), (first + 3, first + 4)]
