@@ -203,24 +203,26 @@ class CaptureTable:
 
     def docs_between(self, lo: str | None, hi: str | None) -> set[int]:
         """Documents with at least one capture in [lo, hi]."""
-        table = self._loaded()
-        stamps, docs = table.stamps_by_ts, table.docs_by_ts
-        start = bisect.bisect_left(stamps, int(lo)) if lo else 0
-        end = bisect.bisect_right(stamps, int(hi)) if hi else len(stamps)
-        return set(docs[start:end])
+        table, start, end = self._between(lo, hi)
+        return set(table.docs_by_ts[start:end])
 
     def mask_between(self, lo: str | None, hi: str | None, size: int) -> np.ndarray:
         """``docs_between`` as a mask of ``size`` booleans (a million documents: a millisecond, where
         the set took 30)."""
-        table = self._loaded()
-        stamps = table.stamps_by_ts
-        start = bisect.bisect_left(stamps, int(lo)) if lo else 0
-        end = bisect.bisect_right(stamps, int(hi)) if hi else len(stamps)
+        table, start, end = self._between(lo, hi)
         mask = np.zeros(size, dtype=np.bool_)
         if end > start:
             docs = np.frombuffer(cast("memoryview | array", table.docs_by_ts), dtype=np.uint32)[start:end]
             mask[docs[docs < size]] = True
         return mask
+
+    def _between(self, lo: str | None, hi: str | None) -> tuple[_Table, int, int]:
+        """The table, and the slice of its captures by date that fall in [lo, hi]."""
+        table = self._loaded()
+        stamps = table.stamps_by_ts
+        start = bisect.bisect_left(stamps, int(lo)) if lo else 0
+        end = bisect.bisect_right(stamps, int(hi)) if hi else len(stamps)
+        return table, start, end
 
 
 # -- the table file ----------------------------------------------------------------------------------

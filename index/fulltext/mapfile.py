@@ -78,9 +78,8 @@ class _MappedFile(StructFile):
             self._map.madvise(mmap.MADV_DONTNEED)
 
     def subset(self, position: int, length: int, name: str | None = None) -> BufferFile:
-        view = _ViewFile(memoryview(self._map)[position : position + length], name or self._name)
-        view.advise = partial(_will_need, self._map, position)
-        return view
+        view = memoryview(self._map)[position : position + length]
+        return _ViewFile(view, name or self._name, partial(_will_need, self._map, position))
 
     def close(self) -> None:
         try:
@@ -119,18 +118,14 @@ class _ViewFile(BufferFile):
     """``BufferFile`` over a view of the map, with a file position that does not copy it.
     ``advise(positions, lengths)``: read these ranges of it ahead (``_will_need``)."""
 
-    def __init__(self, buf: memoryview, name: str | None = None):
+    def __init__(self, buf: memoryview, name: str | None, advise: Callable[[np.ndarray, np.ndarray], None]):
         self._buf = buf
         self._name = name
         self.file = cast(BinaryIO, _ViewIO(buf))  # the part of a binary file StructFile uses
         self.onclose = None
         self.is_real = False
         self.is_closed = False
-        self.advise: Callable[[np.ndarray, np.ndarray], None] = _advise_nothing
-
-
-def _advise_nothing(positions: np.ndarray, lengths: np.ndarray) -> None:
-    pass
+        self.advise = advise
 
 
 class _ViewIO:

@@ -249,7 +249,7 @@ def _stamp(path) -> tuple[int, int]:
 
 _NO_IDS = np.zeros(0, dtype=np.int64)
 _NO_VALUES = np.zeros(0, dtype=np.float64)
-_DENSE = 16  # an AND looks each of its n documents up in a list of m by binary search while m < 16 n
+_SPARSE = 16  # an AND looks its n documents up in a list of m by binary search once m >= 16 n
 
 
 def _np_ids(ids) -> np.ndarray:
@@ -291,12 +291,8 @@ class Matches:
         self._array: array | None = None
 
     @classmethod
-    def of_list(cls, ids: array, impacts: bytes, idf: float, check=None) -> Matches:
-        return cls(ids, None, check, impacts, idf)
-
-    @property
-    def single(self) -> bool:
-        return self.impacts is not None
+    def of_list(cls, ids: array, impacts: bytes, idf: float) -> Matches:
+        return cls(ids, None, None, impacts, idf)
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray]:
         """(document numbers, scores) as numpy arrays, in document order."""
@@ -499,7 +495,7 @@ def _and(items: list[Matches]) -> Matches:
         if not len(theirs):
             ids, values = _NO_IDS, _NO_VALUES
             break
-        if len(theirs) < _DENSE * len(ids):
+        if len(theirs) >= _SPARSE * len(ids):  # n binary searches, not a pass over m
             at = np.searchsorted(theirs, ids)
             at[at == len(theirs)] = 0
             keep = theirs[at] == ids
@@ -675,12 +671,8 @@ def rank(matches: Matches, allowed: Allowed, limit: int, deadline: float = math.
         matches.combine()
     if matches.check is None:
         return _rank_all(matches, mask, limit)
-    if matches.impacts is not None:
-        ordered = _by_impact(matches.ids, matches.impacts, matches.idf, mask)
-        size = len(matches) if mask is None else int(np.count_nonzero(_mask_of(mask)[_np_ids(matches.ids)]))
-    else:
-        ordered = matches.best_first(mask)
-        size = len(matches) if mask is None else int(np.count_nonzero(_mask_of(mask)[matches.ids]))
+    ordered = matches.best_first(mask)
+    size = _count_in(_np_ids(matches.ids), mask)
     check = matches.check
     hits, checked, timed_out = [], 0, False
     for score, docnum in _read_ahead(ordered, matches.prefetch):
@@ -757,7 +749,7 @@ def _rank_union(union: Union, mask: bytes | None, limit: int, deadline: float) -
     hits = sorted(page.top, reverse=True)
     if not live and not timed_out and not page.skipped:
         return Ranked(hits, page.matched, True)
-    size = _candidates(union, mask)
+    size = _count_in(union.arrays()[0], mask)
     judged = len(page.seen) - page.skipped
     return Ranked(hits, max(page.matched, round(size * page.matched / judged)) if judged else size, False, timed_out)
 
@@ -776,16 +768,17 @@ class _Page:
         return len(self.top) >= self.limit
 
     def _scores(self, docnum: int) -> list[tuple[float, Matches]]:
-        found = self._scored.pop(docnum, None)
-        return found if found is not None else [(s, m) for m in self.items if (s := m.score_of(docnum)) is not None]
+        found = self._scored.get(docnum)
+        if found is None:
+            found = self._scored[docnum] = [(s, m) for m in self.items if (s := m.score_of(docnum)) is not None]
+        return found
 
     def may_enter(self, docnum: int) -> bool:
         """Not met yet, and could enter the page as it is now (it only gets harder to enter):
         the documents whose texts are worth reading ahead."""
         if docnum in self.seen:
             return False
-        found = self._scored.setdefault(docnum, self._scores(docnum))
-        return not self.full() or (sum(score for score, _ in found), docnum) > self.top[0]
+        return not self.full() or (sum(score for score, _ in self._scores(docnum)), docnum) > self.top[0]
 
     def meet(self, docnum: int) -> None:
         """A document read from one of the items: scored over all of them, checked if it could
@@ -794,6 +787,7 @@ class _Page:
             return
         self.seen.add(docnum)
         scored = self._scores(docnum)
+        del self._scored[docnum]
         if self.full() and (sum(score for score, _ in scored), docnum) <= self.top[0]:
             self.skipped += 1  # cannot enter the page even if it passes every check: not checked
             return
@@ -811,14 +805,9 @@ class _Page:
             heapq.heapreplace(self.top, (total, docnum))
 
 
-def _candidates(union: Union, mask: bytes | None) -> int:
-    """How many documents are in any of the union's items (and in ``mask``)."""
-    found = np.zeros(union.top(), dtype=np.bool_)
-    for m in union.items:
-        found[m.arrays()[0]] = True
-    if mask is not None:
-        found &= _mask_of(mask)
-    return int(np.count_nonzero(found))
+def _count_in(ids: np.ndarray, mask: bytes | None) -> int:
+    """How many of these documents are in ``mask`` (all when None)."""
+    return len(ids) if mask is None else int(np.count_nonzero(_mask_of(mask)[ids]))
 
 
 def _by_impact(ids, impacts: bytes, idf: float, allowed: bytes | None) -> Iterator[tuple[float, int]]:
