@@ -749,7 +749,7 @@ def _rank_union(union: Union, mask: bytes | None, limit: int, deadline: float) -
     hits = sorted(page.top, reverse=True)
     if not live and not timed_out and not page.skipped:
         return Ranked(hits, page.matched, True)
-    size = _count_in(union.arrays()[0], mask)
+    size = _candidates(union, mask)
     judged = len(page.seen) - page.skipped
     return Ranked(hits, max(page.matched, round(size * page.matched / judged)) if judged else size, False, timed_out)
 
@@ -803,6 +803,18 @@ class _Page:
             heapq.heappush(self.top, (total, docnum))
         elif (total, docnum) > self.top[0]:
             heapq.heapreplace(self.top, (total, docnum))
+
+
+def _candidates(union: Union, mask: bytes | None) -> int:
+    """How many documents are in any of the union's items (and in ``mask``): a mask of them, not
+    the union's arrays, whose scores would be added up for nothing (15 ms a union of two phrases at
+    a million documents)."""
+    found = np.zeros(union.top(), dtype=np.bool_)
+    for m in union.items:
+        found[m.arrays()[0]] = True
+    if mask is not None:
+        found &= _mask_of(mask)
+    return int(np.count_nonzero(found))
 
 
 def _count_in(ids: np.ndarray, mask: bytes | None) -> int:
