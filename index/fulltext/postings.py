@@ -39,7 +39,6 @@ first. ``index.fulltext.captures`` keys capture dates by these numbers.
 
 from __future__ import annotations
 
-import bisect
 import heapq
 import math
 import re
@@ -49,10 +48,10 @@ import zlib
 from array import array
 from collections import Counter, defaultdict, deque
 from collections.abc import Iterable, Iterator
-from functools import partial
-from itertools import groupby, repeat
-from operator import add, itemgetter, lshift, or_
+from itertools import count, groupby, repeat
+from operator import itemgetter, lshift, or_
 
+import numpy as np
 from whoosh import analysis, columns, fields, formats
 from whoosh.codec.whoosh3 import W3Codec, W3TermInfo
 from whoosh.filedb.filestore import FileStorage
@@ -160,6 +159,13 @@ def _frombytes(typecode: str, data) -> array:
     a.frombytes(data)
     if not _LITTLE:
         a.byteswap()
+    return a
+
+
+def _native(typecode: str, data: bytes | memoryview) -> array:
+    """An array of numpy's bytes (in this machine's order)."""
+    a = array(typecode)
+    a.frombytes(data)
     return a
 
 
@@ -357,8 +363,7 @@ class _Impacts:
     def __init__(self):
         self.rows: dict[int, list[int]] = {}
 
-    def row(self, length: int) -> list[int]:
-        cls = length_class(length)
+    def row_of_class(self, cls: int) -> list[int]:
         row = self.rows.get(cls)
         if row is None:
             row = self.rows[cls] = [
@@ -366,43 +371,205 @@ class _Impacts:
             ]
         return row
 
-    def of(self, length: int, w2s) -> Iterator[int]:
-        """``impact << 16 | count`` for weights ``w2s`` (a sized collection) in such a document."""
-        row = self.row(length)
+    def of(self, cls: int, w2s) -> Iterator[int]:
+        """``impact << 16 | count`` for weights ``w2s`` (a sized collection) in a document of
+        length class ``cls``."""
+        row = self.row_of_class(cls)
         if w2s and max(w2s) > _MAX_W2:
             w2s = map(min, w2s, repeat(_MAX_W2))
         return map(row.__getitem__, w2s)
+
+    def lows(self, classes: np.ndarray, w2s: np.ndarray) -> np.ndarray:
+        """``impact << 16 | count`` of each weight ``w2s[i]`` (at most ``_MAX_W2``) in a document of
+        length class ``classes[i]``, as uint32."""
+        used = np.unique(classes)
+        table = np.array([self.row_of_class(int(c)) for c in used], dtype=np.uint32)
+        return table[np.searchsorted(used, classes), w2s]
 
 
 # -- writing ---------------------------------------------------------------------------------------
 
 
+class _Sorted:
+    """Postings in term order: ``names`` (sorted), and the postings of ``names[t]`` at
+    ``bounds[t]:bounds[t + 1]`` of ``ids`` (uint32, ascending per term), ``impacts`` (uint8) and
+    ``counts`` (uint16)."""
+
+    __slots__ = ("names", "bounds", "ids", "impacts", "counts")
+
+    def __init__(self, names: list[str], bounds: np.ndarray, ids: np.ndarray, impacts: np.ndarray, counts: np.ndarray):
+        self.names, self.bounds, self.ids, self.impacts, self.counts = names, bounds, ids, impacts, counts
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def sorted_postings(self) -> Iterator[tuple[bytes, Postings]]:
+        ids, impacts, counts = (a.data.cast("B") for a in (self.ids, self.impacts, self.counts))
+        bounds = self.bounds.tolist()
+        for t, name in enumerate(self.names):
+            a, b = bounds[t], bounds[t + 1]
+            p = Postings(
+                ids=_native("I", ids[4 * a : 4 * b]),
+                impacts=bytes(impacts[a:b]),
+                counts=_native("H", counts[2 * a : 2 * b]),
+            )
+            yield name.encode("utf-8"), p
+
+
+_CHUNK_BITS = 19
+_SORT_CHUNK = 1 << _CHUNK_BITS  # postings sorted at a time (its working arrays: about 60 bytes a posting)
+
+
 class _FieldPool:
-    """A field's postings for the new documents: per term an array of packed postings."""
+    """A field's postings for the new documents, in the order they came: each posting's term (a
+    number: its first-seen order in ``terms``) and ``impact << 16 | count``, and each document's
+    number, length class and end (in the postings). One look-up and two array appends a posting,
+    all in C; the postings are put in term order once, by one sort (``sorted``). An array per term,
+    appended to posting by posting, took a quarter of a bulk build (py-spy, 300,000 documents)."""
 
     def __init__(self):
-        self.packed: defaultdict[str, array] = defaultdict(partial(array, "Q"))
+        self.terms: dict[str, int] = defaultdict(count().__next__)
+        self.tids = array("I")
+        self.lows = array("I")
+        self.docs = array("I")
+        self.classes = array("B")
+        self.ends = array("q")
         self.size = 0
-        self._sorted: list[str] | None = None
+        self._sorted: _Sorted | None = None
 
     def __len__(self) -> int:
         return self.size
 
-    def add(self, docnum: int, terms: list[str], lows: Iterable[int]) -> None:
-        """``terms`` (distinct) with their ``impact << 16 | count``, in the same order."""
-        _consume(map(array.append, map(self.packed.__getitem__, terms), map(or_, repeat(docnum << 32), lows)))
-        self.size += len(terms)
+    def add(self, docnum: int, terms: list[str], lows: Iterable[int], cls: int = 0) -> None:
+        """``terms`` (distinct) with their ``impact << 16 | count``, in the same order; ``cls``:
+        the document's length class (for its ``CharTerms``)."""
+        if self._sorted is not None:
+            raise ValueError("this pool has been sorted")
+        tids = self.tids
+        tids.extend(map(self.terms.__getitem__, terms))
+        self.lows.extend(lows)
+        self.docs.append(docnum)
+        self.classes.append(cls)
+        self.ends.append(len(tids))
+        self.size = len(tids)
 
-    def sorted_names(self) -> list[str]:
-        if self._sorted is None or len(self._sorted) != len(self.packed):
-            self._sorted = sorted(self.packed)
+    def sorted(self) -> _Sorted:
+        """The postings in term order, then document order. The pool's own arrays are let go as
+        they are used (its memory is at its highest here): no document can be added after this."""
+        if self._sorted is not None:
+            return self._sorted
+        terms = self.terms
+        names = sorted(terms)
+        n, m = len(names), len(self.tids)
+        if m >= 1 << 32:
+            raise ValueError("a pool of postings is limited to 2**32 postings")
+        rank = np.empty(n, dtype=np.int64)
+        rank[np.fromiter(map(terms.__getitem__, names), dtype=np.int64, count=n)] = np.arange(n)
+        self.terms = {}
+        tids, lows = np.frombuffer(self.tids, dtype=np.uint32), np.frombuffer(self.lows, dtype=np.uint32)
+        docs, ends = np.frombuffer(self.docs, dtype=np.uint32), np.frombuffer(self.ends, dtype=np.int64)
+        bounds = np.zeros(n + 1, dtype=np.int64)
+        for at in range(0, m, _SORT_CHUNK):
+            bounds[1:] += np.bincount(rank[tids[at : at + _SORT_CHUNK]], minlength=n)
+        np.cumsum(bounds, out=bounds)
+        # each posting put in its place (the next free one of its term's range), a chunk at a time:
+        # the chunk sorted by (rank, posting number) as one 64-bit key (numpy's sort is several
+        # times its argsort), so the working arrays are the chunk's, not the pool's
+        ids, impacts, counts = np.empty(m, np.uint32), np.empty(m, np.uint8), np.empty(m, np.uint16)
+        free = bounds[:-1].copy()
+        for at in range(0, m, _SORT_CHUNK):
+            key = rank[tids[at : at + _SORT_CHUNK]]
+            size = len(key)
+            key <<= _CHUNK_BITS
+            key |= np.arange(size)
+            key.sort()
+            ranks, posting = key >> _CHUNK_BITS, key & (_SORT_CHUNK - 1)
+            posting += at
+            del key
+            first = np.flatnonzero(np.concatenate(([True], ranks[1:] != ranks[:-1])))
+            runs = np.diff(np.append(first, size))
+            place = free[ranks] + (np.arange(size) - np.repeat(first, runs))
+            free[ranks[first]] += runs
+            ids[place] = docs[np.searchsorted(ends, posting, side="right")]
+            low = lows[posting]
+            impacts[place] = low >> 16
+            counts[place] = low & 0xFFFF
+        del tids, lows
+        self.tids, self.lows = array("I"), array("I")
+        self._sorted = _Sorted(names, bounds, ids, impacts, counts)
         return self._sorted
 
     def sorted_postings(self) -> Iterator[tuple[bytes, Postings]]:
-        packed_of = self.packed
-        for term in self.sorted_names():
-            packed = packed_of[term]
-            yield term.encode("utf-8"), Postings(packed)
+        return self.sorted().sorted_postings()
+
+
+class _CharPool:
+    """The ``CharTerms`` postings of a ``Content`` pool's documents (see ``CharTerms``), made when
+    they are written: a CJK character's documents are those of the terms it starts, its
+    occurrences theirs added up, its impact of that sum in the document's length class."""
+
+    def __init__(self, content: _FieldPool, impacts: _Impacts):
+        self.content, self.impacts = content, impacts
+
+    def __len__(self) -> int:
+        return len(self.content)
+
+    def sorted_postings(self) -> Iterator[tuple[bytes, Postings]]:
+        return self.sorted().sorted_postings()
+
+    def sorted(self) -> _Sorted:
+        """The terms starting with a character are together in term order, so its postings are
+        one range of the sorted ones. They are taken a run of characters at a time (about
+        ``_SORT_CHUNK`` postings), and one sort puts a run's in (character, document) order, the
+        counts carried in the key's low bits."""
+        s = self.content.sorted()
+        chars: list[str] = []
+        starts: list[int] = []
+        for t, name in enumerate(s.names):
+            if not chars or name[0] != chars[-1]:
+                chars.append(name[0])
+                starts.append(t)
+        kept = [i for i, char in enumerate(chars) if is_cjk(char)]
+        of_char = np.full(len(chars), -1, dtype=np.int64)
+        of_char[kept] = np.arange(len(kept))
+        pstarts = s.bounds[starts + [len(s.names)]].tolist()  # each character's first posting, and the end
+        content_docs = np.frombuffer(self.content.docs, dtype=np.uint32)
+        content_classes = np.frombuffer(self.content.classes, dtype=np.uint8)
+        ids, impacts, counts = [], [], []
+        per_char = np.zeros(len(kept), dtype=np.int64)
+        g = 0
+        while g < len(chars):
+            h = g + 1
+            while h < len(chars) and h - g < 0xFFFF and pstarts[h + 1] - pstarts[g] <= _SORT_CHUNK:
+                h += 1
+            a, b = pstarts[g], pstarts[h]
+            char = np.repeat(of_char[g:h], np.diff(pstarts[g : h + 1]))
+            mask = char >= 0
+            if mask.any():
+                first = int(char[mask][0])
+                key = (char[mask] - first).astype(np.uint64) << np.uint64(48)
+                key |= s.ids[a:b][mask].astype(np.uint64) << np.uint64(16)
+                key |= s.counts[a:b][mask]
+                key.sort()
+                pair = key >> np.uint64(16)
+                at = np.flatnonzero(np.concatenate(([True], pair[1:] != pair[:-1])))
+                sums = np.add.reduceat((key & np.uint64(0xFFFF)).astype(np.int64), at)
+                pair = pair[at]
+                docs = (pair & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+                classes = content_classes[np.searchsorted(content_docs, docs)]
+                lows = self.impacts.lows(classes, np.minimum(sums * 2, _MAX_W2))
+                ids.append(docs)
+                impacts.append((lows >> 16).astype(np.uint8))
+                counts.append((lows & 0xFFFF).astype(np.uint16))
+                per_char[first:] += np.bincount((pair >> np.uint64(32)).astype(np.int64), minlength=len(kept) - first)
+            g = h
+        bounds = np.zeros(len(kept) + 1, dtype=np.int64)
+        np.cumsum(per_char, out=bounds[1:])
+        joined = (
+            np.concatenate(parts) if parts else np.zeros(0, t)
+            for parts, t in ((ids, np.uint32), (impacts, np.uint8), (counts, np.uint16))
+        )
+        return _Sorted([chars[i] for i in kept], bounds, *joined)
 
 
 class BulkWriter(SegmentWriter):
@@ -432,12 +599,13 @@ class BulkWriter(SegmentWriter):
             raise ValueError(f"merge must be 'tail', 'all' or None, not {merge!r}")
 
     def pooled_bytes(self) -> int:
-        """An estimate of the pool's memory: 12 bytes a posting (8, and the arrays' spare room),
-        250 a term (its string, dictionary slot and array). Measured on issue 2's site: 4.3 million
-        postings of 157,000 terms grew the process by 91 MB."""
+        """An estimate of the pool's memory at its largest, when it is sorted to be written: 16
+        bytes a posting (8 held, 7 of the sorted arrays, and the sort's working arrays), 120 a term
+        (its string and dictionary slot). Measured at 40,000 documents of issue 2's site: RSS at
+        most 240 MB, against 200 MB before (an array a term, 12 bytes a posting, no sort)."""
         fields = self.pool.fields.values()
         # (CharTerms pools, made when the segment is flushed, are never here)
-        return 12 * sum(map(len, fields)) + 250 * sum(len(f.packed) for f in fields if isinstance(f, _FieldPool))
+        return 16 * sum(map(len, fields)) + 120 * sum(len(f.terms) for f in fields if isinstance(f, _FieldPool))
 
     # documents
 
@@ -453,9 +621,8 @@ class BulkWriter(SegmentWriter):
             length = 0
             if isinstance(field, Content):
                 weights, length = content_weights(_parts(value))
-                pool.field(name).add(docnum, list(weights), pool.impacts.of(length, weights.values()))
-                if field.chars:
-                    pool.rows.setdefault(field.chars, {})[docnum] = pool.impacts.row(length)
+                cls = length_class(length)
+                pool.field(name).add(docnum, list(weights), pool.impacts.of(cls, weights.values()), cls)
                 value = None
             elif field.indexed:
                 terms = _simple_terms(field, value)
@@ -556,7 +723,7 @@ class BulkWriter(SegmentWriter):
         fw = self.fieldwriter
         for name, field in self.schema.items():
             if isinstance(field, Content) and field.chars and name in self.pool.fields:
-                self.pool.fields[field.chars] = _CharPool(self.pool.field(name), self.pool.rows.get(field.chars, {}))
+                self.pool.fields[field.chars] = _CharPool(self.pool.field(name), self.pool.impacts)
         names = {n for n, pool in self.pool.fields.items() if len(pool)}
         for reader, _ in self._sources:
             names.update(n for n in reader.indexed_field_names() if n in self.schema)
@@ -579,6 +746,7 @@ class BulkWriter(SegmentWriter):
                 add_term(prefix + btext, info)
                 offset += len(data)
             fw.finish_field()
+            self.pool.fields.pop(name, None)  # written: its memory goes before the next field's sort
         terms.finish()
         fw.close()
 
@@ -682,45 +850,10 @@ class _TermIndex:
         self.tindex.lastkey = self.lastkey
 
 
-class _CharPool:
-    """The ``CharTerms`` postings of the new documents, from their ``Content`` postings (see
-    ``CharTerms``): a character's terms are together in term order."""
-
-    def __init__(self, content: _FieldPool, rows: dict[int, list[int]]):
-        self.content = content
-        self.rows = rows
-
-    def __len__(self) -> int:
-        return len(self.content)
-
-    def sorted_postings(self) -> Iterator[tuple[bytes, Postings]]:
-        rows, packed = self.rows, self.content.packed
-        names = self.content.sorted_names()
-        i = 0
-        while i < len(names):
-            char = names[i][0]
-            end = bisect.bisect_left(names, chr(ord(char) + 1), i)  # the terms starting with ``char``
-            if is_cjk(char):
-                joined = array("Q")
-                for name in names[i:end]:
-                    joined.extend(packed[name])
-                p = Postings(joined)
-                ids = p.ids
-                counts: dict[int, int] = {}
-                # update() stores each pair before reading the next: repeated documents add up
-                counts.update(zip(ids, map(add, map(counts.get, ids, repeat(0)), p.counts), strict=True))
-                docs = sorted(counts)
-                w2s = map(min, map(lshift, map(counts.__getitem__, docs), repeat(1)), repeat(_MAX_W2))
-                lows = map(list.__getitem__, map(rows.__getitem__, docs), w2s)
-                yield char.encode("utf-8"), Postings(array("Q", map(or_, map(lshift, docs, repeat(32)), lows)))
-            i = end
-
-
 class _Pools:
     def __init__(self):
         self.fields: dict[str, _FieldPool | _CharPool] = {}
         self.impacts = _Impacts()
-        self.rows: dict[str, dict[int, list[int]]] = {}  # CharTerms field -> docnum -> impact row
 
     def field(self, name: str) -> _FieldPool:
         pool = self.fields.get(name)
@@ -731,4 +864,3 @@ class _Pools:
 
     def cleanup(self) -> None:
         self.fields.clear()
-        self.rows.clear()
