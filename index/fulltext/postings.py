@@ -42,6 +42,7 @@ from __future__ import annotations
 import heapq
 import math
 import re
+import secrets
 import struct
 import sys
 import zlib
@@ -50,6 +51,7 @@ from collections import Counter, defaultdict, deque
 from collections.abc import Iterable, Iterator
 from itertools import count, groupby, repeat
 from operator import itemgetter, lshift, or_
+from pathlib import Path
 
 import numpy as np
 from whoosh import analysis, columns, fields, formats
@@ -64,6 +66,7 @@ from whoosh.util.numeric import length_to_byte
 from whoosh.writing import SegmentWriter
 
 from index.fulltext.cjk import CJKBigramAnalyzer, content_weights, is_cjk
+from index.fulltext.runs import Run, write_run
 
 __all__ = ["BulkWriter", "CharTerms", "Content", "Postings", "StrataCodec", "read_postings"]
 
@@ -590,6 +593,7 @@ class BulkWriter(SegmentWriter):
         super().__init__(ix, codec=StrataCodec(), **kwargs)
         self.pool = _Pools()
         self._sources: list[tuple[SegmentReader, int]] = []
+        self._runs: list[Run] = []
         self._kept = list(self.segments)
         if merge == "all":
             self._merge(self.segments if len(self.segments) > 1 else [])
@@ -710,8 +714,35 @@ class BulkWriter(SegmentWriter):
         kept = self._kept
         super().commit(mergetype=lambda writer, segments: list(kept))
 
+    def spill(self, folder: Path) -> None:
+        """Write the pool's postings to a new run in ``folder`` and empty the pool, without ending
+        the segment (``index.fulltext.runs``): a bulk build's way of holding a bounded pool. The
+        runs are merged into the segment when it is written, and removed with it."""
+        pools = self._chars_pooled()
+        path = folder / f"run-{secrets.token_hex(4)}-{len(self._runs):05d}"
+
+        def sorted_fields():
+            for name in sorted(pools):
+                s = pools[name].sorted()
+                yield name, s.names, s.bounds, s.ids, s.impacts, s.counts
+                del pools[name]  # its memory goes before the next field's sort
+
+        self._runs.append(write_run(path, sorted_fields()))
+        self.pool = _Pools()
+
+    def _chars_pooled(self) -> dict[str, _FieldPool | _CharPool]:
+        """The pool's fields, with each ``Content`` field's ``CharTerms`` (made from it)."""
+        pools = self.pool.fields
+        for name, field in self.schema.items():
+            if isinstance(field, Content) and field.chars and name in pools:
+                pools[field.chars] = _CharPool(self.pool.field(name), self.pool.impacts)
+        return pools
+
     def _close_segment(self):
         super()._close_segment()
+        for run in self._runs:
+            run.remove()
+        self._runs = []
         for reader, _ in self._sources:
             reader.close()
         self._sources = []
@@ -721,10 +752,9 @@ class BulkWriter(SegmentWriter):
     def _flush_segment(self):
         self.perdocwriter.close()
         fw = self.fieldwriter
-        for name, field in self.schema.items():
-            if isinstance(field, Content) and field.chars and name in self.pool.fields:
-                self.pool.fields[field.chars] = _CharPool(self.pool.field(name), self.pool.impacts)
-        names = {n for n, pool in self.pool.fields.items() if len(pool)}
+        names = {n for n, pool in self._chars_pooled().items() if len(pool)}
+        for run in self._runs:
+            names.update(run.fields)
         for reader, _ in self._sources:
             names.update(n for n in reader.indexed_field_names() if n in self.schema)
         terms = _TermIndex(fw._tindex)
@@ -751,17 +781,21 @@ class BulkWriter(SegmentWriter):
         fw.close()
 
     def _merged_terms(self, name: str) -> Iterator[tuple[bytes, Postings]]:
-        """(term, postings): the merged segments' then the new documents', in term order."""
+        """(term, postings): the merged segments', then the spilled runs', then the pool's, in
+        term order (their documents are in that order)."""
         pool = self.pool.fields.get(name)
         new = pool.sorted_postings() if pool is not None else iter(())
         streams: list[Iterable] = []
         for order, (reader, base) in enumerate(self._sources):
             if name in reader.indexed_field_names():
                 streams.append(_source_terms(reader, base, order, name))
+        for order, run in enumerate(self._runs, len(self._sources)):
+            if name in run.fields:
+                streams.append(_run_terms(run, order, name))
         if not streams:
             yield from new
             return
-        streams.append((btext, len(self._sources), p) for btext, p in new)
+        streams.append((btext, len(self._sources) + len(self._runs), p) for btext, p in new)
         for btext, group in groupby(heapq.merge(*streams, key=itemgetter(0, 1)), key=itemgetter(0)):
             parts = []
             for _, _, source in group:
@@ -771,6 +805,11 @@ class BulkWriter(SegmentWriter):
                     reader, base, value = source
                     parts.append(_source_postings(reader, name, btext, value).rebased(base))
             yield btext, Postings.join(parts)
+
+
+def _run_terms(run: Run, order: int, name: str) -> Iterator[tuple[bytes, int, Postings]]:
+    for btext, ids, impacts, counts in run.terms(name):
+        yield btext, order, Postings(ids=_native("I", ids), impacts=bytes(impacts), counts=_native("H", counts))
 
 
 def _source_terms(reader, base: int, order: int, name: str) -> Iterator[tuple]:

@@ -160,7 +160,10 @@ def _build(collection: Collection, documents, runs: list[str], figures: Figures,
         keys: list[str] = []
         # the captures as two arrays (12 bytes each; 2.6 million at a million documents)
         capture_docs, capture_stamps = array("I"), array("q")
+        # one segment, its pool spilled to sorted runs when full (index.fulltext.runs)
         writer = BulkWriter(ix, merge=None)
+        spilled = collection.state_dir / f"fulltext.runs-{build}"
+        spilled.mkdir()
         try:
             for url, digest, payload, stamps in documents:
                 docnum = len(keys)
@@ -169,17 +172,16 @@ def _build(collection: Collection, documents, runs: list[str], figures: Figures,
                 capture_stamps.extend(map(int, stamps))
                 capture_docs.extend(repeat(docnum, len(capture_stamps) - len(capture_docs)))
                 if writer.pooled_bytes() > POOL_BYTES:
-                    writer.commit()
-                    writer = BulkWriter(ix, merge=None)
+                    writer.spill(spilled)
             if progress:
                 progress({"phase": "commit", "documents": len(keys)})
-            writer.commit()
-            writer = BulkWriter(ix, merge="all")  # one segment: each document copied once more
             writer.commit()
         except BaseException:
             if not writer.is_closed:
                 writer.cancel()
             raise
+        finally:
+            shutil.rmtree(spilled, ignore_errors=True)
         if ix.doc_count_all() != len(keys):
             raise IndexUnusable(f"wrote {len(keys)} documents, the index holds {ix.doc_count_all()}")
         documents_written = len(keys)

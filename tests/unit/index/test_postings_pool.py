@@ -71,26 +71,53 @@ def _read(ix, fieldname: str) -> dict[str, list]:
         return found
 
 
-@pytest.mark.parametrize("commits", [1, 3])
-def test_pooled_postings_equal_those_worked_out_document_by_document(tmp_path, commits, monkeypatch):
+@pytest.mark.parametrize("how", ["one pool", "three segments merged", "three runs spilled"])
+def test_pooled_postings_equal_those_worked_out_document_by_document(tmp_path, how, monkeypatch):
     monkeypatch.setattr(P, "_SORT_CHUNK", 1 << 10)  # several sort chunks, and characters split across them
     monkeypatch.setattr(P, "_CHUNK_BITS", 10)
-    docs = _documents(300, seed=commits)
+    docs = _documents(300, seed=len(how))
     schema = fields.Schema(key=fields.ID(stored=True), content=P.Content(chars="chars"), chars=P.CharTerms())
-    ix = MappedStorage(tmp_path).create_index(schema)
-    step = -(-len(docs) // commits)
+    (tmp_path / "index").mkdir()
+    ix = MappedStorage(tmp_path / "index").create_index(schema)
+    spilled = tmp_path / "runs"
+    spilled.mkdir()
+    step = len(docs) if how == "one pool" else 100
+    writer = P.BulkWriter(ix, merge=None)
     for at in range(0, len(docs), step):
-        writer = P.BulkWriter(ix, merge=None)
+        if writer.is_closed:
+            writer = P.BulkWriter(ix, merge=None)
         for key, parts in docs[at : at + step]:
             writer.add_document(key=key, content=parts)
+        if how == "three runs spilled":
+            writer.spill(spilled)  # the last one too: a segment of runs and an empty pool
+            assert len(list(spilled.iterdir())) == at // step + 1
+        else:
+            writer.commit()
+    if how == "three runs spilled":
         writer.commit()
-    if commits > 1:
+        assert not list(spilled.iterdir())  # the runs go with the segment written
+    elif how == "three segments merged":
         P.BulkWriter(ix, merge="all").commit()
     terms, chars = _expected(docs)
     assert len(ix.reader().leaf_readers()) == 1
+    assert ix.doc_count_all() == len(docs)
+    assert [stored["key"] for stored in ix.reader().all_stored_fields()] == [key for key, _ in docs]
     assert _read(ix, "content") == terms
     assert _read(ix, "chars") == chars
     assert len(chars) > 5 and max(map(len, terms.values())) > 1 << 10 // 4
+
+
+def test_a_cancelled_writer_removes_its_runs(tmp_path):
+    schema = fields.Schema(key=fields.ID(stored=True), content=P.Content(chars="chars"), chars=P.CharTerms())
+    ix = MappedStorage(tmp_path).create_index(schema)
+    writer = P.BulkWriter(ix, merge=None)
+    for key, parts in _documents(20, seed=5):
+        writer.add_document(key=key, content=parts)
+    writer.spill(tmp_path)
+    assert list(tmp_path.glob("run-*"))
+    writer.cancel()
+    assert not list(tmp_path.glob("run-*"))
+    assert ix.doc_count_all() == 0
 
 
 def test_a_sorted_pool_takes_no_more_documents():
