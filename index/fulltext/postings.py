@@ -480,6 +480,7 @@ class _FieldPool:
         # times its argsort), so the working arrays are the chunk's, not the pool's
         ids, impacts, counts = np.empty(m, np.uint32), np.empty(m, np.uint8), np.empty(m, np.uint16)
         free = bounds[:-1].copy()
+        begins = np.concatenate(([0], ends[:-1]))
         for at in range(0, m, _SORT_CHUNK):
             key = rank[tids[at : at + _SORT_CHUNK]]
             size = len(key)
@@ -493,7 +494,10 @@ class _FieldPool:
             runs = np.diff(np.append(first, size))
             place = free[ranks] + (np.arange(size) - np.repeat(first, runs))
             free[ranks[first]] += runs
-            ids[place] = docs[np.searchsorted(ends, posting, side="right")]
+            # the chunk's postings' documents: those whose postings overlap it, each repeated
+            lo, hi = np.searchsorted(ends, [at, at + size - 1], side="right")
+            spans = np.minimum(ends[lo : hi + 1], at + size) - np.maximum(begins[lo : hi + 1], at)
+            ids[place] = np.repeat(docs[lo : hi + 1], spans)[posting - at]
             low = lows[posting]
             impacts[place] = low >> 16
             counts[place] = low & 0xFFFF

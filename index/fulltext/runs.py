@@ -70,13 +70,10 @@ def write_run(
             toc[name] = (offset, len(terms))
             iv, pv, cv = (a.data.cast("B") for a in (ids, impacts, counts))
             at = bounds.tolist()
+            pack, join = _RECORD.pack, b"".join
             for t, term in enumerate(terms):
                 a, b = at[t], at[t + 1]
                 btext = term.encode("utf-8")
-                write(_RECORD.pack(b - a, len(btext)))
-                write(btext)
-                write(iv[4 * a : 4 * b])
-                write(pv[a:b])
-                write(cv[2 * a : 2 * b])
+                write(join((pack(b - a, len(btext)), btext, iv[4 * a : 4 * b], pv[a:b], cv[2 * a : 2 * b])))
             offset = f.tell()
     return Run(path, toc)
