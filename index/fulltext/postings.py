@@ -17,9 +17,10 @@ Here a term's posting list is three arrays, each written and read by one C call:
   query's score is the sum of ``idf x impact`` over its terms (``index.fulltext.matching``);
 - ``count``: occurrences in the document, boosts included (Whoosh's weight).
 
-The pool appends each document's postings to its terms' arrays of packed 64-bit postings
-(``docnum << 32 | impact << 16 | count``) with ``map`` (no Python step per posting); a segment
-writes them as the three arrays (strided slices of the packed bytes). A search reads the document
+The pool keeps each posting's term number and ``impact << 16 | count`` in flat arrays (appended in
+C, no Python step per posting); when written, numpy sorts them into term order and the three
+arrays (``_FieldPool.sorted``); a bulk build spills full pools to sorted runs on disk
+(``index.fulltext.runs``) and merges them into one segment. A search reads the document
 numbers and impacts in place and never the counts (Whoosh's weights, used by merges and Whoosh's
 own matchers), which are mostly 1 and compressed: 5.6 bytes a posting where the packed form took
 8, which made the postings three quarters of the index (``bench/search_bench.py --synthetic``).
@@ -47,7 +48,7 @@ import struct
 import sys
 import zlib
 from array import array
-from collections import Counter, defaultdict, deque
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator
 from itertools import count, groupby, repeat
 from operator import itemgetter, lshift, or_
@@ -85,7 +86,6 @@ MAX_MERGE_DOCS = 200_000  # a segment this large is never merged again by BulkWr
 _TERMINFO = struct.Struct(W3TermInfo._struct.format + "qi")
 assert W3TermInfo._struct.format in ("!BfIBBfII", b"!BfIBBfII"), "Whoosh 3's term info layout changed"
 _MINLEN, _MAXLEN = length_to_byte(1), length_to_byte(0x7FFFFFFF)  # field lengths are not tracked per term
-_consume = deque[object](maxlen=0).extend
 
 
 # -- the field type --------------------------------------------------------------------------------
