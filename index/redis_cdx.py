@@ -66,7 +66,7 @@ class RedisCdx:
             pipe.exists(zkey)
             pipe.zrangebylex(zkey, b"[" + key, b"(" + end_key)
             exists, found = pipe.execute()
-        except redisdb.UNAVAILABLE as exc:
+        except redisdb.unavailable_errors() as exc:
             self._went_down(exc)
             return None
         except valkey.exceptions.ValkeyError as exc:  # e.g. WRONGTYPE: the key holds something else

@@ -93,7 +93,7 @@ class RedisQueue(RunQueue):
                 if lost
                 else f"the run queue's lock in Redis ({redisdb.shown(self.url)}) stayed taken for {LOCK_WAIT:g} s"
             ) from None
-        except redisdb.UNAVAILABLE as exc:
+        except redisdb.unavailable_errors() as exc:
             raise redisdb.unavailable(self.url, exc) from None
 
     def _check_held(self) -> None:

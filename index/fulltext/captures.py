@@ -36,9 +36,10 @@ from dataclasses import dataclass
 from itertools import repeat
 from operator import itemgetter
 from pathlib import Path
-from typing import TypeVar, cast
+from typing import TYPE_CHECKING, TypeVar, cast
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["CaptureStore", "CaptureTable", "FILENAME", "TABLE_FILE", "read_existing", "write_table"]
 
@@ -209,6 +210,8 @@ class CaptureTable:
     def mask_between(self, lo: str | None, hi: str | None, size: int) -> np.ndarray:
         """``docs_between`` as a mask of ``size`` booleans (a million documents: a millisecond, where
         the set took 30)."""
+        import numpy as np  # here: a harvest imports this module, and numpy costs it 0.1 s
+
         table, start, end = self._between(lo, hi)
         mask = np.zeros(size, dtype=np.bool_)
         if end > start:
@@ -275,6 +278,8 @@ def write_table(store: CaptureStore, captures: tuple[array, array] | None = None
 
 def _table_of(docs: array, stamps: array) -> _Table:
     """The table of (docnum, timestamp) pairs, as ``_read_rows`` orders them."""
+    import numpy as np
+
     d = np.frombuffer(docs, dtype=np.uint32) if len(docs) else np.zeros(0, np.uint32)
     ts = np.frombuffer(stamps, dtype=np.int64) if len(stamps) else np.zeros(0, np.int64)
     by_doc = np.lexsort((ts, d))
@@ -289,6 +294,8 @@ def _table_of(docs: array, stamps: array) -> _Table:
 
 
 def _as_array(typecode: str, values: np.ndarray) -> array:
+    import numpy as np
+
     found = array(typecode)
     found.frombytes(values.astype(np.dtype(typecode), copy=False).tobytes())
     return found
