@@ -152,7 +152,6 @@ class Harvest:
         coll = self.collection
         coll.create()
         rebuild_if_outdated(coll)
-        cdxj.preload_indexer()
         # Full-text indexing follows the run in a process of its own (index.fulltext.follow); not
         # for one of several workers on a run (harvester.shared_harvest): its lead indexes at the end.
         self._follows_fulltext = self.job.fulltext

@@ -32,7 +32,7 @@ from harvester.run import Harvest
 from harvester.shared_frontier import SharedFrontier
 from harvester.shared_run import SharedRun, add_figures
 from harvester.warcfile import OPEN_SUFFIX
-from index import cdxj, redisdb
+from index import redisdb
 from index.rebuild import rebuild_if_outdated
 from index.redisstate import RedisHarvestState
 from index.statestore import open_harvest_state
@@ -89,7 +89,6 @@ class SharedHarvest(Harvest):
         coll.create()
         if self.lead:
             rebuild_if_outdated(coll)
-        cdxj.preload_indexer()
         own_suffix = f"-{self.worker_label}.warc.gz{OPEN_SUFFIX}"
         try:
             if self.lead:

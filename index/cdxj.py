@@ -14,12 +14,12 @@ import json
 import os
 import re
 import secrets
-import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from warcio.timeutils import iso_date_to_timestamp
 
+from index.surtkey import surt_key
 from index.warcscan import open_prefix
 
 # The options wb-manager uses for `wb-manager add` / `reindex`.
@@ -45,17 +45,14 @@ class RecordIndexer:
     """CDXJ lines for records as they are written, without reading the file back.
 
     The line is built as pywb's record parser and CDXJ writer build it from the record read back
-    (``index_warc``): the same fields in the same order, the same SURT key (the ``surt`` package
-    pywb's canonicalizer calls), the same JSON, so the lines are the same bytes; the test suite
-    compares them with pywb's file indexer. Built here, not through pywb's parser, because that
+    (``index_warc``): the same fields in the same order, the same SURT key (``index.surtkey``, that
+    of the ``surt`` package pywb's canonicalizer calls), the same JSON, so the lines are the same
+    bytes; the test suite compares them with pywb's file indexer. Built here, not through pywb's parser, because that
     parser costs 60 us a record and importing it a fifth of a second a run (pyamf, requests,
     werkzeug). What reading back could change is refused with ``NeedsFileIndex``, and that file is
     then indexed from disk: a request other than GET (pywb appends its body to the key), and header
     values or URLs that are not ASCII (warcio decodes them on reading).
     """
-
-    def __init__(self):
-        self._surt = None  # imported at the first line (see preload_indexer)
 
     def line(self, record, offset: int, length: int, filename: str) -> bytes | None:
         """The record's CDXJ line, or None for a record pywb does not index (warcinfo, request)."""
@@ -93,14 +90,10 @@ class RecordIndexer:
         """``urlkey timestamp {json}`` with pywb's field order: its entry starts with ``urlkey`` and
         ``metadata`` (so a response's WARC-Json-Metadata comes first), and empty or ``-`` values are
         left out."""
-        if self._surt is None:
-            from surt import surt
-
-            self._surt = surt
         headers = record.rec_headers
         url = fields["url"]
         try:
-            urlkey = self._surt(url)
+            urlkey = surt_key(url)
         except Exception:  # as pywb's canonicalize: a URN is its own key
             if not url.startswith("urn:"):
                 raise NeedsFileIndex("URL surt cannot canonicalize") from None
@@ -129,18 +122,6 @@ def _status(http) -> str:
     if not code or (code == "204" and "Error" in http.statusline):
         return "-"
     return code
-
-
-def preload_indexer() -> threading.Thread:
-    """Import ``surt`` (a tenth of a second: tldextract, requests) on a thread, while a harvest
-    waits for its first answers; the first ``RecordIndexer.line`` then finds it loaded."""
-
-    def load() -> None:
-        import surt  # noqa: F401
-
-    thread = threading.Thread(target=load, name="preload-surt", daemon=True)
-    thread.start()
-    return thread
 
 
 class _Unclosable(io.BufferedIOBase):
