@@ -15,7 +15,8 @@ The steps, for a plain URL (those of the package's Google and Internet Archive c
 - the port left out when it is the scheme's default;
 - path lowercased, its trailing slash dropped (not the root's), ``/`` for none;
 - query lowercased and its ``&``-separated arguments sorted; an empty one left out;
-- fragment, user and password left out (such URLs are not plain: they go to the package).
+- fragment, user and password left out (such URLs are not plain: they go to the package);
+- a URN of lowercase letters, digits and ``:._-`` is its own key.
 """
 
 from __future__ import annotations
@@ -31,6 +32,9 @@ __all__ = ["surt_key"]
 _PLAIN = re.compile(
     r"(https?)://([A-Za-z0-9.-]+)(?::([1-9][0-9]{0,4}))?(/[A-Za-z0-9\-._~/:,;+!$'()*=&]*)?(?:\?([A-Za-z0-9\-._~/:,;+!$'()*=&?]*))?"
 )
+# A URN of lowercase letters, digits and ``:._-`` (a run report's ``urn:strata:run:<id>``) is its
+# own key.
+_PLAIN_URN = re.compile(r"urn:[a-z0-9:._-]+")
 _WWW = re.compile(r"www\d*\.")
 _IPV4 = re.compile(
     r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9][0-9]?)(?:\.(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])){3}"
@@ -63,7 +67,7 @@ def _plain_key(url: str) -> str | None:
     """The key of a plain URL, or None for one the package must canonicalize."""
     m = _PLAIN.fullmatch(url)
     if m is None:
-        return None
+        return url if _PLAIN_URN.fullmatch(url) else None
     scheme, host, port, path, query = m.groups()
     if host.startswith(".") or host.endswith(".") or ".." in host:
         return None

@@ -73,6 +73,10 @@ AWKWARD = [
     "http://example.com/中文",
     "https://www.gov.cn/zhengce/2024-03/05/content_1234.htm",
     "http://example.com/a;b=c/d:e,f+g!h$i'j*k~l",
+    "urn:strata:run:20261202161000-ab12",
+    "urn:Strata:Run:X",
+    "urn:uuid:0f3c/../x?B=1",
+    "urn:",
 ]
 
 
@@ -95,6 +99,7 @@ def test_plain_urls_do_take_the_fast_path():
     )
     assert _plain_key("https://www.Example.com/A/?b=2&a=1") == "com,example)/a?a=1&b=2"
     assert _plain_key("http://example.com/a%20b") is None  # escapes are left to the package
+    assert _plain_key("urn:strata:run:20261202161000-ab12") == "urn:strata:run:20261202161000-ab12"
 
 
 def _random_url(rnd: random.Random) -> str:
