@@ -47,9 +47,9 @@ class RecordIndexer:
     The line is built as pywb's record parser and CDXJ writer build it from the record read back
     (``index_warc``): the same fields in the same order, the same SURT key (``index.surtkey``, that
     of the ``surt`` package pywb's canonicalizer calls), the same JSON, so the lines are the same
-    bytes; the test suite compares them with pywb's file indexer. Built here, not through pywb's parser, because that
-    parser costs 60 us a record and importing it a fifth of a second a run (pyamf, requests,
-    werkzeug). What reading back could change is refused with ``NeedsFileIndex``, and that file is
+    bytes; the test suite compares them with pywb's file indexer. Built here, not through pywb's
+    parser, because that parser costs 60 us a record and importing it a fifth of a second a run
+    (pyamf, requests, werkzeug). What reading back could change is refused with ``NeedsFileIndex``, and that file is
     then indexed from disk: a request other than GET (pywb appends its body to the key), and header
     values or URLs that are not ASCII (warcio decodes them on reading).
     """

@@ -1,6 +1,6 @@
 """The SURT key of a URL, as pywb's canonicalizer makes it (``surt.surt(url)``), without its cost.
 
-pywb keys its CDXJ index by the ``surt`` package's key. That package costs 20 us a URL and its import
+pywb keys its CDXJ index by the ``surt`` package's key. That package costs 12-20 us a URL and its import
 50-70 ms a process (it loads tldextract, requests and urllib3 for a feature a key never uses), and a
 harvest makes a key for every record it writes. Most URLs a harvest meets are plain: an ``http`` or
 ``https`` URL of a host name or a dotted IPv4 address, with a path and query of characters that need
@@ -22,7 +22,6 @@ The steps, for a plain URL (those of the package's Google and Internet Archive c
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 
 __all__ = ["surt_key"]
 
@@ -45,22 +44,15 @@ _DEFAULT_PORT = {"http": 80, "https": 443}
 # arguments such as jsessionid=, phpsessid=, sid=, ASPSESSIONID..., cfid=...&cftoken=.
 _SESSION_QUERY = ("sid=", "sessionid", "cfid=")
 
-_package_surt: Callable[[str], str] | None = None
-
 
 def surt_key(url: str) -> str:
     """``surt.surt(url)``: the key pywb files ``url`` under."""
     key = _plain_key(url)
-    return key if key is not None else _package(url)
+    if key is not None:
+        return key
+    from surt import surt  # only for a URL that is not plain (imported once, then looked up)
 
-
-def _package(url: str) -> str:
-    global _package_surt
-    if _package_surt is None:
-        from surt import surt
-
-        _package_surt = surt
-    return _package_surt(url)
+    return surt(url)
 
 
 def _plain_key(url: str) -> str | None:
@@ -89,10 +81,11 @@ def _plain_key(url: str) -> str | None:
     if len(path) > 1 and path.endswith("/"):
         path = path[:-1]
     key = ",".join(reversed(host.split(".")))
-    if port is not None and int(port) != _DEFAULT_PORT[scheme]:
-        if int(port) > 65535:
-            return None
-        key += f":{int(port)}"
+    number = int(port) if port is not None else _DEFAULT_PORT[scheme]
+    if number > 65535:
+        return None
+    if number != _DEFAULT_PORT[scheme]:
+        key += f":{number}"
     key += ")" + path
     if query:
         query = query.lower()
