@@ -55,18 +55,22 @@ def sha256_file(path: Path) -> tuple[str, int]:
 
 class HashingFile:
     """A binary file that hashes what is written through it: the digest of a WARC at no extra read.
-    Only what the WARC roller uses of a file is offered."""
+    Only what the WARC roller uses of a file is offered. The position is counted here, not asked of
+    the file: a buffered file's ``tell()`` is an ``lseek`` system call, two or three a record."""
 
     def __init__(self, fh):
         self._fh = fh
         self.sha256 = hashlib.sha256()
+        self._position = fh.tell()
 
     def write(self, data) -> int:
         self.sha256.update(data)
-        return self._fh.write(data)
+        written = self._fh.write(data)
+        self._position += written
+        return written
 
     def tell(self) -> int:
-        return self._fh.tell()
+        return self._position
 
     def flush(self) -> None:
         self._fh.flush()

@@ -92,3 +92,21 @@ def test_a_name_already_in_the_manifest_is_not_added_twice(tmp_path):
     assert not fixity.add("a.warc.gz", 4, "cd" * 32, agent="test")
     assert fixity.manifest_path.read_text() == "ab" * 32 + "  archive/a.warc.gz\n"
     assert fixity.sizes() == {"a.warc.gz": 3}
+
+
+def test_a_hashing_file_counts_its_position_as_the_file_has_it(tmp_path):
+    import hashlib
+
+    from index.fixity import HashingFile
+
+    path = tmp_path / "out.bin"
+    with open(path, "xb") as raw:
+        fh = HashingFile(raw)
+        positions = []
+        for chunk in (b"", b"abc", bytearray(b"\x00" * 70_000), memoryview(b"xyz" * 1000)[5:], b"end"):
+            fh.write(chunk)
+            positions.append((fh.tell(), raw.tell()))
+        fh.flush()
+    assert all(counted == actual for counted, actual in positions), positions
+    assert fh.hexdigest() == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert positions[-1][0] == path.stat().st_size
