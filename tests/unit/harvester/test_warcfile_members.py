@@ -95,3 +95,24 @@ def test_a_payload_of_such_a_type_that_compresses_after_all_is_deflated(tmp_path
     data = _roll(tmp_path, bodies)
     flat = bodies["http://a.test/flat.png"][1]
     assert flat[:4096] not in data and len(data) < 150_000 + 20_000 + len(flat) // 4
+
+
+def test_a_payload_that_starts_as_a_jpeg_is_stored_without_the_probe(tmp_path):
+    """The JPEG signature settles it (JPEG data is Huffman-coded): even a JPEG whose first segment
+    is compressible text (a long XMP packet) is stored, while the same bytes without the signature,
+    served under the same type, are probed and deflated. Either way the record reads back whole."""
+    packet = b"<x:xmpmeta>" + b"<rdf:li>archive</rdf:li>" * 600 + b"</x:xmpmeta>"
+    tail = random.Random(3).randbytes(20_000)
+    bodies = {
+        "http://a.test/xmp.jpg": ("image/jpeg", b"\xff\xd8\xff\xe1" + packet + tail, None),
+        "http://a.test/not-a.jpg": ("image/jpeg", b"BM" + packet + tail, None),
+    }
+    data = _roll(tmp_path, bodies)
+    assert packet[:4096] in data  # the JPEG: stored from its first byte
+    assert data.count(packet[:4096]) == 1  # the other: deflated
+    read = {
+        record.rec_headers.get_header("WARC-Target-URI"): record.raw_stream.read()
+        for record in ArchiveIterator(io.BytesIO(data))
+        if record.rec_type == "response"
+    }
+    assert read == {url: body for url, (_, body, _) in bodies.items()}
