@@ -33,8 +33,7 @@ import sys
 import tempfile
 from collections.abc import Callable
 
-from harvester.fetch import FetchResult, fetch, make_client
-from harvester.h11transport import H11Transport
+from harvester.fetchresult import FetchResult
 
 INLINE_MAX = 2 * 1024 * 1024  # bodies larger than this travel as a temporary file
 ANSWER_GRACE = 15.0  # seconds past a fetch's deadline before the child is given up on
@@ -188,6 +187,7 @@ class _Outbox:
 
 
 async def _answer(
+    fetch: Callable,
     client,
     slots: asyncio.Semaphore,
     outbox: _Outbox,
@@ -219,6 +219,10 @@ async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> 
     config = await _read_frame(reader)
     if config is None:
         return
+    # The HTTP client is the child's alone: the harvest's own process reads FetchResults only.
+    from harvester.fetch import fetch, make_client
+    from harvester.h11transport import H11Transport
+
     settings = config[1]
     client = make_client(
         settings["concurrency"],
@@ -235,7 +239,7 @@ async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> 
             message = await _read_frame(reader)
             if message is None:
                 break
-            task = asyncio.create_task(_answer(client, slots, outbox, *message[1:]))
+            task = asyncio.create_task(_answer(fetch, client, slots, outbox, *message[1:]))
             tasks.add(task)
             task.add_done_callback(tasks.discard)
     finally:

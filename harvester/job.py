@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from harvester.jobs.frequency import ADAPTIVE, FREQUENCIES, check_frequency
-from harvester.proxies import check_proxy_url
 from strata.errors import ConfigError
 from strata.settings import (
     Setting,
@@ -71,6 +70,8 @@ def _optional_url(value: Any) -> str:
 
 
 def _proxies(value: Any) -> tuple[str, ...]:
+    from harvester.proxies import check_proxy_url  # httpx, imported only for a job with proxies
+
     return tuple(check_proxy_url(proxy) for proxy in check_str_list(value))
 
 

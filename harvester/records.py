@@ -29,7 +29,7 @@ from urllib.parse import quote
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from harvester.fetch import FetchResult, header_value
+from harvester.fetchresult import FetchResult, header_value
 from index.state import Original
 
 NOT_MODIFIED_PROFILE = "http://netpreserve.org/warc/1.1/revisit/server-not-modified"

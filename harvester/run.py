@@ -20,18 +20,16 @@ import tempfile
 import time
 from collections.abc import Callable
 from datetime import datetime
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
-
-import httpx
 
 from harvester import decide, records
 from harvester.change import NoiseRules, content_digest, main_text, similarity
-from harvester.fetch import FetchResult, fetch, make_client
 from harvester.fetchproc import FetchProcess
+from harvester.fetchresult import FetchResult
 from harvester.frontier import Frontier, Item
 from harvester.job import JobSettings
 from harvester.links import LINK_TYPES, Link, links_of_payload
-from harvester.proxies import ProxyPool
 from harvester.recovery import recover
 from harvester.report import RunFigures
 from harvester.robots import RobotsCache, RobotsRules, RobotsUnreachable, effective_delay
@@ -54,6 +52,11 @@ from strata import __version__
 from strata.media import HTML_TYPES
 from strata.times import iso, ts14, utc_now, warc_date
 from strata.urls import normalize_url, url_host, url_origin
+
+if TYPE_CHECKING:  # httpx is imported where a fetch runs in this process (none, with a fetch process)
+    import httpx
+
+    from harvester.proxies import ProxyPool
 
 ACCEPT_ENCODING = "gzip, deflate"  # no br: only capped decoders touch stored bodies
 MAX_REDIRECT_HOPS = 10
@@ -109,7 +112,7 @@ class Harvest:
         self.job_key: str | None = None if adhoc else job.name
         self.requested_mode = mode
         self.progress = progress
-        if transport is None:
+        if transport is None and (job.login_cookies or job.proxies):  # else there is none to make
             from harvester.login import harvest_transport
 
             transport = harvest_transport(job)  # login cookies and proxies; None when the job has neither
@@ -543,6 +546,8 @@ class Harvest:
         if self.fetcher is not None and self.fetcher.alive:
             result = await self.fetcher.fetch(url, headers, self.job.timeout, self.job.max_resource_size)
         else:
+            from harvester.fetch import fetch
+
             async with self._fetch_slots:  # a request waits for a connection before its deadline starts
                 result = await fetch(
                     self._in_process_client(),
@@ -559,6 +564,8 @@ class Harvest:
         such fetch: making one loads the CA bundle (0.2 s of CPU), which a run whose fetch process
         does every fetch never needs here."""
         if self.client is None:
+            from harvester.fetch import make_client
+
             job = self.job
             self.client = make_client(
                 job.concurrency, job.connect_timeout, job.timeout, job.user_agent, transport=self.transport
