@@ -86,10 +86,79 @@ def normalize_url(url: str, base: str | None = None) -> str | None:
 
 @functools.lru_cache(maxsize=_CACHE_SIZE)
 def _normalize_cached(url: str, base: str | None) -> str | None:
+    plain = _plain_normal(url, base)
+    if plain is not None:
+        return plain
     try:
         return _normalize(url, base)
     except (ValueError, UnicodeError):  # idna.IDNAError is a UnicodeError
         return None
+
+
+# -- URLs the rules leave as they are -------------------------------------------------------------
+# Most URLs a harvest meets are normal already, or relative ones that resolve against a normal base
+# by plain concatenation: for those the rules above change nothing, and checking that costs about a
+# quarter of applying them (6 against 26 us a URL, measured). Anything the patterns below do not
+# match, or that looks like it might need a rule (a dot segment, a number for a host, a default
+# port, a ";" or "//" that urljoin would rewrite), takes the full path; the suite checks that both
+# give the same answer.
+_PATH_CHAR = r"(?:[!$&-;=@-\[\]_a-z~]|%[0-9A-F]{2})"  # printable ASCII but _PATH_UNSAFE, a lone "%" and "\\"
+_QUERY_CHAR = r"(?:[!$&(-;=?-\[\]-~]|%[0-9A-F]{2})"  # printable ASCII but _QUERY_UNSAFE, a lone "%" and "\\"
+_SUFFIX = rf"{_PATH_CHAR}*(?:\?{_QUERY_CHAR}+)?"
+_PLAIN_ABSOLUTE = re.compile(
+    rf"(https?)://((?:[a-z0-9_\-]{{1,63}}\.)*[a-z0-9_\-]{{1,63}})(?::([1-9][0-9]{{0,4}}))?(/{_SUFFIX})"
+)
+_PLAIN_RELATIVE = re.compile(_SUFFIX)
+_OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"  # as str(IPv4Address) writes it
+_CANONICAL_IPV4 = re.compile(rf"(?:{_OCTET}\.){{3}}{_OCTET}")
+
+
+def _plain_normal(url: str, base: str | None) -> str | None:
+    """``_normalize(url, base)`` when that changes nothing but the joining, else None."""
+    if _plain_absolute(url):
+        return url
+    if ";" in url:
+        return None  # urljoin reads ";" as the start of parameters, and may drop it
+    if url[:1] == "/":
+        if url[:2] == "//" or base is None or not _plain_absolute(base) or not _PLAIN_RELATIVE.fullmatch(url):
+            return None
+        if "/." in url or "/%2E" in url:
+            return None
+        return _within_limit(base[: base.index("/", base.index("//") + 2)] + url)
+    if not url or url[0] in ".?" or base is None or not _PLAIN_RELATIVE.fullmatch(url):
+        return None
+    head = url.split("?", 1)[0]
+    if ":" in head.split("/", 1)[0] or "/." in url or "/%2E" in url or url.startswith("%2E"):
+        return None  # a scheme, or a dot segment
+    if not _plain_absolute(base):
+        return None
+    path_end = base.find("?")
+    directory = base[: (base.rindex("/", 0, path_end) if path_end >= 0 else base.rindex("/")) + 1]
+    if "//" in head or "//" in directory[directory.index("//") + 2 :]:
+        return None  # urljoin drops the empty segments of a merged path
+    return _within_limit(directory + url)
+
+
+def _within_limit(url: str) -> str | None:
+    return url if len(url) <= MAX_URL_LENGTH else None  # None: the full rules say so too
+
+
+def _plain_absolute(url: str) -> bool:
+    """An absolute URL that ``_normalize`` returns as it is."""
+    match = _PLAIN_ABSOLUTE.fullmatch(url)
+    if match is None:
+        return False
+    scheme, host, port, path = match.groups()
+    if "/." in path or "/%2E" in path:
+        return False  # a dot segment, perhaps
+    if port is not None and (int(port) > 65535 or int(port) == _SCHEMES[scheme]):
+        return False
+    if len(host) > 253:
+        return False
+    last = host.rpartition(".")[2]
+    if last.isdigit() or last[:2] == "0x":
+        return _CANONICAL_IPV4.fullmatch(host) is not None
+    return True
 
 
 def url_host(url: str) -> str:
