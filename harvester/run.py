@@ -445,18 +445,19 @@ class Harvest:
     def _enqueue(self, item: Item) -> None:
         if item.url.endswith("/robots.txt") and self.job.robots == "obey":
             return  # fetched (and archived) once per host by the robots cache
-        if self.frontier.add(item):
-            link_kind = "embed" if item.kind == "embed" else "navigation"
-            self.state.see_url(
-                item.url,
-                url_host(item.url),
-                self.run_id,
-                iso(utc_now()),
-                item.via,
-                item.depth,
-                link_kind,
-                job=self.job_key,
-            )
+        if not self.frontier.add(item) or item.kind == "recheck":
+            return  # a recheck was read from the job's own rows in the state: nothing new to record there
+        link_kind = "embed" if item.kind == "embed" else "navigation"
+        self.state.see_url(
+            item.url,
+            url_host(item.url),
+            self.run_id,
+            iso(utc_now()),
+            item.via,
+            item.depth,
+            link_kind,
+            job=self.job_key,
+        )
 
     async def _worker(self) -> None:
         while not self._stop:
