@@ -295,6 +295,12 @@ class JobSettings:
     proxies: tuple[str, ...] = _default("proxies")
 
     @property
+    def shapes_transport(self) -> bool:
+        """Whether the job's requests need a transport of their own: login cookies or proxies
+        (``harvester.login.harvest_transport``), which the fetch process cannot apply."""
+        return bool(self.login_cookies or self.proxies)
+
+    @property
     def values(self) -> dict[str, Any]:
         """Every setting's value by name, in the table's order (the job's name not included)."""
         return {setting.name: getattr(self, setting.name) for setting in JOB_SETTINGS}

@@ -82,9 +82,11 @@ class CookieTransport(httpx.AsyncBaseTransport):
 def harvest_transport(
     job: JobSettings, policy: NetworkPolicy | None = None, limits: httpx.Limits | None = None
 ) -> httpx.AsyncBaseTransport | None:
+    if policy is None and not job.shapes_transport:
+        return None
     cookies = parse_cookies(job.login_cookies)
     if policy is None and not cookies and not job.proxies:
-        return None
+        return None  # cookie strings that hold no cookie
     limits = limits or httpx.Limits(
         max_connections=max(job.concurrency, 1), max_keepalive_connections=max(job.concurrency, 1)
     )

@@ -112,7 +112,7 @@ class Harvest:
         self.job_key: str | None = None if adhoc else job.name
         self.requested_mode = mode
         self.progress = progress
-        if transport is None and (job.login_cookies or job.proxies):  # else there is none to make
+        if transport is None and job.shapes_transport:  # else there is none to make
             from harvester.login import harvest_transport
 
             transport = harvest_transport(job)  # login cookies and proxies; None when the job has neither

@@ -120,15 +120,15 @@ def _plain_normal(url: str, base: str | None) -> str | None:
     if ";" in url:
         return None  # urljoin reads ";" as the start of parameters, and may drop it
     if url[:1] == "/":
-        if url[:2] == "//" or base is None or not _plain_absolute(base) or not _PLAIN_RELATIVE.fullmatch(url):
+        if url[:2] == "//" or base is None or not _PLAIN_RELATIVE.fullmatch(url) or _may_hold_dot_segment(url):
             return None
-        if "/." in url or "/%2E" in url:
+        if not _plain_absolute(base):
             return None
         return _within_limit(base[: base.index("/", base.index("//") + 2)] + url)
     if not url or url[0] in ".?" or base is None or not _PLAIN_RELATIVE.fullmatch(url):
         return None
     head = url.split("?", 1)[0]
-    if ":" in head.split("/", 1)[0] or "/." in url or "/%2E" in url or url.startswith("%2E"):
+    if ":" in head.split("/", 1)[0] or _may_hold_dot_segment(url):
         return None  # a scheme, or a dot segment
     if not _plain_absolute(base):
         return None
@@ -137,6 +137,12 @@ def _plain_normal(url: str, base: str | None) -> str | None:
     if "//" in head or "//" in directory[directory.index("//") + 2 :]:
         return None  # urljoin drops the empty segments of a merged path
     return _within_limit(directory + url)
+
+
+def _may_hold_dot_segment(reference: str) -> bool:
+    """Whether a path (and query) might hold a segment of "." or ".." (or "%2E": the plain patterns
+    admit escapes in upper case only); one that starts with a dot counts, to be safe."""
+    return reference.startswith((".", "%2E")) or "/." in reference or "/%2E" in reference
 
 
 def _within_limit(url: str) -> str | None:
@@ -149,8 +155,8 @@ def _plain_absolute(url: str) -> bool:
     if match is None:
         return False
     scheme, host, port, path = match.groups()
-    if "/." in path or "/%2E" in path:
-        return False  # a dot segment, perhaps
+    if _may_hold_dot_segment(path):
+        return False
     if port is not None and (int(port) > 65535 or int(port) == _SCHEMES[scheme]):
         return False
     if len(host) > 253:
