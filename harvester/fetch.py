@@ -30,6 +30,7 @@ from harvester.surplus import bytes_past_message, close_connection
 
 SPOOL_IN_MEMORY = 2 * 1024 * 1024
 DROPPED_RESPONSE_HEADERS = {b"transfer-encoding"}
+FETCH_FAILURES = (TimeoutError, httpx.HTTPError, OSError, ValueError)  # a fetch records these, raises none
 
 
 def make_client(
@@ -57,7 +58,8 @@ def make_client(
     )
 
 
-def _describe(exc: BaseException) -> str:
+def describe_error(exc: BaseException) -> str:
+    """The words a failed fetch's ``error`` says, for httpx's exceptions and the others a fetch meets."""
     if isinstance(exc, httpx.ConnectTimeout):
         return "connect timeout"
     if isinstance(exc, httpx.ConnectError):
@@ -124,60 +126,90 @@ async def fetch(
     body = tempfile.SpooledTemporaryFile(max_size=SPOOL_IN_MEMORY)
     try:
         request = client.build_request("GET", url, headers=headers or {})
-        target = request.url.raw_path.decode("ascii", "replace") or "/"
-        result.request_line = f"GET {target} HTTP/1.1"  # what httpcore sends (h11 speaks 1.1 only)
-        result.request_headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.headers.raw]
+        record_request(result, request.url.raw_path, request.headers.raw)
         async with asyncio.timeout(deadline):
             response = await _send(client, request)
             try:
                 result.ip = _peer_address(response)
-                result.status = response.status_code
                 # httpx decodes the reason as ASCII and drops other bytes; keep them (as Latin-1, like headers)
                 raw_reason = response.extensions.get("reason_phrase")
-                result.reason = (
-                    raw_reason.decode("latin-1") if isinstance(raw_reason, bytes) else response.reason_phrase or ""
+                record_head(
+                    result,
+                    response.status_code,
+                    raw_reason.decode("latin-1") if isinstance(raw_reason, bytes) else response.reason_phrase or "",
+                    response.http_version or "HTTP/1.1",
+                    response.headers.raw,
                 )
-                result.http_version = response.http_version or "HTTP/1.1"
-                raw = response.headers.raw
-                result.headers = [
-                    (k.decode("latin-1"), v.decode("latin-1"))
-                    for k, v in raw
-                    if k.lower() not in DROPPED_RESPONSE_HEADERS
-                ]
-                result.wire_bytes = (
-                    len(result.http_version) + 6 + len(result.reason) + sum(len(k) + len(v) + 4 for k, v in raw) + 2
-                )
-                try:
-                    stream = typing.cast(httpx.AsyncByteStream, response.stream)  # an async transport's
-                    async for chunk in stream:
-                        result.wire_bytes += len(chunk)
-                        room = max_size - result.body_length
-                        if len(chunk) > room:
-                            chunk = chunk[:room]
-                            result.truncated = "length"
-                        body.write(chunk)
-                        digester.update(chunk)
-                        result.body_length += len(chunk)
-                        if result.truncated:
-                            break
-                    else:
-                        result.surplus = bytes_past_message(response)
-                        if result.surplus:
-                            await close_connection(response)  # never read as the next URL's response
-                except httpx.HTTPError:
-                    if result.body_length == 0:
-                        raise
-                    result.truncated = "disconnect"  # keep what arrived; WARC-Truncated says why
+                stream = typing.cast(httpx.AsyncByteStream, response.stream)  # an async transport's
+                if await read_body(result, stream, max_size, body, digester):
+                    result.surplus = bytes_past_message(response)
+                    if result.surplus:
+                        await close_connection(response)  # never read as the next URL's response
             finally:
                 await response.aclose()
-    except TimeoutError:
+    except FETCH_FAILURES as exc:
+        record_failure(result, exc, deadline)
+    return finish(result, started, body, digester)
+
+
+def record_failure(result: FetchResult, exc: BaseException, deadline: float) -> None:
+    """What a fetch that raised one of ``FETCH_FAILURES`` records: past its deadline, what had
+    arrived is kept (cut short); any other failure leaves an error and no status."""
+    if isinstance(exc, TimeoutError):
         if result.status is None:
             result.error = f"no response within the {deadline:g} s deadline"
         else:
             result.truncated = "time"
-    except (httpx.HTTPError, OSError, ValueError) as exc:
-        result.error = _describe(exc)
-        result.status = None
+        return
+    result.error = describe_error(exc)
+    result.status = None
+
+
+def record_request(result: FetchResult, target: bytes, headers: list[tuple[bytes, bytes]]) -> None:
+    """The request line and headers sent, as the WARC request record holds them."""
+    result.request_line = f"GET {target.decode('ascii', 'replace') or '/'} HTTP/1.1"  # h11 speaks 1.1 only
+    result.request_headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in headers]
+
+
+def record_head(
+    result: FetchResult, status: int, reason: str, http_version: str, raw: list[tuple[bytes, bytes]]
+) -> None:
+    """The status line and headers received (less ``Transfer-Encoding``), and their size on the wire."""
+    result.status = status
+    result.reason = reason
+    result.http_version = http_version
+    result.headers = [
+        (k.decode("latin-1"), v.decode("latin-1")) for k, v in raw if k.lower() not in DROPPED_RESPONSE_HEADERS
+    ]
+    result.wire_bytes = len(http_version) + 6 + len(reason) + sum(len(k) + len(v) + 4 for k, v in raw) + 2
+
+
+async def read_body(
+    result: FetchResult, chunks: typing.AsyncIterable[bytes], max_size: int, body: typing.IO[bytes], digester
+) -> bool:
+    """Store and digest the body up to ``max_size``; whether it was read to its end (then, and only
+    then, bytes past it may be counted). A disconnect after some of it keeps what arrived."""
+    try:
+        async for chunk in chunks:
+            result.wire_bytes += len(chunk)
+            room = max_size - result.body_length
+            if len(chunk) > room:
+                chunk = chunk[:room]
+                result.truncated = "length"
+            body.write(chunk)
+            digester.update(chunk)
+            result.body_length += len(chunk)
+            if result.truncated:
+                return False
+    except httpx.HTTPError:
+        if result.body_length == 0:
+            raise
+        result.truncated = "disconnect"  # keep what arrived; WARC-Truncated says why
+        return False
+    return True
+
+
+def finish(result: FetchResult, started: float, body: typing.IO[bytes], digester) -> FetchResult:
     result.elapsed = time.monotonic() - started
     if result.error:
         body.close()

@@ -5,7 +5,7 @@ pool bookkeeping, tracing) cost more than the HTTP itself. Fetching 3,000 304s o
 connections took 700 us of CPU a request through httpx and httpcore, 500 us through httpcore alone
 and 140 us through h11 on asyncio streams; a 304 cost the fetch process as much as a page. This is
 that last one, behind httpx's transport interface, so ``harvester.fetch`` (request building,
-cookies, the error words of ``_describe``) is unchanged.
+cookies, the error words of ``describe_error``) is unchanged.
 
 What it keeps of httpcore's behaviour, so that captures are the same bytes:
 
@@ -56,6 +56,13 @@ _ERRORS: dict[type[Exception], type[httpx.TransportError]] = {
 Origin = tuple[bytes, bytes, int]
 
 
+def origin_of(url: httpx.URL) -> Origin:
+    """(scheme, host, port) of an http or https URL; httpx's error for any other scheme."""
+    if url.raw_scheme not in DEFAULT_PORTS:
+        raise httpx.UnsupportedProtocol(f"Request URL has an unsupported protocol '{url.scheme}://'.")
+    return (url.raw_scheme, url.raw_host, url.port or DEFAULT_PORTS[url.raw_scheme])
+
+
 def _as_httpx(exc: Exception) -> Exception:
     """httpx's exception for a netbackend (httpcore) or h11 one; others unchanged."""
     if isinstance(exc, h11.RemoteProtocolError):
@@ -68,7 +75,7 @@ def _as_httpx(exc: Exception) -> Exception:
     return exc
 
 
-class _Connection:
+class Connection:
     def __init__(self, origin: Origin, stream: AsyncioStream):
         self.origin = origin
         self.stream = stream
@@ -83,11 +90,11 @@ class _Connection:
             and not self.stream.get_extra_info("is_readable")
         )
 
-    async def send(self, request: httpx.Request, timeout: float | None) -> None:
-        data = self.h11.send(
-            h11.Request(method=request.method, target=request.url.raw_path, headers=request.headers.raw)
-        )
-        async for chunk in typing.cast(typing.AsyncIterable[bytes], request.stream):
+    async def send(
+        self, method: bytes, target: bytes, headers: list[tuple[bytes, bytes]], body: list[bytes], timeout: float | None
+    ) -> None:
+        data = self.h11.send(h11.Request(method=method, target=target, headers=headers))
+        for chunk in body:
             if chunk:
                 data += self.h11.send(h11.Data(data=chunk)) or b""
         data += self.h11.send(h11.EndOfMessage()) or b""
@@ -111,10 +118,10 @@ class _Connection:
         await self.stream.aclose()
 
 
-class _Body(httpx.AsyncByteStream):
+class ResponseBody(httpx.AsyncByteStream):
     """A response's body as h11 decodes it; closing hands the connection back or closes it."""
 
-    def __init__(self, pool: H11Transport, connection: _Connection, timeout: float | None):
+    def __init__(self, pool: H11Transport, connection: Connection, timeout: float | None):
         self._pool = pool
         self._connection = connection
         self._timeout = timeout
@@ -147,19 +154,44 @@ class H11Transport(httpx.AsyncBaseTransport):
         """``ssl_context``: httpx's default (certifi's CA bundle) unless given, made when first needed."""
         self.max_connections = max(max_connections, 1)
         self._backend = backend or AsyncioBackend()
-        self._idle: list[_Connection] = []  # oldest first
+        self._idle: list[Connection] = []  # oldest first
         self._active = 0
         self._ssl = ssl_context
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         url = request.url
-        if url.raw_scheme not in DEFAULT_PORTS:
-            raise httpx.UnsupportedProtocol(f"Request URL has an unsupported protocol '{url.scheme}://'.")
-        origin = (url.raw_scheme, url.raw_host, url.port or DEFAULT_PORTS[url.raw_scheme])
         timeouts = request.extensions.get("timeout", {})
-        connection = await self._checkout(origin, request, timeouts.get("connect"))
+        server_name = request.extensions.get("sni_hostname") or url.raw_host.decode("ascii")
+        origin = origin_of(url)
+        body = [chunk async for chunk in typing.cast(typing.AsyncIterable[bytes], request.stream)]
+        connection = await self.checkout(origin, server_name, timeouts.get("connect"))
+        event = await self.exchange(
+            connection, request.method.encode("ascii"), url.raw_path, request.headers.raw, body, timeouts
+        )
+        return httpx.Response(
+            status_code=event.status_code,
+            headers=event.headers.raw_items(),
+            stream=ResponseBody(self, connection, timeouts.get("read")),
+            extensions={
+                "http_version": b"HTTP/" + event.http_version,
+                "reason_phrase": event.reason,
+                "network_stream": connection.stream,
+            },
+        )
+
+    async def exchange(
+        self,
+        connection: Connection,
+        method: bytes,
+        target: bytes,
+        headers: list[tuple[bytes, bytes]],
+        body: list[bytes],
+        timeouts: dict,
+    ) -> h11.Response:
+        """Send a request on ``connection`` and read its response's head (1xx answers skipped). On
+        any failure the connection is released (and so closed) and the error raised as httpx's."""
         try:
-            await connection.send(request, timeouts.get("write"))
+            await connection.send(method, target, headers, body, timeouts.get("write"))
             event = await connection.next_event(timeouts.get("read"))
             while isinstance(event, h11.InformationalResponse) and event.status_code != 101:
                 event = await connection.next_event(timeouts.get("read"))
@@ -168,18 +200,10 @@ class H11Transport(httpx.AsyncBaseTransport):
             if isinstance(exc, (httpcore.NetworkError, httpcore.TimeoutException, h11.ProtocolError)):
                 raise _as_httpx(exc) from exc
             raise
-        return httpx.Response(
-            status_code=event.status_code,
-            headers=event.headers.raw_items(),
-            stream=_Body(self, connection, timeouts.get("read")),
-            extensions={
-                "http_version": b"HTTP/" + event.http_version,
-                "reason_phrase": event.reason,
-                "network_stream": connection.stream,
-            },
-        )
+        return event
 
-    async def _checkout(self, origin: Origin, request: httpx.Request, timeout: float | None) -> _Connection:
+    async def checkout(self, origin: Origin, server_name: str, timeout: float | None) -> Connection:
+        """An idle connection to ``origin`` that is still good, else a new one (``server_name``: TLS's)."""
         for connection in list(self._idle):
             if connection.origin != origin:
                 continue
@@ -192,18 +216,17 @@ class H11Transport(httpx.AsyncBaseTransport):
             await self._idle.pop(0).close()  # room for the new one: the oldest idle goes
         self._active += 1
         try:
-            return _Connection(origin, await self._connect(origin, request, timeout))
+            return Connection(origin, await self._connect(origin, server_name, timeout))
         except BaseException:
             self._active -= 1
             raise
 
-    async def _connect(self, origin: Origin, request: httpx.Request, timeout: float | None) -> AsyncioStream:
+    async def _connect(self, origin: Origin, server_name: str, timeout: float | None) -> AsyncioStream:
         scheme, host, port = origin
         try:
             stream = await self._backend.connect_tcp(host.decode("ascii"), port, timeout=timeout)
             if scheme == b"https":
-                server = request.extensions.get("sni_hostname") or host.decode("ascii")
-                stream = await stream.start_tls(self._ssl_context(), server_hostname=server, timeout=timeout)
+                stream = await stream.start_tls(self._ssl_context(), server_hostname=server_name, timeout=timeout)
         except (httpcore.NetworkError, httpcore.TimeoutException) as exc:
             raise _as_httpx(exc) from exc
         return typing.cast(AsyncioStream, stream)
@@ -214,7 +237,7 @@ class H11Transport(httpx.AsyncBaseTransport):
         self._ssl.set_alpn_protocols(["http/1.1"])  # as httpcore, on every connection
         return self._ssl
 
-    async def release(self, connection: _Connection) -> None:
+    async def release(self, connection: Connection) -> None:
         """A connection whose exchange is over: back to the pool if both sides are done with the
         message and nobody closed it, else closed."""
         self._active -= 1

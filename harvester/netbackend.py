@@ -16,7 +16,7 @@ in that anyio + sniffio layer. This backend talks to asyncio directly:
 - errors map to httpcore's exceptions exactly as ``httpcore._backends.anyio`` maps them: a timeout
   is ``ConnectTimeout`` / ``ReadTimeout`` / ``WriteTimeout``, a socket or TLS failure is
   ``ConnectError`` / ``ReadError`` / ``WriteError`` (httpx turns these into its own, which
-  ``harvester.fetch._describe`` words). A refused connection reads "[Errno 111] Connect call
+  ``harvester.fetch.describe_error`` words). A refused connection reads "[Errno 111] Connect call
   failed (...)" where anyio said "All connection attempts failed".
 
 How it is plugged in: ``httpcore.AsyncConnectionPool`` (and its proxy subclasses ``AsyncHTTPProxy``

@@ -44,12 +44,17 @@ def h11_connection(response: httpx.Response) -> h11.Connection | None:
 def bytes_past_message(response: httpx.Response) -> int:
     """Bytes already received on the connection after the end of ``response``'s message. Call it
     once the body has been read to its end and before the response is closed."""
+    stream = response.extensions.get("network_stream")
+    return pending_bytes(h11_connection(response), stream if isinstance(stream, AsyncioStream) else None)
+
+
+def pending_bytes(state: h11.Connection | None, stream: AsyncioStream | None) -> int:
+    """What has arrived past the message: in h11's buffer once the message has ended, and in the
+    connection's buffer, not yet handed to h11."""
     pending = 0
-    state = h11_connection(response)
     if state is not None and state.their_state in (h11.DONE, h11.MUST_CLOSE):  # the message has ended
         pending = len(state.trailing_data[0])
-    stream = response.extensions.get("network_stream")
-    if isinstance(stream, AsyncioStream):
+    if stream is not None:
         pending += stream.unread_bytes()
     return pending
 
