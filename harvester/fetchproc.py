@@ -3,13 +3,14 @@
 A harvest's event loop does two kinds of CPU work: HTTP (httpx, h11, the sockets: about 40% of it)
 and everything that follows a response (decide, WARC records, CDXJ lines, SQLite, links). On a
 machine with a core to spare, ``FetchProcess`` moves the first kind into a child process running
-its own event loop with the same ``fetch`` function and client settings. (Link extraction stays in
-the harvest: moved here, it made the child, whose loop every answer waits on, the slower side, and
+its own event loop with the same client settings; there ``harvester.directfetch`` fetches, giving
+what ``harvester.fetch.fetch`` gives with less of httpx around h11. (Link extraction stays in the
+harvest: moved here, it made the child, whose loop every answer waits on, the slower side, and
 crawl 2 of the issue-2 bench 6% slower.) The harvest sends it ``(url, headers, deadline, size
-cap)`` and gets a ``FetchResult`` back, body included: bodies up to
-``INLINE_MAX`` travel in the message, larger ones are left in a temporary file that the harvest
-opens and unlinks, so memory stays bounded as with in-process fetching. Politeness, scope and every
-decision stay in the harvest: the child only fetches what it is sent, when it is sent.
+cap)`` and gets a ``FetchResult`` back, body included: bodies up to ``INLINE_MAX`` travel in the
+message, larger ones are left in a temporary file that the harvest opens and unlinks, so memory
+stays bounded as with in-process fetching. Politeness, scope and every decision stay in the
+harvest: the child only fetches what it is sent, when it is sent.
 
 Messages are length-prefixed pickles over the child's stdin and stdout (the child's own prints go
 to stderr); the messages of one turn of the event loop go in one write (``_Outbox``). The child
@@ -188,7 +189,6 @@ class _Outbox:
 
 async def _answer(
     fetch: Callable,
-    client,
     slots: asyncio.Semaphore,
     outbox: _Outbox,
     fetch_id: int,
@@ -198,7 +198,7 @@ async def _answer(
     max_size: int,
 ) -> None:
     async with slots:  # one request per connection: a fetch waits for one before its deadline starts
-        result = await fetch(client, url, headers=headers, deadline=deadline, max_size=max_size)
+        result = await fetch(url, headers, deadline, max_size)
     body = body_path = None
     try:
         if result.body is not None:
@@ -220,17 +220,20 @@ async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> 
     if config is None:
         return
     # The HTTP client is the child's alone: the harvest's own process reads FetchResults only.
-    from harvester.fetch import fetch, make_client
+    from harvester.directfetch import DirectFetcher
+    from harvester.fetch import make_client
     from harvester.h11transport import H11Transport
 
     settings = config[1]
+    transport = H11Transport(settings["concurrency"])
     client = make_client(
         settings["concurrency"],
         settings["connect_timeout"],
         settings["timeout"],
         settings["user_agent"],
-        transport=H11Transport(settings["concurrency"]),
+        transport=transport,
     )
+    fetch = DirectFetcher(client, transport).fetch
     slots = asyncio.Semaphore(settings["concurrency"])
     outbox = _Outbox(lambda: writer)
     tasks: set[asyncio.Task] = set()
@@ -239,7 +242,7 @@ async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> 
             message = await _read_frame(reader)
             if message is None:
                 break
-            task = asyncio.create_task(_answer(fetch, client, slots, outbox, *message[1:]))
+            task = asyncio.create_task(_answer(fetch, slots, outbox, *message[1:]))
             tasks.add(task)
             task.add_done_callback(tasks.discard)
     finally:
