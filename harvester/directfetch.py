@@ -55,6 +55,7 @@ _QUERY = "[!$-;=?-~]"  # 0x21-0x7E less " # < >
 _PLAIN_URL = re.compile(rf"(https?)://([^/?#@\[\]\\\s]+)(/{_PATH}*(?:\?{_QUERY}*)?)\Z")
 _DOT_SEGMENT = re.compile(r"/\.\.?(?:/|\?|\Z)")
 MAX_URL_LENGTH = 65536  # httpx's
+MAX_KNOWN_ORIGINS = 4096  # parsed scheme://authority kept
 
 
 class DirectFetcher:
@@ -76,6 +77,8 @@ class DirectFetcher:
                 known: tuple[Origin, bytes] | None = (origin_of(url), url.netloc)
             except (httpx.InvalidURL, httpx.UnsupportedProtocol):
                 known = None  # build_request raises it again, with httpx's words
+            if len(self._origins) >= MAX_KNOWN_ORIGINS:  # a broad crawl: start over rather than grow
+                self._origins.clear()
             self._origins[scheme_and_authority] = known
         return self._origins[scheme_and_authority]
 

@@ -16,7 +16,7 @@ import socket
 import httpx
 import pytest
 
-from harvester.directfetch import DirectFetcher
+from harvester.directfetch import MAX_KNOWN_ORIGINS, DirectFetcher
 from harvester.fetch import fetch, make_client
 from harvester.h11transport import H11Transport, origin_of
 from tests.support.canned_server import ANSWERS, RawServer
@@ -177,6 +177,15 @@ def test_the_request_is_the_one_httpx_builds_for_awkward_urls_and_headers():
     for url in ["http://127.0.0.1:8000/", "http://example.org/a/b.html?x=1&y=2", "https://example.org/%41;b"]:
         fetcher.request(url, HEADERS)
     assert built_by_httpx == 0  # plain URLs: the request is built here
+
+
+def test_the_origins_kept_are_bounded_and_still_right_after_a_reset():
+    client, transport = _client()
+    fetcher = DirectFetcher(client, transport)
+    for i in range(MAX_KNOWN_ORIGINS + 10):
+        where, _, sent = fetcher.request(f"http://h{i}.example/", {})
+        assert where == (b"http", f"h{i}.example".encode(), 80) and sent[0] == (b"Host", f"h{i}.example".encode())
+    assert len(fetcher._origins) <= MAX_KNOWN_ORIGINS
 
 
 def test_a_cookie_set_by_one_answer_goes_back_with_the_next_request_as_httpx_sends_it():
