@@ -23,6 +23,8 @@ from typing import Any
 from index import redisdb
 from index.state import HarvestState, Original
 
+SQLITE_LOCK_MARGIN = 30.0  # seconds past Redis's patience that a worker waits for SQLite's write lock
+
 
 def _order(row: dict) -> tuple:
     return (row.get("depth") if row.get("depth") is not None else 1 << 30, row.get("first_seen") or "", row["url"])
@@ -60,6 +62,11 @@ class RedisHarvestState(HarvestState):
         self.redis_url = url
         self.r = client if client is not None else redisdb.connect(url)
         self.patience = patience
+        # A write transaction here may hold SQLite's lock while a Redis call inside it waits out an
+        # outage (up to ``patience``); the other workers on this file then wait for the lock as long
+        # as they would for Redis itself, not SQLite's usual 30 s (after which a run failed with
+        # "database is locked" while Redis was merely away).
+        self.conn.execute(f"PRAGMA busy_timeout={int((patience + SQLITE_LOCK_MARGIN) * 1000)}")
         self.on_wait: Callable[[str], None] | None = None
         self._columns = self.url_columns()
         self._urls = redisdb.urls_key(collection)

@@ -155,3 +155,16 @@ def test_on_a_redis_root_the_collection_file_uses_a_rollback_journal(tmp_path, r
     run2 = harvest(root, site)
     assert mode() == "delete" and run2["status"] == "finished"
     assert not db.with_name(db.name + "-wal").exists()
+
+
+def test_a_worker_waits_for_sqlite_s_lock_as_long_as_for_redis(tmp_path, redis_url):
+    """Another worker's transaction may hold the collection file's lock while one of its Redis calls
+    waits out an outage: this worker's writes then wait that long too, not SQLite's usual 30 s."""
+    from index.redisstate import SQLITE_LOCK_MARGIN, RedisHarvestState
+
+    state = RedisHarvestState(tmp_path / "harvest.sqlite", "patient", redis_url, patience=120.0)
+    try:
+        waits_ms = state.conn.execute("PRAGMA busy_timeout").fetchone()[0]
+    finally:
+        state.close()
+    assert waits_ms == (120.0 + SQLITE_LOCK_MARGIN) * 1000 > 120.0 * 1000
