@@ -84,3 +84,28 @@ ANSWERS = {
         False,
     ),
 }
+
+
+FIELDS = (
+    "status",
+    "reason",
+    "http_version",
+    "headers",
+    "body_length",
+    "digest",
+    "truncated",
+    "error",
+    "surplus",
+    "wire_bytes",
+    "request_line",
+    "request_headers",
+)
+
+
+def result_fields(result, extra: tuple[str, ...] = ()) -> dict:
+    """What two fetches of the same answer must agree on: ``FIELDS`` (and ``extra``) and the body;
+    the result is closed."""
+    out = {name: getattr(result, name) for name in (*FIELDS, *extra)}
+    out["body"] = result.read_body(1 << 20) if result.body is not None else None
+    result.close()
+    return out

@@ -19,8 +19,7 @@ import pytest
 from harvester.directfetch import MAX_KNOWN_ORIGINS, DirectFetcher
 from harvester.fetch import fetch, make_client
 from harvester.h11transport import H11Transport, origin_of
-from tests.support.canned_server import ANSWERS, RawServer
-from tests.unit.harvester.test_h11transport import FIELDS
+from tests.support.canned_server import ANSWERS, RawServer, result_fields
 
 HEADERS = {"Accept-Encoding": "gzip", "If-None-Match": '"v1"', "If-Modified-Since": "Tue, 01 Dec 2026 10:00:00 GMT"}
 
@@ -30,21 +29,14 @@ def _client() -> tuple[httpx.AsyncClient, H11Transport]:
     return make_client(2, 5.0, 5.0, "test-agent", transport=transport), transport
 
 
-def _fields(result) -> dict:
-    out = {name: getattr(result, name) for name in (*FIELDS, "ip")}
-    out["body"] = result.read_body(1 << 20) if result.body is not None else None
-    result.close()
-    return out
-
-
 async def _fetch_all(urls: list[str], headers: dict, direct: bool, deadline: float = 5.0) -> list[dict]:
     """Each URL in turn on one client: through ``DirectFetcher``, or through ``fetch`` and httpx."""
     client, transport = _client()
     fetcher = DirectFetcher(client, transport)
     async with client:
         if direct:
-            return [_fields(await fetcher.fetch(url, headers, deadline, 10**8)) for url in urls]
-        return [_fields(await fetch(client, url, headers=headers, deadline=deadline)) for url in urls]
+            return [result_fields(await fetcher.fetch(url, headers, deadline, 10**8), ("ip",)) for url in urls]
+        return [result_fields(await fetch(client, url, headers=headers, deadline=deadline), ("ip",)) for url in urls]
 
 
 def _through_httpx(urls: list[str], headers: dict, deadline: float = 5.0) -> list[dict]:

@@ -16,34 +16,12 @@ import trustme
 
 from harvester.fetch import fetch, make_client
 from harvester.h11transport import H11Transport
-from tests.support.canned_server import ANSWERS, RawServer
-
-FIELDS = (
-    "status",
-    "reason",
-    "http_version",
-    "headers",
-    "body_length",
-    "digest",
-    "truncated",
-    "error",
-    "surplus",
-    "wire_bytes",
-    "request_line",
-    "request_headers",
-)
-
-
-def _fields(result) -> dict:
-    out = {name: getattr(result, name) for name in FIELDS}
-    out["body"] = result.read_body(1 << 20) if result.body is not None else None
-    result.close()
-    return out
+from tests.support.canned_server import ANSWERS, RawServer, result_fields
 
 
 async def _fetch_twice(url: str, transport) -> list[dict]:
     async with make_client(2, 5.0, 5.0, "test-agent", transport=transport) as client:
-        return [_fields(await fetch(client, url, headers={"Accept-Encoding": "gzip"})) for _ in range(2)]
+        return [result_fields(await fetch(client, url, headers={"Accept-Encoding": "gzip"})) for _ in range(2)]
 
 
 @pytest.mark.parametrize("name", list(ANSWERS))
