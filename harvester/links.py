@@ -34,7 +34,9 @@ HTML is parsed by lxml's libxml2 HTML parser in event mode (a parser
 *target*), never as a tree: libxml2 silently stops building a tree at depth
 256 (2,048 with ``huge_tree``), which would hide every link below it, and
 half a million links in a tree take hundreds of megabytes. The body is read
-in chunks and parsing stops once ``max_links`` links are found.
+in chunks and parsing stops once ``max_links`` links are found, unless the page's text is wanted
+too: :func:`links_and_text` gives both from one parse (``harvester.change`` takes the main text
+from it).
 
 Limits: at most ``max_bytes`` of the body are read, at most ``max_links``
 links returned. A bogus charset falls back to UTF-8 with replacement
@@ -50,12 +52,12 @@ from dataclasses import dataclass
 
 from lxml import etree
 
-from strata.charset import css_charset, decode, sniff_html
+from strata.charset import charset_param, css_charset, decode, sniff_html
 from strata.media import CSS_TYPES, HTML_TYPES
 from strata.query_encoding import encode_query
 from strata.urls import normalize_url
 
-__all__ = ["EMBED", "NAVIGATION", "REFRESH", "Link", "extract_links", "parse_srcset"]
+__all__ = ["EMBED", "NAVIGATION", "REFRESH", "Link", "extract_links", "links_and_text", "parse_srcset"]
 
 NAVIGATION = "navigation"
 EMBED = "embed"
@@ -160,14 +162,42 @@ def extract_links(
     mime, _, params = (content_type or "").partition(";")
     mime = mime.strip().lower()
     if charset is None:
-        charset = _charset_param(params)
+        charset = charset_param(content_type or "")
     if mime in HTML_TYPES:
         document_charset = sniff_html(body, charset)
-        return _html_links(body, document_charset.codec, document_charset.query_codec, base_url, max_links)
+        return _parse_html(body, document_charset.codec, document_charset.query_codec, base_url, max_links)[0]
     collector = _Collector(base_url, max_links)
     if mime in CSS_TYPES:
         collector.add_css(decode(body, css_charset(body, charset)), "css")
     return collector.links
+
+
+def links_and_text(
+    body: bytes,
+    base_url: str | None,
+    charset: str | None,
+    text_outside: frozenset[str],
+    *,
+    max_links: int = MAX_LINKS,
+    max_bytes: int = MAX_BYTES,
+) -> tuple[list[Link], str | None]:
+    """An HTML *body*'s links (as :func:`extract_links` gives them) and, from the same parse, its
+    text outside the elements named in *text_outside*: every text node in document order, tails
+    of those elements included, joined without separators, as lxml's ``text_content()`` gives it
+    once those elements are dropped from the tree. One parse instead of two for a page whose links
+    and main text are both wanted (``harvester.change``).
+
+    The text is ``None`` when it could not be had whole: a body over *max_bytes* (the links read
+    only that much) or one libxml2 gave up on. The caller then builds the text another way.
+    """
+    if len(body) > max_bytes:
+        if base_url is None:
+            return [], None
+        return extract_links(body, base_url, "text/html", charset, max_links=max_links, max_bytes=max_bytes), None
+    document_charset = sniff_html(bytes(body), charset)
+    return _parse_html(
+        bytes(body), document_charset.codec, document_charset.query_codec, base_url, max_links, text_outside
+    )
 
 
 def parse_srcset(value: str) -> list[str]:
@@ -203,14 +233,6 @@ def parse_srcset(value: str) -> list[str]:
     return urls
 
 
-def _charset_param(params: str) -> str | None:
-    for param in params.split(";"):
-        name, _, value = param.partition("=")
-        if name.strip().lower() == "charset":
-            return value.strip().strip("\"'") or None
-    return None
-
-
 class _ParserSlot(threading.local):
     """This thread's libxml2 HTML parser and the collector it reports to, while not in use. Making a
     parser with a Python target costs about 56 us (lxml inspects the target's ``start`` signature
@@ -223,7 +245,16 @@ class _ParserSlot(threading.local):
 _parser_slot = _ParserSlot()
 
 
-def _html_links(body: bytes, codec: str, query_codec: str, base_url: str, max_links: int) -> list[Link]:
+def _parse_html(
+    body: bytes,
+    codec: str,
+    query_codec: str,
+    base_url: str | None,
+    max_links: int,
+    text_outside: frozenset[str] | None = None,
+) -> tuple[list[Link], str | None]:
+    """(links, text outside *text_outside*, or ``None`` when no text was asked for or libxml2
+    gave up part way)."""
     # Decode ourselves (Python knows more charsets than libxml2, and replaces
     # instead of failing), then hand libxml2 UTF-8 and tell it so, which also
     # overrides any <meta> or <?xml encoding?> inside the document.
@@ -238,21 +269,23 @@ def _html_links(body: bytes, codec: str, query_codec: str, base_url: str, max_li
         parser, collector = held
         collector.reset(base_url, max_links)
     collector.query_codec = query_codec
+    collector.collect_text(text_outside)
     if not data.strip():
+        collector.reset(None, 0)
         _parser_slot.held = (parser, collector)
-        return []
+        return [], None if text_outside is None else ""
     try:
         for start in range(0, len(data), _CHUNK):
             parser.feed(data[start : start + _CHUNK])
-            if collector.full:
+            if collector.full and text_outside is None:
                 break
         parser.close()
     except (etree.LxmlError, ValueError):
-        return collector.links  # keep what was found before libxml2 gave up; the parser is not reused
-    links = collector.links
+        return collector.links, None  # keep what was found before libxml2 gave up; the parser is not reused
+    links, text = collector.links, collector.text
     collector.reset(None, 0)  # holds nothing of this page while idle
     _parser_slot.held = (parser, collector)
-    return links
+    return links, None if text is None else "".join(text)
 
 
 def _css_urls(css: str):
@@ -313,6 +346,16 @@ class _Collector:
         self.style_text: list[str] | None = None
         # The document's encoding for the queries of its links (URL standard); CSS url() is UTF-8.
         self.query_codec = "utf-8"
+        self.text: list[str] | None = None  # the text nodes outside `text_outside`, when asked for
+        self.text_outside: frozenset[str] = frozenset()
+        self.inside = 0  # how many of the open elements are in `text_outside`
+        self.open = 0  # how many elements are open: text outside all is between two roots, not kept
+
+    def collect_text(self, outside: frozenset[str] | None) -> None:
+        """Also keep the document's text, outside the elements named in *outside* (``None``: none)."""
+        self.text = None if outside is None else []
+        self.text_outside = outside or frozenset()
+        self.inside = self.open = 0
 
     @property
     def full(self) -> bool:
@@ -369,6 +412,9 @@ class _Collector:
     # lxml target interface
 
     def start(self, tag, attrib, nsmap=None) -> None:
+        self.open += 1
+        if tag in self.text_outside:
+            self.inside += 1
         if self.full or not isinstance(tag, str):
             return
         get = attrib.get
@@ -413,6 +459,9 @@ class _Collector:
             self.add(url, EMBED, "link@imagesrcset")
 
     def end(self, tag) -> None:
+        self.open -= 1
+        if tag in self.text_outside and self.inside:
+            self.inside -= 1
         if tag == "style" and self.style_text is not None:
             css, self.style_text = "".join(self.style_text), None
             self.add_css(css, "style")
@@ -420,6 +469,8 @@ class _Collector:
     def data(self, text) -> None:
         if self.style_text is not None:
             self.style_text.append(text)
+        if self.text is not None and self.open and not self.inside:
+            self.text.append(text)
 
     def close(self) -> None:
         return None

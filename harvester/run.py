@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from harvester import decide, records
-from harvester.change import NoiseRules, content_digest, main_text, similarity
+from harvester.change import NoiseRules, content_digest, main_text, main_text_and_links, similarity
 from harvester.fetchproc import FetchProcess
 from harvester.fetchresult import FetchResult
 from harvester.frontier import Frontier, Item
@@ -49,6 +49,7 @@ from index.seal import index_sealed_file
 from index.state import Capture, Original
 from index.statestore import open_harvest_state
 from strata import __version__
+from strata.charset import charset_param
 from strata.media import HTML_TYPES
 from strata.times import iso, ts14, utc_now, warc_date
 from strata.urls import normalize_url, url_host, url_origin
@@ -71,12 +72,6 @@ URLS_PER_CONNECTION = 2
 COMMIT_INTERVAL = 0.05
 
 
-def _charset(content_type: str) -> str | None:
-    if "charset=" not in content_type.lower():
-        return None
-    return content_type.lower().split("charset=", 1)[1].split(";")[0].strip().strip('"') or None
-
-
 def new_run_id(now: datetime) -> str:
     return f"{ts14(now)}-{secrets.token_hex(2)}"
 
@@ -89,6 +84,7 @@ class _Look:
     fingerprint: str | None = None
     score: float = 0.0
     main_text_same: bool = False
+    links: list[Link] | None = None  # the page's links when they came from the parse that gave its main text
 
 
 class Harvest:
@@ -625,14 +621,16 @@ class Harvest:
             self.surplus_urls.append(item.url)
         content_type = result.header("Content-Type") or ""
         mime = content_type.split(";")[0].strip().lower() or "unknown"
+        parsed: list[Link] | None = None  # the links, when the main text's parse gave them
         if result.status == 304 and conditional and previous:
             capture, loc, mime, link_source = self._write_not_modified(item, result, previous, now, mime)
         else:
-            look = self._look(item, result, previous, content_type, mime)
+            look = self._look(item, result, previous, content_type, mime, follow)
             if look.main_text_same and not self.job.store_soft_changes:  # soft, and not stored
-                self._skip_soft(item, result, previous, look.score, now, follow)
+                self._skip_soft(item, result, previous, look, now, follow)
                 return
             capture, loc = self._write_response(item, result, now, look)
+            parsed = look.links
             link_source = None  # () -> (raw body, Content-Type, Content-Encoding), called on a cache miss
             if follow and mime in LINK_TYPES and result.status and result.status < 300:
                 link_source = lambda: (result.read_body(), content_type, result.header("Content-Encoding"))  # noqa: E731
@@ -670,20 +668,22 @@ class Harvest:
             self.figures.count(decided.cls)
             if follow:
                 try:
-                    self._follow(item, decided.redirect, capture.digest, mime, link_source)
+                    self._follow(item, decided.redirect, capture.digest, mime, link_source, parsed)
                 except Exception as exc:  # the capture is written: its state is committed all the same
                     failed = exc
         if failed is not None:
             raise failed
 
-    def _follow(self, item: Item, redirect: str | None, digest: str | None, mime: str, link_source) -> None:
+    def _follow(
+        self, item: Item, redirect: str | None, digest: str | None, mime: str, link_source, parsed: list[Link] | None
+    ) -> None:
         """Queue where a capture leads: its redirect's target, its links."""
         if redirect is not None:
             target = normalize_url(redirect, item.url)
             if target:
                 self.paging.follow(item, target, "redirect", item.depth)
         if link_source is not None:
-            self._queue_links(item, digest, mime, link_source)
+            self._queue_links(item, digest, mime, link_source, parsed)
 
     def _write_not_modified(
         self, item: Item, result: FetchResult, previous: dict, now: datetime, mime: str
@@ -705,20 +705,38 @@ class Harvest:
             link_source = lambda: self._stored_body(held)  # noqa: E731
         return self._observation(item, result, now, main, loc, previous["digest"], original), loc, mime, link_source
 
-    def _look(self, item: Item, result: FetchResult, previous: dict | None, content_type: str, mime: str) -> _Look:
-        """The page kind of a 2xx HTML page and, when only the main text can tell changed from soft,
-        its fingerprint and how alike it is to the text held."""
+    def _look(
+        self, item: Item, result: FetchResult, previous: dict | None, content_type: str, mime: str, follow: bool
+    ) -> _Look:
+        """The page kind of a 2xx HTML payload and its main text's fingerprint, with, when only the
+        main text can tell changed from soft, how alike it is to the text held. The fingerprint is
+        taken whenever the page is parsed anyway, for its links (a payload new to this URL, from the
+        same parse: ``harvester.change.main_text_and_links``), or for the comparison, so that a later
+        change is told by the fingerprint alone, without reading back and parsing what is stored."""
         if mime not in HTML_TYPES or not decision.is_success(result.status):
             return _Look()
         page_kind = self.kinds.kind(item.url)
-        if not decision.compares_main_text(previous, result.status, result.digest):
+        compares = decision.compares_main_text(previous, result.status, result.digest)
+        parses_links = follow and (previous is None or previous.get("digest") != result.digest)
+        if not compares and not (parses_links and not self.noise.selectors):
             return _Look(page_kind)
-        # Only a changed payload needs the (costly) main-content comparison.
-        text = main_text(self._decoded_body(result), _charset(content_type), self.noise)
+        charset = charset_param(content_type)
+        links = None
+        try:
+            body = decode_content(result.read_body(), result.header("Content-Encoding"))
+        except DecodeError:  # no text; the links' own attempt reports the error
+            text = ""
+        else:
+            if parses_links:
+                text, links = main_text_and_links(body, item.url, charset, self.noise)
+            else:
+                text = main_text(body, charset, self.noise)
         fingerprint = content_digest(text)
+        if not compares:
+            return _Look(page_kind, fingerprint, links=links)
         assert previous is not None  # compares_main_text says there is a text held
         score = self._main_text_score(text, fingerprint, previous)
-        return _Look(page_kind, fingerprint, score, score >= self.job.change_threshold)
+        return _Look(page_kind, fingerprint, score, score >= self.job.change_threshold, links)
 
     def _write_response(
         self, item: Item, result: FetchResult, now: datetime, look: _Look
@@ -793,9 +811,14 @@ class Harvest:
             main_text_same=look.main_text_same,
         )
 
-    def _links(self, item: Item, digest: str | None, source) -> list[Link]:
-        """The page's links: from the outlink cache when its payload was parsed before (unchanged
-        pages and 304s cost no parse), else extracted and cached."""
+    def _links(self, item: Item, digest: str | None, source, parsed: list[Link] | None = None) -> list[Link]:
+        """The page's links: *parsed* when the main text's parse gave them, from the outlink cache
+        when its payload was parsed before (unchanged pages and 304s cost no parse), else extracted;
+        cached either way."""
+        if parsed is not None:
+            if digest:
+                self.state.set_outlinks(item.url, digest, [(link.url, link.kind) for link in parsed])
+            return parsed
         cached = self.state.outlinks(item.url, digest) if digest else None
         if cached is not None:
             return [Link(url, kind, "cache") for url, kind in cached]
@@ -811,11 +834,11 @@ class Harvest:
             self.state.set_outlinks(item.url, digest, [(link.url, link.kind) for link in links])
         return links
 
-    def _queue_links(self, item: Item, digest: str | None, mime: str, source) -> None:
-        self.paging.queue_links(item, self._links(item, digest, source), mime)
+    def _queue_links(self, item: Item, digest: str | None, mime: str, source, parsed: list[Link] | None = None) -> None:
+        self.paging.queue_links(item, self._links(item, digest, source, parsed), mime)
 
     def _skip_soft(
-        self, item: Item, result: FetchResult, previous: dict | None, similarity: float, now: datetime, follow: bool
+        self, item: Item, result: FetchResult, previous: dict | None, look: _Look, now: datetime, follow: bool
     ) -> None:
         """A soft change the job does not store: nothing written, the check recorded (replay of this
         run shows the previous capture, as the NLC harvester does)."""
@@ -825,7 +848,7 @@ class Harvest:
                 self.run_id,
                 item.url,
                 "soft",
-                f"main content {similarity:.3f} similar to the stored capture; not stored",
+                f"main content {look.score:.3f} similar to the stored capture; not stored",
                 iso(now),
             )
             self.state.update_url(item.url, **decision.not_stored(previous, "soft", iso(now), self.run_id))
@@ -837,6 +860,7 @@ class Harvest:
                     result.digest,
                     mime,
                     lambda: (result.read_body(), content_type, result.header("Content-Encoding")),
+                    look.links,
                 )
 
     def _main_text_score(self, text: str, fingerprint: str, previous: dict) -> float:
@@ -863,13 +887,7 @@ class Harvest:
             decoded = decode_content(body or b"", encoding)
         except DecodeError:
             return None
-        return main_text(decoded, _charset(content_type), self.noise)
-
-    def _decoded_body(self, result: FetchResult) -> bytes:
-        try:
-            return decode_content(result.read_body(), result.header("Content-Encoding"))
-        except DecodeError:
-            return b""
+        return main_text(decoded, charset_param(content_type), self.noise)
 
     # -- originals ---------------------------------------------------------------------------------
     def _stored_body(self, capture: dict) -> tuple[bytes | None, str, str | None]:

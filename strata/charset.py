@@ -132,6 +132,15 @@ def _lookup(label: str | bytes | None) -> str | None:
     return info.name
 
 
+def charset_param(content_type: str) -> str | None:
+    """The ``charset`` parameter of a ``Content-Type`` value as sent (quotes removed), or ``None``."""
+    for param in content_type.split(";")[1:]:
+        name, _, value = param.partition("=")
+        if name.strip().lower() == "charset":
+            return value.strip().strip("\"'") or None
+    return None
+
+
 def html_charset(body: bytes, header_charset: str | None = None) -> str:
     """Return the codec to decode an HTML *body* with (see :func:`sniff_html`)."""
     return sniff_html(body, header_charset).codec

@@ -254,3 +254,41 @@ def test_a_single_check_uses_the_pages_age_and_spreads_due_times():
     assert timedelta(days=7) <= due["undated"] - start <= timedelta(days=8.5)
     spread = {due_at({**old, "url": f"http://h/a/2020-01/01/content_{n}.htm"}, 7 * day, 90 * day)[0] for n in range(50)}
     assert len(spread) > 40 and max(spread) - min(spread) > timedelta(days=5)
+
+
+class NoisyPages:
+    """/ links /soft.html (only a script's counter moves) and /edited.html (its text changes)."""
+
+    def resolve(self, version, path, headers=None):
+        html = (("Content-Type", "text/html; charset=utf-8"),)
+        if path == "/":
+            return Resource(200, html, b'<a href="/soft.html">s</a> <a href="/edited.html">e</a>')
+        if path == "/soft.html":
+            return Resource(200, html, f"<p>same words</p><script>var hits = {version}</script>".encode())
+        if path == "/edited.html":
+            return Resource(200, html, f"<p>edition {version}</p>".encode())
+        return None
+
+
+def test_a_page_is_fingerprinted_when_first_parsed_so_a_change_is_told_without_reading_back(root, monkeypatch):
+    from harvester.run import Harvest
+
+    job = dict(store_soft_changes=False, default_page_kind="content")
+    with SiteServer(NoisyPages(), version=1) as server:
+        harvest(root, server, name="noisy", **job)
+        with state_of(root, "noisy") as state:
+            for path in ("/", "/soft.html", "/edited.html"):
+                body = NoisyPages().resolve(1, path).body
+                fingerprint = state.url(server.base_url + path)["fingerprint"]
+                assert fingerprint == content_digest(main_text(body, "utf-8", NoiseRules())), path
+        read_back = []
+        stored_body = Harvest._stored_body
+        monkeypatch.setattr(Harvest, "_stored_body", lambda self, cap: read_back.append(cap) or stored_body(self, cap))
+        server.version = 2
+        run2 = harvest(root, server, name="noisy", mode="incremental", **job)
+        with state_of(root, "noisy") as state:
+            checks = {urlsplit(c["url"]).path: c["outcome"] for c in state.checks(run2["run_id"])}
+            caps = {urlsplit(c["url"]).path: c["class"] for c in state.captures(run_id=run2["run_id"])}
+    assert checks.get("/soft.html") == "soft"
+    assert caps.get("/edited.html") == "changed"
+    assert read_back == []  # both told by the fingerprint kept from run 1
