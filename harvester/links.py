@@ -417,19 +417,24 @@ class _Collector:
             self.inside += 1
         if self.full or not isinstance(tag, str):
             return
+        if tag == "body":
+            self.before_base = None
+        elif tag == "style":
+            self.style_text = []
+        if attrib:  # most elements have none, and lxml's empty mapping answers get() by a KeyError (0.7 us)
+            self._attributes(tag, attrib)
+
+    def _attributes(self, tag: str, attrib) -> None:
+        """The links in an element's attributes."""
         get = attrib.get
         if tag == "base":
             self.set_base(get("href"))
-        elif tag == "body":
-            self.before_base = None
-        if tag in ("a", "area"):
+        elif tag in ("a", "area"):
             self.add(get("href"), NAVIGATION, f"{tag}@href")
         elif tag == "link":
             self._link(attrib)
         elif tag == "meta" or tag == "input":
             self._meta_or_input(tag, get)
-        elif tag == "style":
-            self.style_text = []
         for name in _EMBED_ATTRS.get(tag, ()):
             self.add(get(name), EMBED, f"{tag}@{name}")
         for name in _SRCSET_ATTRS.get(tag, ()):
