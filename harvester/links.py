@@ -194,10 +194,9 @@ def links_and_text(
         if base_url is None:
             return [], None
         return extract_links(body, base_url, "text/html", charset, max_links=max_links, max_bytes=max_bytes), None
-    document_charset = sniff_html(bytes(body), charset)
-    return _parse_html(
-        bytes(body), document_charset.codec, document_charset.query_codec, base_url, max_links, text_outside
-    )
+    data = bytes(body)
+    document_charset = sniff_html(data, charset)
+    return _parse_html(data, document_charset.codec, document_charset.query_codec, base_url, max_links, text_outside)
 
 
 def parse_srcset(value: str) -> list[str]:

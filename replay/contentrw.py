@@ -11,9 +11,9 @@ from pywb.rewrite.default_rewriter import RewriterWithJSProxy
 from pywb.rewrite.url_rewriter import UrlRewriter
 from warcio.bufferedreaders import BufferedReader
 
-from replay.pagecharset import DETECT_BYTES, header_charset, page_charset
+from replay.pagecharset import DETECT_BYTES, page_charset
 from replay.pagelinks import PageHTMLRewriter, PageUrlRewriter
-from strata.charset import codec_for_label
+from strata.charset import charset_param, codec_for_label
 
 
 class PageContentRewriter(RewriterWithJSProxy):
@@ -35,7 +35,7 @@ class PageContentRewriter(RewriterWithJSProxy):
 def declare_charset(rwinfo) -> None:
     headers = rwinfo.record.http_headers
     content_type = headers.get_header("Content-Type")
-    if codec_for_label(header_charset(content_type)):
+    if codec_for_label(charset_param(content_type)):
         return  # the browser reads the header's charset, on the live site as here
     decided = page_charset(peek(rwinfo, DETECT_BYTES), content_type)
     if decided is None:

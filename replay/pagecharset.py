@@ -30,7 +30,7 @@ import dataclasses
 import re
 from collections.abc import Iterator
 
-from strata.charset import codec_for_label
+from strata.charset import charset_param, codec_for_label
 
 #: Where a browser looks for ``<meta charset>`` once past the head (``meta_labels``).
 META_BYTES = 1024
@@ -43,7 +43,6 @@ _TOKEN = re.compile(rb"<!--|<(/?)([A-Za-z][A-Za-z0-9:-]*)")
 # Tags that keep Chromium's scan "in the head"; contents its tokenizer reads as text, not tags.
 _HEAD_TAGS = {b"html", b"head", b"meta", b"script", b"noscript", b"style", b"link", b"object", b"title", b"base"}
 _RAW_TEXT = {b"script", b"style", b"title", b"textarea", b"xmp", b"iframe", b"noembed", b"noframes"}
-_HEADER_CHARSET = re.compile(r"""charset\s*=\s*["']?([^"';\s]+)""", re.I)
 _UTF16_META = {"utf-16", "utf-16-le", "utf-16-be"}  # a <meta> read as ASCII cannot mean UTF-16
 
 
@@ -53,18 +52,13 @@ class PageCharset:
     codec: str  # the Python codec for it
 
 
-def header_charset(content_type: str | None) -> str | None:
-    match = _HEADER_CHARSET.search(content_type or "")
-    return match.group(1) if match else None
-
-
 def page_charset(head: bytes, content_type: str | None) -> PageCharset | None:
     """The charset to declare for a page whose body starts with ``head`` (up to ``DETECT_BYTES``),
     or None when the archived response already says it (a BOM, a valid header charset) or when
     nothing can be decided."""
     if head.startswith(tuple(bom for bom, _ in _BOMS)):
         return None
-    if codec_for_label(header_charset(content_type)):
+    if codec_for_label(charset_param(content_type)):
         return None
     for raw in meta_labels(head[:DETECT_BYTES]):
         label = raw.decode("ascii")

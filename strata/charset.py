@@ -28,7 +28,16 @@ import codecs
 import re
 from dataclasses import dataclass
 
-__all__ = ["DocumentCharset", "codec_for_label", "css_charset", "decode", "detect_codec", "html_charset", "sniff_html"]
+__all__ = [
+    "DocumentCharset",
+    "charset_param",
+    "codec_for_label",
+    "css_charset",
+    "decode",
+    "detect_codec",
+    "html_charset",
+    "sniff_html",
+]
 
 #: A ``<meta>`` charset declaration counts in the first 1,024 bytes (the standard's prescan) ...
 PRESCAN_BYTES = 1024
@@ -76,6 +85,9 @@ _BROWSER_CODECS = {
 _NOT_CHARSETS = {"idna", "punycode", "undefined", "unicode-escape", "raw-unicode-escape", "utf-7"}
 # A document that can be read as ASCII cannot really be UTF-16 (HTML standard).
 _META_IMPOSSIBLE = {"utf-16", "utf-16-le", "utf-16-be", "utf-32", "utf-32-le", "utf-32-be"}
+_HTTP_WHITESPACE = " \t\r\n"
+# What a parameter value may hold (the standard's "HTTP quoted-string token code points").
+_QUOTABLE = re.compile("[\t\x20-\x7e\x80-\xff]*")
 # Python codec (before widening) -> the codec a link's query is encoded with, when not the decoder.
 _QUERY_CODECS = {"gb2312": "gbk", "gbk": "gbk"}
 _CHINESE = {"gb2312", "gbk", "gb18030", "hz"}
@@ -84,6 +96,8 @@ _HEAD_END = re.compile(rb"<body[\s>/]|</head\s*>", re.I)
 # windows-1252 as browsers read it: Python's cp1252 leaves 0x81, 0x8D, 0x8F, 0x90 and 0x9D undefined.
 _CP1252 = {i: bytes([i]).decode("cp1252", "ignore") or chr(i) for i in range(0x80, 0xA0)}
 _META_CHARSET = re.compile(rb"""<meta[^>]{0,512}?charset\s*=\s*["']?\s*([A-Za-z0-9_.:\-]{1,40})""", re.I)
+# What the Encoding standard's labels are made of.
+_LABEL = re.compile(r"[a-z0-9_.:\-]+")
 _CSS_CHARSET = re.compile(rb'@charset "([A-Za-z0-9_.:\-]{1,40})";')
 
 
@@ -120,8 +134,8 @@ def _lookup(label: str | bytes | None) -> str | None:
         label = label.decode("ascii", "replace")
     if not isinstance(label, str):
         return None
-    label = label.strip().strip("\"'").strip().lower()
-    if not label:
+    label = label.strip(" \t\n\f\r").lower()  # the Encoding standard's "get an encoding"
+    if not _LABEL.fullmatch(label):  # Python's lookup would also take "'gbk'" or "gbk!"; browsers do not
         return None
     try:
         info = codecs.lookup(_EXTRA_LABELS.get(label, label))
@@ -132,13 +146,70 @@ def _lookup(label: str | bytes | None) -> str | None:
     return info.name
 
 
-def charset_param(content_type: str) -> str | None:
-    """The ``charset`` parameter of a ``Content-Type`` value as sent (quotes removed), or ``None``."""
-    for param in content_type.split(";")[1:]:
-        name, _, value = param.partition("=")
-        if name.strip().lower() == "charset":
-            return value.strip().strip("\"'") or None
+def charset_param(content_type: str | None) -> str | None:
+    """The ``charset`` parameter of a ``Content-Type`` value as a browser reads it, or ``None``.
+
+    The parameters are parsed as the WHATWG MIME Sniffing standard parses a MIME type's, which is
+    what Chromium does (checked on each case of ``tests/unit/strata/test_charset.py``): a parameter
+    follows a ``;``; its name runs to the ``=``, so ``charset = gbk`` names none; a quoted value may hold
+    ``;`` and backslash escapes, and what follows its closing quote is ignored; single quotes are
+    not quotes; the first valid ``charset`` wins, even an empty quoted one. The one reader of this
+    parameter for the harvester, the full-text index and replay, so all three read a page in the
+    charset the browser does.
+    """
+    text = content_type or ""
+    size = len(text)
+    pos = text.find(";")
+    if pos < 0:
+        return None
+    while pos < size:
+        pos += 1  # past the ";"
+        while pos < size and text[pos] in _HTTP_WHITESPACE:
+            pos += 1
+        end = pos
+        while end < size and text[end] not in ";=":
+            end += 1
+        name, pos = text[pos:end].lower(), end
+        if pos >= size:
+            break
+        if text[pos] == ";":
+            continue
+        pos += 1  # past the "="
+        if pos >= size:
+            break
+        if text[pos] == '"':
+            value, pos = _quoted_string(text, pos)
+            while pos < size and text[pos] != ";":
+                pos += 1
+        else:
+            end = text.find(";", pos)
+            end = size if end < 0 else end
+            value, pos = text[pos:end].rstrip(_HTTP_WHITESPACE), end
+            if not value:
+                continue
+        if name == "charset" and _QUOTABLE.fullmatch(value):
+            return value or None
     return None
+
+
+def _quoted_string(text: str, pos: int) -> tuple[str, int]:
+    """The value of the HTTP quoted string starting at the ``"`` at *pos*, and the position after it."""
+    value: list[str] = []
+    pos += 1
+    size = len(text)
+    while pos < size:
+        char = text[pos]
+        if char == '"':
+            return "".join(value), pos + 1
+        if char == "\\":
+            pos += 1
+            if pos >= size:
+                value.append("\\")
+                break
+            char = text[pos]
+        value.append(char)
+        pos += 1
+    return "".join(value), pos
 
 
 def html_charset(body: bytes, header_charset: str | None = None) -> str:

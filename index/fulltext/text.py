@@ -34,7 +34,7 @@ from lxml import etree
 from index.fulltext.cjk import normalize
 from index.fulltext.metadata import MAX_JSONLD_BYTES, META_NAMES, page_meta, pdf_meta
 from index.payload import DecodeError, decode_content
-from strata.charset import codec_for_label, decode, detect_codec, html_charset
+from strata.charset import charset_param, codec_for_label, decode, detect_codec, html_charset
 from strata.media import HTML_TYPES, PDF_TYPES, TEXT_TYPES
 
 __all__ = ["MAX_TEXT_CHARS", "Extracted", "extract", "mime_group"]
@@ -91,7 +91,7 @@ def extract(
     content_language: str | None = None,
     max_chars: int = MAX_TEXT_CHARS,
 ) -> Extracted:
-    mime, _, params = (content_type or "").partition(";")
+    mime = (content_type or "").partition(";")[0]
     mime = mime.strip().lower()
     group = mime_group(mime)
     if group not in ("html", "pdf", "text"):
@@ -100,7 +100,7 @@ def extract(
         data = decode_content(body or b"", content_encoding, MAX_INPUT_BYTES)
     except DecodeError as exc:
         return Extracted(error=str(exc))
-    header_charset = _charset_param(params)
+    header_charset = charset_param(content_type)
     try:
         if group == "html":
             out = _html(data, header_charset)
@@ -112,11 +112,6 @@ def extract(
     except Exception as exc:  # noqa: BLE001 - hostile payloads: never let one stop an index run
         return Extracted(error=f"{type(exc).__name__}: {exc}"[:300])
     return _finish(out, content_language, max_chars)
-
-
-def _charset_param(params: str) -> str | None:
-    match = re.search(r"charset\s*=\s*[\"']?([^\"';\s]+)", params or "", re.I)
-    return match.group(1) if match else None
 
 
 def _detect(data: bytes, declared: str | None) -> str:

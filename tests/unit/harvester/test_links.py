@@ -414,7 +414,8 @@ def test_css_charset_and_decode():
     ("label", "expected"),
     [
         ("UTF8", "utf-8"),
-        (" 'gb2312' ", "gb18030"),
+        (" gb2312\t", "gb18030"),
+        (" 'gb2312' ", None),  # quotes are the Content-Type parser's business; a label has none
         ("x-sjis", "cp932"),
         ("latin1", "cp1252"),
         (b"utf-8", "utf-8"),

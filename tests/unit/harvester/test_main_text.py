@@ -137,7 +137,6 @@ def test_the_parser_kept_for_the_next_page_holds_no_text():
     links_and_text(b"<p>secret words</p>", "http://site.test/", None, frozenset())
     held = links_module._parser_slot.held
     assert held is not None and held[1].text is None
-    assert extract_links(b'<a href="/x">x</a>', "http://site.test/", "text/html") == extract_links(
-        b'<a href="/x">x</a>', "http://site.test/", "text/html"
-    )
+    found = extract_links(b'<a href="/x">x</a>', "http://site.test/", "text/html")
+    assert [link.url for link in found] == ["http://site.test/x"]
     assert links_module._parser_slot.held[1].text is None

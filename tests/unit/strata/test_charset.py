@@ -14,7 +14,7 @@ import pytest
 
 from harvester.change import NoiseRules, main_text
 from index.fulltext.text import extract
-from strata.charset import DocumentCharset, decode, detect_codec, sniff_html
+from strata.charset import DocumentCharset, charset_param, decode, detect_codec, sniff_html
 from tests.support.cjk_site import LIVE_CHARSET, CjkSite
 
 # Chromium's document.characterSet -> (decoder, query encoder) in Python codecs.
@@ -28,15 +28,10 @@ CHROMIUM = {
 PAGES = CjkSite().pages
 
 
-def header_charset(content_type: str) -> str | None:
-    _, _, value = content_type.partition("charset=")
-    return value or None
-
-
 @pytest.mark.parametrize("target", list(PAGES))
 def test_each_page_is_read_as_chromium_reads_it(target):
     page = PAGES[target]
-    found = sniff_html(page.body, header_charset(page.content_type))
+    found = sniff_html(page.body, charset_param(page.content_type))
     assert (found.codec, found.query_codec) == CHROMIUM[LIVE_CHARSET[page.group]], target
     assert (
         found.source
@@ -99,3 +94,40 @@ def test_windows_1252_reads_its_undefined_bytes_as_c1_controls_as_browsers_do():
 def test_full_text_of_a_short_undeclared_latin_text_is_windows_1252():
     assert detect_codec(b"caf\xe9 cr\xe8me") == "cp1252"
     assert extract(b"caf\xe9 cr\xe8me", "text/plain").text == "café crème"
+
+
+@pytest.mark.parametrize(
+    ("content_type", "expected"),
+    [
+        ("text/html; charset=gbk", "gbk"),
+        ("text/html;charset=GBK", "GBK"),
+        ('text/html; Charset="Shift_JIS"', "Shift_JIS"),
+        ("text/html; charset='euc-jp'", "'euc-jp'"),  # not quotes: a label no browser knows
+        ('text/html; charset="gb\\k"x', "gbk"),  # a quoted string, escapes, then ignored to ";"
+        ('text/html; foo="a;charset=utf-8"; charset=gbk', "gbk"),
+        ("text/html; charset=gbk; charset=utf-8", "gbk"),  # the first wins
+        ('text/html; charset=""; charset=gbk', None),  # ... even an empty one
+        ("text/html; q=1; charset=utf-8 ", "utf-8"),
+        ("text/html; charset = utf-8", None),  # the name runs to "=": "charset " is not "charset"
+        ("text/html; charset=", None),
+        ("text/html charset=gbk", None),  # no ";": no parameter, as in Chromium
+        ("text/html; xcharset=gbk", None),
+        ("text/html", None),
+        ("", None),
+        (None, None),
+    ],
+)
+def test_the_content_type_charset_is_read_once_for_every_surface(content_type, expected):
+    assert charset_param(content_type) == expected
+
+
+def test_replay_and_search_read_the_header_charset_as_the_harvester_does():
+    from index.fulltext.text import extract
+    from replay.pagecharset import page_charset
+
+    body = "<p>中文</p>".encode("gbk")
+    content_type = 'text/html; foo="a;charset=utf-8"; charset=gbk'  # a regex finds utf-8 first
+    # The header's charset is valid, so replay declares nothing of its own ...
+    assert page_charset(body, content_type) is None
+    # ... and search decodes with GBK, as the browser does.
+    assert "中文" in extract(body, content_type).text
