@@ -33,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a ch
 
 from bench.common import RawClient, b32_sha1, compile_project, median, run_measured, scan_warcs, validators  # noqa: E402
 from bench.sitegen import GeneratedSite, SiteSpec  # noqa: E402
+from bench.wakeup_bench import machine_speed  # noqa: E402
 from demo.site_server import SiteServer  # noqa: E402
 
 BENCH_DIR = Path(__file__).resolve().parent
@@ -124,6 +125,7 @@ def run_tool(tool: str, crawl: int, server: SiteServer, out: Path, args, wget: s
         workdir = out / "wget"
         workdir.mkdir(exist_ok=True)
         cmd = wget_cmd(wget, workdir, seed, crawl)
+    probe = machine_speed()  # this machine's speed now: its drift between two tools' runs is visible
     served_from = time.process_time()  # this process's CPU while the tool runs: the site server's
     m = run_measured(cmd, args.timeout, out / f"{tool}-crawl{crawl}.out", out / f"{tool}-crawl{crawl}.err")
     server_cpu = time.process_time() - served_from
@@ -141,6 +143,7 @@ def run_tool(tool: str, crawl: int, server: SiteServer, out: Path, args, wget: s
         "server_bytes": server.bytes_sent,
         "connections": server.connection_count,
         "loadavg_after": os.getloadavg()[0],
+        "speed_probe_us": probe,
     }
     if tool == "strata":
         text = (out / f"{tool}-crawl{crawl}.out").read_text()
@@ -385,6 +388,10 @@ def table(results: dict, floors: dict, storage: dict, checks: dict, site_stats: 
         add(
             f"  1-min load average after the run: Strata {s['loadavg_after']:.2f}, wget {w['loadavg_after']:.2f} "
             f"({os.cpu_count()} CPUs; the site server runs in this process)"
+        )
+        add(
+            f"  speed probe before the run (bench/wakeup_bench.py's unit, back to back): "
+            f"Strata {s.get('speed_probe_us', 0):.0f} us, wget {w.get('speed_probe_us', 0):.0f} us"
         )
         rep = s.get("report", {})
         if rep:
