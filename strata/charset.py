@@ -150,7 +150,8 @@ def charset_param(content_type: str | None) -> str | None:
     """The ``charset`` parameter of a ``Content-Type`` value as a browser reads it, or ``None``.
 
     The parameters are parsed as the WHATWG MIME Sniffing standard parses a MIME type's, which is
-    what Chromium does (checked on each case of ``tests/unit/strata/test_charset.py``): a parameter
+    what Chromium does (``tests/browser/test_content_type_chromium.py`` asks it on each case; neither
+    werkzeug's ``parse_options_header`` nor ``email.message`` agrees with it, see that test): a parameter
     follows a ``;``; its name runs to the ``=``, so ``charset = gbk`` names none; a quoted value may hold
     ``;`` and backslash escapes, and what follows its closing quote is ignored; single quotes are
     not quotes; the first valid ``charset`` wins, even an empty quoted one. The one reader of this

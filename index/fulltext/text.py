@@ -91,8 +91,7 @@ def extract(
     content_language: str | None = None,
     max_chars: int = MAX_TEXT_CHARS,
 ) -> Extracted:
-    mime = (content_type or "").partition(";")[0]
-    mime = mime.strip().lower()
+    mime = (content_type or "").partition(";")[0].strip().lower()
     group = mime_group(mime)
     if group not in ("html", "pdf", "text"):
         return Extracted()

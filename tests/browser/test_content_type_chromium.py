@@ -5,7 +5,9 @@ charset Chromium reports (``document.characterSet``) comes from the header or, w
 names none it knows, from its default, windows-1252. ``strata.charset.charset_param`` and
 ``codec_for_label`` must name the same codec, or none where Chromium fell back: the harvester
 reads links, the full-text index reads text, and replay decides whether to declare a charset with
-that one reader.
+that one reader. Python's parameter readers (werkzeug's ``parse_options_header``, ``email.message``)
+differ from Chromium on several of these (the last ``charset`` wins, ``charset = gbk`` counts,
+single quotes are stripped), which is why Strata parses them itself.
 """
 
 from __future__ import annotations
