@@ -76,6 +76,7 @@ class FetchProcess:
     async def start(self) -> FetchProcess:
         self._proc = await asyncio.create_subprocess_exec(
             sys.executable,
+            "-P",  # not the working directory first on the path: Strata's own module, wherever it runs
             "-m",
             "harvester.fetchproc",
             stdin=asyncio.subprocess.PIPE,

@@ -88,6 +88,7 @@ def start_services(root: Path, allow_networks: Iterable[str] = (), parallel: int
     stops its runs cleanly and queues them again)."""
     args = [
         sys.executable,
+        "-P",  # not the working directory first on the path: a `cli` folder there is not Strata
         "-c",
         "from cli import main; main()",
         "worker",

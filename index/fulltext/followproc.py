@@ -87,7 +87,7 @@ class RunIndexer:
         self.collection.state_dir.mkdir(parents=True, exist_ok=True)
         with open(self.collection.state_dir / LOG_NAME, "ab") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "index.fulltext.follow", str(self.collection.root), self.collection.name]
+                [sys.executable, "-P", "-m", "index.fulltext.follow", str(self.collection.root), self.collection.name]
                 + [self.run_id, "background" if self.background else "waited"],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,

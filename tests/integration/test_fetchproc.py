@@ -169,3 +169,28 @@ def test_a_cookie_the_site_sets_is_sent_back_with_and_without_the_fetch_process(
             asyncio.run(Harvest(Collection.open(root, f"k{int(enabled)}", create=True), job).run())
             (second,) = [r for r in server.request_log if r.path == "/next.html"]
             assert "session=abc" in dict((k.lower(), v) for k, v in second.headers).get("cookie", "")
+
+
+def test_the_child_processes_run_strata_s_modules_not_ones_in_the_working_directory(root, site, tmp_path):
+    """``python -m`` puts the working directory first on the path: a folder of any other project's
+    ``harvester`` or ``index`` package there must not become the fetch process or the indexer."""
+    here = tmp_path / "elsewhere"
+    marker = tmp_path / "impostor-ran"
+    impostor = f"open({str(marker)!r}, 'a').write(__name__ + '\\n')\n"
+    for package, module in (("harvester", "fetchproc"), ("index", "fulltext/follow")):
+        path = here / package / f"{module}.py"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(impostor)
+        (path.parent / "__init__.py").write_text("")
+        (here / package / "__init__.py").write_text("")
+    done = subprocess.run(
+        [str(VENV_BIN / "strata"), "harvest", "c", "--seed", site.base_url + "/", "--delay", "0", "--depth", "1"]
+        + ["--root", str(root), "--json", "--wait-for-index"],
+        cwd=here,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert not marker.exists(), marker.read_text()
+    assert '"errors": 0' in done.stdout and '"added": ' in done.stdout
