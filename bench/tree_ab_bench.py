@@ -47,7 +47,7 @@ def run_tree(tree: Path, server: SiteServer, out: Path, args) -> dict:
         fulltext=False,
         py_spy=False,
         timeout=args.timeout,
-        strata=f"env PYTHONPATH={tree} {strata}",
+        strata=f"env -C {tree} PYTHONPATH={tree} {strata}",  # run from the tree: its child processes too
     )
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
