@@ -35,13 +35,17 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import collections.abc
+import ipaddress
 import select
 import socket
 import ssl
 import typing
 
+import aiohappyeyeballs
 import httpcore
 import httpx
+from aiohappyeyeballs import AddrInfoType
 from httpcore import (
     ConnectError,
     ConnectTimeout,
@@ -53,7 +57,7 @@ from httpcore import (
 
 SocketOption = tuple[int, int, int] | tuple[int, int, bytes | bytearray] | tuple[int, int, None, int]
 
-HAPPY_EYEBALLS_DELAY = 0.25  # what anyio.connect_tcp uses
+HAPPY_EYEBALLS_DELAY = 0.25  # RFC 8305's connection attempt delay, what anyio.connect_tcp uses
 READ_HIGH_WATER = 1024 * 1024  # stop reading the socket while this much is buffered and unread
 READ_LOW_WATER = 256 * 1024
 
@@ -275,6 +279,38 @@ def _apply_options(transport: asyncio.BaseTransport, options: typing.Iterable[So
         sock.setsockopt(*option)
 
 
+async def address_infos(host: str, port: int) -> collections.abc.Sequence[AddrInfoType]:
+    """The host's addresses, as ``loop.create_connection`` asks for them (the resolver's order); an
+    address written out is its own, without a trip through the resolver's thread."""
+    if "%" not in host:  # an IPv6 zone needs the resolver to become a scope id
+        try:
+            ip = ipaddress.ip_address(host)
+        except ValueError:
+            pass
+        else:
+            if ip.version == 6:
+                return [(socket.AF_INET6, socket.SOCK_STREAM, socket.IPPROTO_TCP, "", (host, port, 0, 0))]
+            return [(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP, "", (host, port))]
+    return await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+
+
+async def _open_tcp(host: str, port: int, local_address: str | None) -> tuple[asyncio.BaseTransport, typing.Any]:
+    """A connection to ``host``: its addresses raced as RFC 8305 says (``aiohappyeyeballs``, the
+    same algorithm as asyncio's ``happy_eyeballs_delay``, on whichever event loop runs)."""
+    infos = await address_infos(host, port)
+    if not infos:
+        raise OSError(f"{host} resolved to no address")
+    local = await address_infos(local_address, 0) if local_address else None
+    sock = await aiohappyeyeballs.start_connection(
+        infos, local_addr_infos=local, happy_eyeballs_delay=HAPPY_EYEBALLS_DELAY
+    )
+    try:
+        return await asyncio.get_running_loop().create_connection(_ConnectionProtocol, sock=sock)
+    except BaseException:
+        sock.close()
+        raise
+
+
 class AsyncioBackend(httpcore.AsyncNetworkBackend):
     """``httpcore.AsyncNetworkBackend`` on asyncio's own transports: no anyio, no sniffio."""
 
@@ -307,19 +343,7 @@ class AsyncioBackend(httpcore.AsyncNetworkBackend):
         local_address: str | None = None,
         socket_options: typing.Iterable[SocketOption] | None = None,
     ) -> httpcore.AsyncNetworkStream:
-        loop = asyncio.get_running_loop()
-        return await self._connect(
-            lambda: loop.create_connection(
-                _ConnectionProtocol,
-                host,
-                port,
-                local_addr=(local_address, 0) if local_address else None,
-                happy_eyeballs_delay=HAPPY_EYEBALLS_DELAY,
-            ),
-            timeout,
-            socket_options,
-            tcp=True,
-        )
+        return await self._connect(lambda: _open_tcp(host, port, local_address), timeout, socket_options, tcp=True)
 
     async def connect_unix_socket(
         self, path: str, timeout: float | None = None, socket_options: typing.Iterable[SocketOption] | None = None

@@ -15,6 +15,7 @@ import os
 import socket
 import ssl
 import threading
+import time
 from http.server import ThreadingHTTPServer
 
 import httpcore
@@ -22,6 +23,7 @@ import httpx
 import pytest
 
 from demo.site_server import Resource, SiteServer
+from harvester import netbackend
 from harvester.fetch import fetch, make_client
 from harvester.netbackend import AsyncioBackend, AsyncioStream, AsyncioTransport
 from tests.conftest import free_port
@@ -123,6 +125,54 @@ def test_a_refused_connection_is_connection_failed():
     result = asyncio.run(go())
     assert result.status is None
     assert result.error.startswith("connection failed (") and "111" in result.error
+
+
+def _dropping_listener(port: int) -> tuple[socket.socket, socket.socket]:
+    """A listener on 127.0.0.2:``port`` whose accept queue is full: the kernel drops further SYNs,
+    as a route that loses packets does (a broken IPv6 route is the usual one)."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.2", port))
+    listener.listen(0)
+    filler = socket.create_connection(("127.0.0.2", port), timeout=2)
+    return listener, filler
+
+
+def test_a_name_whose_first_address_drops_connects_to_the_next_after_the_attempt_delay(server, monkeypatch):
+    """RFC 8305: the next address is tried after HAPPY_EYEBALLS_DELAY, not after the connect timeout."""
+    listener, filler = _dropping_listener(server.port)
+    stream = socket.SOCK_STREAM
+    infos = [
+        (socket.AF_INET, stream, 6, "", ("127.0.0.2", server.port)),
+        (socket.AF_INET, stream, 6, "", ("127.0.0.1", server.port)),
+    ]
+
+    async def resolve(host, port):  # the resolver is the boundary: a name with a dead address first
+        assert host == "dual.example" and port == server.port
+        return infos
+
+    monkeypatch.setattr(netbackend, "address_infos", resolve)
+
+    async def go():
+        async with client(connect_timeout=5.0) as c:
+            started = time.monotonic()
+            result = await fetch(c, f"http://dual.example:{server.port}/page")
+            return result, time.monotonic() - started
+
+    try:
+        result, took = asyncio.run(go())
+    finally:
+        filler.close()
+        listener.close()
+    assert result.status == 200 and result.read_body() == b"page /page"
+    assert netbackend.HAPPY_EYEBALLS_DELAY <= took < 2.0
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "::1", "2001:db8::7", "10.1.2.3", "localhost"])
+def test_addresses_written_out_are_what_the_resolver_would_give(host):
+    """A literal skips the resolver's thread, with the family, address and port the OS gives it."""
+    ours = asyncio.run(netbackend.address_infos(host, 8080))
+    theirs = socket.getaddrinfo(host, 8080, type=socket.SOCK_STREAM)
+    assert [(i[0], i[1], i[4]) for i in ours] == [(i[0], i[1], i[4]) for i in theirs]
 
 
 def test_a_write_to_a_peer_that_does_not_read_times_out():
