@@ -11,6 +11,7 @@ import click
 
 from cli._base import ProgressLine, cli, human_size, root_option
 from cli.serving import serve_archive
+from strata import eventloop
 from strata.errors import ConfigError, StrataError
 from strata.ports import check_port_free, listen_error
 
@@ -34,7 +35,7 @@ def _run_harvest(
             loop.add_signal_handler(sig, harvest.request_stop)
         return await harvest.run()
 
-    summary = asyncio.run(go())
+    summary = eventloop.run(go())
     if progress:
         progress.finish()
     return summary

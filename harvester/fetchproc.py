@@ -35,6 +35,7 @@ import tempfile
 from collections.abc import Callable
 
 from harvester.fetchresult import FetchResult
+from strata import eventloop
 
 INLINE_MAX = 2 * 1024 * 1024  # bodies larger than this travel as a temporary file
 ANSWER_GRACE = 15.0  # seconds past a fetch's deadline before the child is given up on
@@ -271,4 +272,4 @@ async def _child_main() -> None:
 
 if __name__ == "__main__":
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    asyncio.run(_child_main())
+    eventloop.run(_child_main())

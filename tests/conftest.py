@@ -6,7 +6,6 @@ console). Test modules never import a fixture."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import socket
 import subprocess
@@ -21,6 +20,7 @@ from demo.sample_site import serve_sample_site
 from harvester.job import validate_job
 from harvester.run import Harvest
 from index.collection import Collection
+from strata import eventloop
 from tests.support import hostile
 from tests.support.processes import stop_process
 
@@ -67,7 +67,7 @@ def sample_job(site, **overrides):
 
 def harvest(root: Path, site, name: str = "sample", mode: str | None = None, **overrides) -> dict:
     coll = Collection.open(root, name, create=True)
-    return asyncio.run(Harvest(coll, sample_job(site, **overrides), mode=mode).run())
+    return eventloop.run(Harvest(coll, sample_job(site, **overrides), mode=mode).run())
 
 
 def free_port() -> int:

@@ -43,6 +43,7 @@ from harvester.shared_harvest import SharedHarvest
 from index import redisdb
 from index.backend import backend_of
 from index.collection import Collection
+from strata import eventloop
 from strata.errors import BackendUnavailable, StrataError
 
 log = logging.getLogger(__name__)
@@ -321,4 +322,4 @@ def run_worker(
         finally:
             worker.queue.close()
 
-    asyncio.run(main())
+    eventloop.run(main())

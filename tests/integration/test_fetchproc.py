@@ -194,3 +194,46 @@ def test_the_child_processes_run_strata_s_modules_not_ones_in_the_working_direct
     assert done.returncode == 0, done.stderr
     assert not marker.exists(), marker.read_text()
     assert '"errors": 0' in done.stdout and '"added": ' in done.stdout
+
+
+def _loads_uvloop(pid: int) -> bool:
+    return "/uvloop/" in Path(f"/proc/{pid}/maps").read_text()
+
+
+def test_both_processes_run_on_uvloop_and_capture_the_same_on_asyncio_where_it_is_missing(root, site, tmp_path):
+    """The harvest and its fetch process run on uvloop; with uvloop not importable (shadowed by a
+    module that raises ImportError) both run on asyncio's loop, and the captures are the same."""
+    shadow = tmp_path / "no-uvloop"
+    shadow.mkdir()
+    (shadow / "uvloop.py").write_text("raise ImportError('uvloop is not installed here')\n")
+    site.latency = 0.02
+    loaded = {}
+    for name, extra_path in (("on-uvloop", None), ("on-asyncio", shadow)):
+        env = dict(os.environ)
+        if extra_path:
+            env["PYTHONPATH"] = os.pathsep.join(p for p in (str(extra_path), env.get("PYTHONPATH")) if p)
+        proc = subprocess.Popen(
+            [str(VENV_BIN / "strata"), "harvest", name, "--seed", site.base_url + "/", "--delay", "0.02"]
+            + ["--root", str(root), "--json"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            deadline = time.monotonic() + 20
+            children: list[int] = []
+            while time.monotonic() < deadline and not children:
+                children = _children(proc.pid)
+                time.sleep(0.02)
+            assert children, "the harvest started no fetch process"
+            time.sleep(0.3)  # the child has imported what it runs on
+            loaded[name] = (_loads_uvloop(proc.pid), _loads_uvloop(children[0]))
+            out, err = proc.communicate(timeout=120)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        assert proc.returncode == 0, err
+        assert '"errors": 0' in out
+    assert loaded == {"on-uvloop": (True, True), "on-asyncio": (False, False)}
+    assert _captures(root, "on-uvloop") == _captures(root, "on-asyncio")
