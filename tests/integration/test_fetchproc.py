@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import subprocess
@@ -97,30 +98,35 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-def test_a_killed_harvest_leaves_no_fetch_process_behind(root, site):
-    site.latency = 0.05
+@contextlib.contextmanager
+def _harvest_started(root: Path, site, name: str, delay: float, env: dict | None = None):
+    """``strata harvest NAME --json`` on the site, given 20 s to start its fetch process: the
+    process and the fetch process's pids; killed on the way out if it is still running."""
     proc = subprocess.Popen(
-        [
-            str(VENV_BIN / "strata"),
-            "harvest",
-            "c",
-            "--seed",
-            site.base_url + "/",
-            "--delay",
-            "0.05",
-            "--root",
-            str(root),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        [str(VENV_BIN / "strata"), "harvest", name, "--seed", site.base_url + "/", "--delay", str(delay)]
+        + ["--root", str(root), "--json"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         deadline = time.monotonic() + 20
         children: list[int] = []
         while time.monotonic() < deadline and not children:
             children = _children(proc.pid)
-            time.sleep(0.05)
+            time.sleep(0.02)
         assert children, "the harvest started no fetch process"
+        yield proc, children
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+
+def test_a_killed_harvest_leaves_no_fetch_process_behind(root, site):
+    site.latency = 0.05
+    with _harvest_started(root, site, "c", 0.05) as (proc, children):
         time.sleep(0.5)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(10)
@@ -128,9 +134,6 @@ def test_a_killed_harvest_leaves_no_fetch_process_behind(root, site):
         while time.monotonic() < deadline and any(_alive(c) for c in children):
             time.sleep(0.05)
         assert not any(_alive(c) for c in children)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
 
 
 def test_urls_in_hand_outnumber_connections_but_connections_stay_at_concurrency(root, site):
@@ -197,6 +200,8 @@ def test_the_child_processes_run_strata_s_modules_not_ones_in_the_working_direct
 
 
 def _loads_uvloop(pid: int) -> bool:
+    """Whether the process mapped uvloop's module: it is imported only where strata.eventloop makes
+    the loop (a process left on asyncio.run does not load it)."""
     return "/uvloop/" in Path(f"/proc/{pid}/maps").read_text()
 
 
@@ -212,27 +217,14 @@ def test_both_processes_run_on_uvloop_and_capture_the_same_on_asyncio_where_it_i
         env = dict(os.environ)
         if extra_path:
             env["PYTHONPATH"] = os.pathsep.join(p for p in (str(extra_path), env.get("PYTHONPATH")) if p)
-        proc = subprocess.Popen(
-            [str(VENV_BIN / "strata"), "harvest", name, "--seed", site.base_url + "/", "--delay", "0.02"]
-            + ["--root", str(root), "--json"],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        try:
+        site.reset_counters()
+        with _harvest_started(root, site, name, 0.02, env) as (proc, children):
             deadline = time.monotonic() + 20
-            children: list[int] = []
-            while time.monotonic() < deadline and not children:
-                children = _children(proc.pid)
-                time.sleep(0.02)
-            assert children, "the harvest started no fetch process"
-            time.sleep(0.3)  # the child has imported what it runs on
+            while time.monotonic() < deadline and site.request_count == 0:
+                time.sleep(0.02)  # the fetch process asks once its loop runs: what it runs on is imported
+            assert site.request_count > 0, "the fetch process sent no request"
             loaded[name] = (_loads_uvloop(proc.pid), _loads_uvloop(children[0]))
             out, err = proc.communicate(timeout=120)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
         assert proc.returncode == 0, err
         assert '"errors": 0' in out
     assert loaded == {"on-uvloop": (True, True), "on-asyncio": (False, False)}
