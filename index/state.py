@@ -738,6 +738,35 @@ def capture_entries_by_location(conn: sqlite3.Connection, urls: Iterable[str]) -
     return out
 
 
+def capture_marks(conn: sqlite3.Connection, urls: Iterable[str]) -> dict[tuple[str, int], tuple[str, int | None]]:
+    """(WARC file, offset) -> (class, payload length) of every capture of ``urls``: what the
+    calendar colours and measures (``index.capture_calendar``), in one query per URL."""
+    out: dict[tuple[str, int], tuple[str, int | None]] = {}
+    for url in dict.fromkeys(urls):
+        for warc, offset, cls, length in conn.execute(
+            "SELECT warc, offset, class, payload_length FROM captures WHERE url=?", (url,)
+        ):
+            out[(warc, offset)] = (cls, length)
+    return out
+
+
+def capture_entries_in(conn: sqlite3.Connection, urls: Iterable[str], prefix: str) -> dict[tuple[str, int], dict]:
+    """(WARC file, offset) -> capture entry, for the captures of ``urls`` whose timestamp starts
+    with ``prefix`` (a month or a day): the calendar's table, without reading every capture."""
+    out: dict[tuple[str, int], dict] = {}
+    low, high = prefix, prefix + "\uffff"
+    for url in dict.fromkeys(urls):
+        rows = conn.execute(
+            f"SELECT {_CAPTURE_COLUMNS} FROM captures WHERE url=? AND timestamp>=? AND timestamp<? "
+            "ORDER BY timestamp, id",
+            (url, low, high),
+        ).fetchall()
+        for row in rows:
+            entry = _capture_entry(conn, row)
+            out[(entry["warc"], entry["offset"])] = entry
+    return out
+
+
 def find_captured_url(conn: sqlite3.Connection, url: str) -> str | None:
     """The URL as the state holds it: ``url`` itself, or with ``http://`` / ``https://`` when it was
     given without a scheme, or with the ``/`` a bare host name stands for. None when none is held."""
