@@ -140,3 +140,38 @@ class VisibleCounts:
                 figures[name] = sum(counted.get(c, 0) for c in classes)
             out.append({**run, "figures": figures, "restricted_figures": True})
         return out
+
+
+def visible_sitemap_children(
+    conn: sqlite3.Connection, rules: RuleSet, level: str, host: str, folder: str, since: str
+) -> list[dict]:
+    """``state.sitemap_children`` as ``level`` sees it: a hidden capture adds to no count, and an
+    entry whose every capture is hidden is not listed. Counted in SQL when nothing is hidden."""
+    if not rules.hides_from(level):
+        return state.sitemap_children(conn, host, folder, since)
+    entries: dict[str, dict] = {}
+    urls: dict[str, set] = defaultdict(set)
+    changed: dict[str, set] = defaultdict(set)
+    for url, ts, kind in state.sitemap_points(conn, host, folder):
+        if not rules.verdict_key(urlkey(url), ts, level).visible:
+            continue
+        name = _child_name(url, folder)
+        e = entries.get(name)
+        if e is None:
+            e = entries[name] = {"name": name, "captures": 0, "first": ts, "last": ts, "url": url}
+        e["captures"] += 1
+        e["first"], e["last"], e["url"] = min(e["first"], ts), max(e["last"], ts), min(e["url"], url)
+        urls[name].add(url)
+        if ts >= since and kind in ("new", "changed", "deleted"):
+            changed[name].add(url)
+    for name, e in entries.items():
+        e["urls"], e["changed"] = len(urls[name]), len(changed[name])
+    return list(entries.values())
+
+
+def _child_name(url: str, folder: str) -> str:
+    """The name of the entry under ``folder`` that holds ``url`` (as ``state.sitemap_children``)."""
+    after_scheme = url.split("//", 1)[1]
+    rest = after_scheme[after_scheme.index("/") :][len(folder) :]
+    slash, query = rest.find("/"), rest.find("?")
+    return rest[: slash + 1] if slash >= 0 and (query < 0 or slash < query) else rest

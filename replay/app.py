@@ -52,6 +52,7 @@ def create_app(root: Path, config: dict | None = None) -> Flask:
         publications,
         pywb_static,
         replay,
+        sitemap,
     )
 
     access.register(app, access.AccessPolicy(Path(root), settings))
@@ -69,6 +70,7 @@ def create_app(root: Path, config: dict | None = None) -> Flask:
     app.register_blueprint(cdx.bp)  # /<coll>/cdx before /<coll>/<path:rest> (werkzeug ranks the fixed part first)
     app.register_blueprint(lasting.bp)
     app.register_blueprint(diff.bp)
+    app.register_blueprint(sitemap.bp)
     app.register_blueprint(replay.bp)
     app.jinja_env.globals["has_search"] = "search.page" in app.view_functions
     return app
