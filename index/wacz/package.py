@@ -13,9 +13,10 @@ The package, as the WACZ 1.1.1 specification lays it out:
     archive/data.warc.gz          the records, each its own gzip member (stored, not deflated)
     indexes/index.cdx.gz          their CDXJ lines, sorted, in gzip blocks of ``BLOCK_LINES`` (ZipNum)
     indexes/index.idx             the first key of each block and where it lies
-    pages/pages.jsonl             the HTML pages captured (2xx), one line each
+    pages/pages.jsonl             every HTML page captured (2xx, revisits of one included), one line
+                                  each, with its title and main text as full-text search holds them
     datapackage.json              every file above with its size and SHA-256
-    datapackage-digest.json       the SHA-256 of datapackage.json
+    datapackage-digest.json       the SHA-256 of datapackage.json, signed when a key is given
 
 Memory stays bounded: the index lines are sorted on disk (``index.wacz.extsort``), records are
 copied one at a time, and ZIP entries are written as streams (ZIP64 when they pass 4 GiB). The
@@ -42,10 +43,12 @@ from warcio.warcwriter import WARCWriter
 from index.collection import Collection
 from index.digestscan import check_record_at
 from index.exposure import capture_filter, show_all
+from index.fulltext.pagetext import PageTexts
 from index.fulltext.query import parse_when
 from index.state import open_readonly, run_files, runs
 from index.wacz.extsort import ExternalSort
 from index.wacz.records import Located, OriginalFinder, RecordReader, iter_located
+from index.wacz.signing import Signer
 from strata.errors import ConfigError
 
 __all__ = ["Selection", "export_wacz"]
@@ -167,9 +170,14 @@ def _check_selection(coll: Collection, sel: Selection) -> tuple[str | None, str 
 
 
 def export_wacz(
-    coll: Collection, out: Path, sel: Selection = Selection(), progress: Callable[[dict], None] | None = None
+    coll: Collection,
+    out: Path,
+    sel: Selection = Selection(),
+    progress: Callable[[dict], None] | None = None,
+    signer: Signer | None = None,
 ) -> dict:
-    """Write the package to ``out``; return the figures (see ``_Figures``) with the file's size."""
+    """Write the package to ``out``; return the figures (see ``_Figures``) with the file's size.
+    ``signer``: sign the package (``index.wacz.signing``)."""
     started = time.monotonic()
     out = Path(out)
     if out.is_dir():
@@ -181,7 +189,7 @@ def export_wacz(
     figures = _Figures()
     part = out.with_name(out.name + ".part")
     try:
-        _write(coll, part, sel, lo, hi, run_warcs, created, figures, progress)
+        _write(coll, part, sel, lo, hi, run_warcs, created, figures, progress, signer)
     except BaseException:
         part.unlink(missing_ok=True)  # never a half-written package under any name
         raise
@@ -197,7 +205,7 @@ def export_wacz(
     }
 
 
-def _write(coll: Collection, part: Path, sel: Selection, lo, hi, run_warcs, created, figures, progress) -> None:
+def _write(coll: Collection, part: Path, sel: Selection, lo, hi, run_warcs, created, figures, progress, signer) -> None:
     """Everything but the rename: the package written as ``part``."""
     shown = capture_filter(coll.root, coll.name, "wacz", sel.level)
     with tempfile.TemporaryDirectory(dir=part.parent, prefix=".wacz-") as work:
@@ -215,15 +223,17 @@ def _write(coll: Collection, part: Path, sel: Selection, lo, hi, run_warcs, crea
                 raise ConfigError(f"nothing in {coll.name!r} matches the selection: no package written")
             package = _Package(part, created)
             try:
-                copier = _Copier(reader, OriginalFinder(coll, reader, conn), shown, workdir, figures, progress)
+                texts = PageTexts(coll)
+                copier = _Copier(reader, OriginalFinder(coll, reader, conn), shown, workdir, figures, progress, texts)
                 with package.stream(f"archive/{WARC_NAME}") as warc:
                     copier.write_warcinfo(warc, coll, sel, created)
                     copier.copy_chosen(warc, (Located.decode(d) for d in chosen))
                     copier.copy_originals(warc)
                 _write_index(package, copier.index_lines)
                 _write_pages(package, copier.pages_path)
-                _write_datapackage(package, coll, sel, created)
+                _write_datapackage(package, coll, sel, created, signer)
             finally:
+                texts.close()
                 package.zip.close()
                 chosen.close()
         finally:
@@ -246,8 +256,10 @@ def _selected(loc: Located, lo: str | None, hi: str | None, prefix: str | None, 
 class _Copier:
     """Copies records into the package's WARC and keeps what the index and page list need."""
 
-    def __init__(self, reader: RecordReader, finder: OriginalFinder, shown, workdir: Path, figures, progress):
-        self.reader, self.finder, self.shown = reader, finder, shown
+    def __init__(
+        self, reader: RecordReader, finder: OriginalFinder, shown, workdir: Path, figures, progress, texts: PageTexts
+    ):
+        self.reader, self.finder, self.shown, self.texts = reader, finder, shown, texts
         self.figures = figures
         self.progress = progress
         self.index_lines = ExternalSort(workdir)
@@ -282,7 +294,8 @@ class _Copier:
                 original = self._original_of(loc)
                 if original is None:
                     continue
-            if self._copy(warc, loc, page_mime=original.fields.get("mime") if original else None):
+            page = (original.fields.get("mime"), original.fields.get("status")) if original else None
+            if self._copy(warc, loc, page):
                 self.copied_keys.write(loc.sort_key + b"\n")
                 if original is not None:
                     self.originals.add(original.encode())
@@ -311,14 +324,16 @@ class _Copier:
                 current = next(copied, None)
             if current == loc.sort_key:
                 continue
-            if self._copy(warc, loc, page_mime=None, original=True):
+            if self._copy(warc, loc, None, original=True):
                 self.figures["originals_added"] += 1
         self.copied_keys.close()
         self.pages.close()
         self.originals.close()
         self._report(final=True)
 
-    def _copy(self, warc, loc: Located, page_mime: str | None, original: bool = False) -> bool:
+    def _copy(self, warc, loc: Located, page: tuple | None, original: bool = False) -> bool:
+        """Copy one record; ``page``: a revisit's original's (MIME type, status), which say whether
+        the revisit is a page."""
         why = check_record_at(self.reader.path(loc.filename), loc.offset, loc.length)
         if why:
             self.figures["damaged_skipped"] += 1
@@ -334,8 +349,11 @@ class _Copier:
         figures["bytes_copied"] += len(member)
         is_revisit = fields.get("mime") == "warc/revisit"
         figures["revisits" if is_revisit else "responses"] += 0 if original else 1
-        mime = page_mime if is_revisit else fields.get("mime")
-        if not original and mime in HTML and str(fields.get("status", "")).startswith("2"):
+        mime, status = (page or (None, None)) if is_revisit else (fields.get("mime"), fields.get("status"))
+        own = str(fields.get("status", ""))
+        if is_revisit and own[:1].isdigit() and own != "304":  # an identical-payload revisit's own answer
+            status = own
+        if not original and mime in HTML and str(status or "").startswith("2"):
             self._page(loc)
         self._report()
         return True
@@ -344,6 +362,11 @@ class _Copier:
         url, ts = loc.fields.get("url", ""), loc.fields["timestamp"]
         iso = f"{ts[:4]}-{ts[4:6]}-{ts[6:8]}T{ts[8:10]}:{ts[10:12]}:{ts[12:14]}Z"
         page = {"id": hashlib.sha1(f"{ts} {url}".encode()).hexdigest()[:24], "url": url, "ts": iso}
+        found = self.texts.get(url, loc.fields.get("digest"))
+        if found is not None:
+            title, text = found
+            page.update({"title": title} if title else {})
+            page.update({"text": text} if text else {})
         self.pages.write(json.dumps(page, ensure_ascii=False).encode("utf-8") + b"\n")
         self.figures["pages"] += 1
 
@@ -390,7 +413,9 @@ def _write_pages(package: _Package, pages_path: Path) -> None:
                 out.write(chunk)
 
 
-def _write_datapackage(package: _Package, coll: Collection, sel: Selection, created: datetime) -> None:
+def _write_datapackage(
+    package: _Package, coll: Collection, sel: Selection, created: datetime, signer: Signer | None
+) -> None:
     stamp = created.strftime("%Y-%m-%dT%H:%M:%SZ")
     what = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in dataclasses.asdict(sel).items() if v)
     descriptor = {
@@ -405,5 +430,7 @@ def _write_datapackage(package: _Package, coll: Collection, sel: Selection, crea
     }
     data = json.dumps(descriptor, indent=2).encode("utf-8")
     package.add_bytes("datapackage.json", data, listed=False)
-    digest = {"path": "datapackage.json", "hash": "sha256:" + hashlib.sha256(data).hexdigest()}
+    digest: dict = {"path": "datapackage.json", "hash": "sha256:" + hashlib.sha256(data).hexdigest()}
+    if signer is not None:
+        digest["signedData"] = signer.signed_data(digest["hash"], stamp)
     package.add_bytes("datapackage-digest.json", json.dumps(digest, indent=2).encode(), listed=False)
