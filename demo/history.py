@@ -4,8 +4,8 @@ for their benchmarks (a URL of 10,000 captures, a host of 100,000 URLs).
 
 ``write_history(archive_dir, events)`` writes one WARC file per run (a run is the events of one
 ``run`` label, in order): each ``Event`` is a response with the page's ``version`` as its body, an
-identical-payload revisit when the version is the one the URL had last (with the three
-``WARC-Refers-To*`` headers pywb needs), or a 404 when ``version`` is ``None``. ``strata index
+identical-payload revisit when the version is the one the URL had last (with the
+``WARC-Refers-To-Target-URI`` and ``-Date`` headers pywb needs), or a 404 when ``version`` is ``None``. ``strata index
 rebuild`` (``index.rebuild.rebuild_state``) then derives the kinds: new, changed, unchanged,
 deleted. Records are written by warcio, each its own gzip member.
 """
@@ -22,7 +22,7 @@ from pathlib import Path
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-__all__ = ["Event", "page_body", "write_history"]
+__all__ = ["Event", "page_body", "page_key", "write_history"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,9 +34,14 @@ class Event:
     mime: str = "text/html"
 
 
+def page_key(url: str, version: int) -> str:
+    """A word found in one version of one page only (for tests that search for a page)."""
+    return "k" + hashlib.sha1(f"{url} {version}".encode()).hexdigest()[:10]
+
+
 def page_body(url: str, version: int, words: int = 40) -> bytes:
-    """An HTML page whose main text differs from one version to the next."""
-    text = " ".join(f"word{(version * 7 + i) % 97}" for i in range(words))
+    """An HTML page whose main text differs from one version to the next; ``page_key`` is in it."""
+    text = " ".join(f"word{(version * 7 + i) % 97}" for i in range(words)) + " " + page_key(url, version)
     title = f"{url.rsplit('/', 1)[-1] or 'home'} v{version}"
     return (
         f"<!DOCTYPE html><html lang='en'><head><title>{title}</title></head>"

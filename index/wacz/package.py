@@ -90,8 +90,9 @@ class _Hashing(io.RawIOBase):
 class _Package:
     """The open ZIP and the datapackage resources written into it so far."""
 
-    def __init__(self, path: Path, created: datetime):
+    def __init__(self, path: Path, created: datetime, zip64: bool = False):
         self.zip = zipfile.ZipFile(path, "w", allowZip64=True)
+        self.zip64 = zip64
         self.date_time = created.timetuple()[:6]
         self.resources: list[dict] = []
 
@@ -100,8 +101,14 @@ class _Package:
         info.compress_type = zipfile.ZIP_STORED if stored else zipfile.ZIP_DEFLATED
         return info
 
-    def stream(self, name: str, stored: bool = True) -> _Entry:
-        return _Entry(self, name, self.zip.open(self.entry(name, stored), "w", force_zip64=True))
+    def stream(self, name: str, stored: bool = True, size: int | None = None) -> _Entry:
+        """An entry written as a stream. Its local header has ZIP64 fields only when it may pass
+        2 GiB (``size`` known and larger, or unknown in a package that needs them): ReplayWeb.page
+        reads an entry's data where the central directory's lengths say, and Python's ZIP writer
+        leaves ZIP64 fields out of the central directory of a small entry, so a small entry with
+        them in its local header cannot be read there."""
+        zip64 = self.zip64 if size is None else size >= zipfile.ZIP64_LIMIT
+        return _Entry(self, name, self.zip.open(self.entry(name, stored), "w", force_zip64=zip64))
 
     def add_bytes(self, name: str, data: bytes, stored: bool = False, listed: bool = True) -> None:
         self.zip.writestr(self.entry(name, stored), data)
@@ -189,7 +196,11 @@ def export_wacz(
     figures = _Figures()
     part = out.with_name(out.name + ".part")
     try:
-        _write(coll, part, sel, lo, hi, run_warcs, created, figures, progress, signer)
+        try:
+            _write(coll, part, sel, lo, hi, run_warcs, created, figures, progress, signer)
+        except _NeedsZip64:  # the originals of revisits took it past 2 GiB: written again, with them
+            figures = _Figures()
+            _write(coll, part, sel, lo, hi, run_warcs, created, figures, progress, signer, zip64=True)
     except BaseException:
         part.unlink(missing_ok=True)  # never a half-written package under any name
         raise
@@ -205,8 +216,15 @@ def export_wacz(
     }
 
 
-def _write(coll: Collection, part: Path, sel: Selection, lo, hi, run_warcs, created, figures, progress, signer) -> None:
-    """Everything but the rename: the package written as ``part``."""
+class _NeedsZip64(Exception):
+    """An entry written without ZIP64 fields passed 2 GiB."""
+
+
+def _write(
+    coll: Collection, part: Path, sel: Selection, lo, hi, run_warcs, created, figures, progress, signer, zip64=None
+) -> None:
+    """Everything but the rename: the package written as ``part``. ``zip64``: whether its streamed
+    entries have ZIP64 fields; by default only when the records chosen pass 1 GiB."""
     shown = capture_filter(coll.root, coll.name, "wacz", sel.level)
     with tempfile.TemporaryDirectory(dir=part.parent, prefix=".wacz-") as work:
         workdir = Path(work)
@@ -214,14 +232,16 @@ def _write(coll: Collection, part: Path, sel: Selection, lo, hi, run_warcs, crea
         conn = open_readonly(coll.db_path)
         try:
             chosen = ExternalSort(workdir)
+            chosen_bytes = 0
             for loc in iter_located(coll):
                 if _selected(loc, lo, hi, sel.url_prefix, run_warcs) and (
                     shown is show_all or shown(loc.fields.get("url", ""), loc.fields["timestamp"])
                 ):
                     chosen.add(loc.encode())
+                    chosen_bytes += max(loc.length, 0)
             if chosen.count == 0:
                 raise ConfigError(f"nothing in {coll.name!r} matches the selection: no package written")
-            package = _Package(part, created)
+            package = _Package(part, created, chosen_bytes > 2**30 if zip64 is None else zip64)
             try:
                 texts = PageTexts(coll)
                 copier = _Copier(reader, OriginalFinder(coll, reader, conn), shown, workdir, figures, progress, texts)
@@ -232,6 +252,10 @@ def _write(coll: Collection, part: Path, sel: Selection, lo, hi, run_warcs, crea
                 _write_index(package, copier.index_lines)
                 _write_pages(package, copier.pages_path)
                 _write_datapackage(package, coll, sel, created, signer)
+            except RuntimeError as exc:
+                if "zip64" in str(exc).lower():
+                    raise _NeedsZip64 from exc
+                raise
             finally:
                 texts.close()
                 package.zip.close()
@@ -406,8 +430,9 @@ def _flush_block(cdx: _Hashing, block: list[bytes]) -> bytes:
 
 
 def _write_pages(package: _Package, pages_path: Path) -> None:
-    with package.stream("pages/pages.jsonl", stored=False) as out:
-        out.write(json.dumps({"format": "json-pages-1.0", "id": "pages", "title": "All Pages"}).encode() + b"\n")
+    head = json.dumps({"format": "json-pages-1.0", "id": "pages", "title": "All Pages"}).encode() + b"\n"
+    with package.stream("pages/pages.jsonl", stored=False, size=len(head) + pages_path.stat().st_size) as out:
+        out.write(head)
         with open(pages_path, "rb") as src:
             while chunk := src.read(COPY_CHUNK):
                 out.write(chunk)
