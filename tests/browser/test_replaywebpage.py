@@ -6,8 +6,8 @@ with its title, and its search finds a page by a word of its text alone."""
 from __future__ import annotations
 
 import functools
-import re
 import http.server
+import re
 import shutil
 import threading
 import time
