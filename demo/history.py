@@ -18,6 +18,7 @@ import hashlib
 import io
 from collections.abc import Iterable
 from pathlib import Path
+from typing import BinaryIO
 
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
@@ -58,7 +59,7 @@ def write_history(archive_dir: Path, events: Iterable[Event], body=page_body) ->
     archive_dir = Path(archive_dir)
     archive_dir.mkdir(parents=True, exist_ok=True)
     last: dict[str, tuple[int, str, bytes]] = {}  # url -> (version, date, body) of its last response
-    writers: dict[str, tuple[object, WARCWriter]] = {}
+    writers: dict[str, tuple[BinaryIO, WARCWriter]] = {}
     paths = []
     try:
         for e in events:
@@ -84,8 +85,8 @@ def write_history(archive_dir: Path, events: Iterable[Event], body=page_body) ->
                 last[e.url] = (e.version, e.date, payload)
             writer.write_record(record)
     finally:
-        for fh, _ in writers.values():
-            fh.close()  # type: ignore[attr-defined]
+        for stream, _ in writers.values():
+            stream.close()
     return paths
 
 

@@ -175,3 +175,70 @@ def _child_name(url: str, folder: str) -> str:
     rest = after_scheme[after_scheme.index("/") :][len(folder) :]
     slash, query = rest.find("/"), rest.find("?")
     return rest[: slash + 1] if slash >= 0 and (query < 0 or slash < query) else rest
+
+
+# the holdings overview's columns and the capture classes each counts
+HOLDINGS_KINDS = {
+    "new": ("new",),
+    "changed": ("changed", "soft"),
+    "unchanged": ("unchanged", "not_modified"),
+    "deleted": ("deleted",),
+    "other": ("redirect", "error", None, ""),
+}
+_KIND_OF = {cls: kind for kind, classes in HOLDINGS_KINDS.items() for cls in classes}
+
+
+def visible_holdings(conn: sqlite3.Connection, rules: RuleSet, level: str) -> dict[str, list[dict]]:
+    """The collection's captures as ``level`` sees them, per month and per site: captures, record
+    bytes, and captures of each kind (``HOLDINGS_KINDS``); per site also URLs, first and last
+    month. Kept for the next page like ``VisibleCounts``."""
+    filtered = rules.hides_from(level)
+    stamp = _database_stamp(conn)
+    key: tuple = ("holdings", stamp, rules.serial if filtered else None, level if filtered else None)
+    if filtered and rules.dated:
+        key += (int(time.time() // 60),)
+    cached = _cache.get(key) if stamp is not None else None
+    if cached is not None:
+        return cached  # type: ignore[return-value]
+    site_urls: dict[str, set] = defaultdict(set)
+    if filtered:
+        months, sites = _fold(_visible_holding_rows(conn, rules, level, site_urls))
+        url_counts = {host: len(urls) for host, urls in site_urls.items()}
+    else:
+        months, sites = _fold(state.holdings(conn))
+        url_counts = state.site_url_counts(conn)
+    for host, row in sites.items():
+        row["urls"] = url_counts.get(host, 0)
+    result = {"months": [months[m] for m in sorted(months)], "sites": [sites[h] for h in sorted(sites)]}
+    if stamp is not None:
+        with _cache_lock:
+            _cache[key] = result  # type: ignore[assignment]
+            while len(_cache) > 32:
+                _cache.popitem(last=False)
+    return result
+
+
+def _fold(rows) -> tuple[dict[str, dict], dict[str, dict]]:
+    """``state.holdings``' rows summed per month and per site."""
+    months: dict[str, dict] = {}
+    sites: dict[str, dict] = {}
+    for month, host, cls, count, size, _ in rows:
+        kind = _KIND_OF.get(cls, "other")
+        for table, name in ((months, month), (sites, host)):
+            row = table.get(name)
+            if row is None:
+                row = table[name] = {"name": name, "captures": 0, "bytes": 0, **dict.fromkeys(HOLDINGS_KINDS, 0)}
+            row["captures"] += count
+            row["bytes"] += size
+            row[kind] += count
+        site = sites[host]
+        site["first"], site["last"] = min(site.get("first", month), month), max(site.get("last", month), month)
+    return months, sites
+
+
+def _visible_holding_rows(conn: sqlite3.Connection, rules: RuleSet, level: str, site_urls: dict[str, set]):
+    """``state.holdings``' rows, one a visible capture; each site's visible URLs go to ``site_urls``."""
+    for url, host, ts, cls, length in state.holdings_points(conn):
+        if rules.verdict_key(urlkey(url), ts, level).visible:
+            site_urls[host].add(url)
+            yield ts[:6], host, cls, 1, length, 1

@@ -721,6 +721,30 @@ def host_names(conn: sqlite3.Connection) -> list[str]:
     return [r[0] for r in conn.execute("SELECT DISTINCT host FROM urls WHERE host IS NOT NULL ORDER BY host")]
 
 
+def holdings(conn: sqlite3.Connection) -> Iterator[tuple[str, str, str, int, int, int]]:
+    """(month YYYYMM, host, class, captures, record bytes, URLs) of the collection's captures,
+    grouped in SQL: what the holdings overview charts (``index.access_counts.visible_holdings``)."""
+    yield from conn.execute(
+        "SELECT substr(c.timestamp, 1, 6), u.host, c.class, COUNT(*), COALESCE(SUM(c.length), 0), "
+        "COUNT(DISTINCT c.url) FROM captures c JOIN urls u ON u.url = c.url GROUP BY 1, 2, 3"
+    )
+
+
+def holdings_points(conn: sqlite3.Connection) -> Iterator[tuple[str, str, str, str, int]]:
+    """(url, host, timestamp, class, record bytes) of every capture, for the holdings as a level
+    sees them when access rules hide something."""
+    yield from conn.execute(
+        "SELECT c.url, u.host, c.timestamp, c.class, COALESCE(c.length, 0) FROM captures c JOIN urls u ON u.url = c.url"
+    )
+
+
+def site_url_counts(conn: sqlite3.Connection) -> dict[str, int]:
+    """Host -> the number of its URLs with a capture."""
+    return dict(
+        conn.execute("SELECT u.host, COUNT(DISTINCT c.url) FROM captures c JOIN urls u ON u.url = c.url GROUP BY 1")
+    )
+
+
 # Seeds are queued as navigation links from nowhere; robots.txt is fetched from nowhere too, as an embed.
 _SEED = "depth=0 AND found_on IS NULL AND link_kind='navigation'"
 

@@ -47,6 +47,7 @@ def create_app(root: Path, config: dict | None = None) -> Flask:
         collection,
         diff,
         errors,
+        holdings,
         home,
         lasting,
         publications,
@@ -71,6 +72,7 @@ def create_app(root: Path, config: dict | None = None) -> Flask:
     app.register_blueprint(lasting.bp)
     app.register_blueprint(diff.bp)
     app.register_blueprint(sitemap.bp)
+    app.register_blueprint(holdings.bp)
     app.register_blueprint(replay.bp)
     app.jinja_env.globals["has_search"] = "search.page" in app.view_functions
     return app

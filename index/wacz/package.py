@@ -41,6 +41,7 @@ from pathlib import Path
 from warcio.warcwriter import WARCWriter
 
 from index.collection import Collection
+from index.collection_meta import read_metadata
 from index.digestscan import check_record_at
 from index.exposure import capture_filter, show_all
 from index.fulltext.pagetext import PageTexts
@@ -442,17 +443,30 @@ def _write_datapackage(
     package: _Package, coll: Collection, sel: Selection, created: datetime, signer: Signer | None
 ) -> None:
     stamp = created.strftime("%Y-%m-%dT%H:%M:%SZ")
-    what = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in dataclasses.asdict(sel).items() if v)
-    descriptor = {
+    chosen = {k: v for k, v in dataclasses.asdict(sel).items() if v and not (k == "level" and v == "public")}
+    what = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in chosen.items())
+    meta = read_metadata(coll)
+    source = f"Exported from the Strata collection {coll.name!r}; revisits come with their originals."
+    descriptor: dict = {
         "profile": "data-package",
         "resources": package.resources,
-        "title": f"{coll.name}" + (f" ({what})" if what else ""),
-        "description": f"Exported from the Strata collection {coll.name!r}; revisits come with their originals.",
+        "title": (meta["title"] or coll.name) + (f" ({what})" if what else ""),
+        "description": f"{meta['description']}\n\n{source}" if meta["description"] else source,
         "created": stamp,
         "modified": stamp,
         "wacz_version": WACZ_VERSION,
         "software": "Strata (strata export wacz)",
     }
+    # the collection's own description (index.collection_meta), in the Data Package's terms where
+    # it has them (contributors, keywords), and as they are named in Strata besides
+    people = [(meta["curator"], "maintainer"), (meta["organisation"], "publisher")]
+    if any(name for name, _ in people):
+        descriptor["contributors"] = [{"title": name, "role": role} for name, role in people if name]
+    if meta["subjects"]:
+        descriptor["keywords"] = list(meta["subjects"])
+    for key in ("curator", "organisation", "rights", "language"):
+        if meta[key]:
+            descriptor[key] = meta[key]
     data = json.dumps(descriptor, indent=2).encode("utf-8")
     package.add_bytes("datapackage.json", data, listed=False)
     digest: dict = {"path": "datapackage.json", "hash": "sha256:" + hashlib.sha256(data).hexdigest()}
