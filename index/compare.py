@@ -30,6 +30,7 @@ from strata.errors import ArchiveError
 MAX_LINES = 5000  # per side: difflib is quadratic in the worst case
 # Tokens of the word-level comparison: a CJK character (those scripts do not space words), a word,
 # or a punctuation mark, each with the space after it.
+_CJK = re.compile(r"[\u3000-\u30ff\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]")
 _WORDS = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff]\s*|\w+\s*|[^\w\s]\s*|\s+")
 
 
@@ -63,6 +64,7 @@ class Chunk:
     op: str  # equal | insert | delete
     text: str
     line: bool = True  # a chunk that ends its line (the inline view breaks after it)
+    gap: bool = False  # a deletion followed by its insertion: shown apart by a space (never in CJK text)
 
 
 @dataclasses.dataclass
@@ -246,6 +248,8 @@ def _diff_words(out: Comparison, old: str, new: str) -> None:
         gone, came = "".join(a[i1:i2]), "".join(b[j1:j2])
         if gone:
             _add(out, "delete", gone.rstrip(), line=False)
+            # "<del>nine</del> <ins>ten</ins>" reads apart; "<del>北京</del><ins>上海</ins>" must not
+            out.inline[-1].gap = bool(came) and not (_CJK.match(gone.rstrip()[-1:]) or _CJK.match(came[:1]))
         if came:
             _add(out, "insert", came.rstrip(), line=False)
         tail = came[len(came.rstrip()) :] if came else gone[len(gone.rstrip()) :]
