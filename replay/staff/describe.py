@@ -37,7 +37,7 @@ def edit(name: str):
         changes = {f.name: request.form.get(f.name, "") for f in METADATA_FIELDS}
         try:
             update_metadata(coll, changes)
-            return redirect(url_for("describe.edit", name=name, notice="saved"))
+            return redirect(url_for("describe.edit", name=name, notice="described"))
         except ConfigError as exc:
             error, status = exc.message, 400
             error_field = exc.message.split("'")[1] if exc.message.startswith("field '") else None
