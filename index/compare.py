@@ -9,7 +9,7 @@ does: the latest at or before it), then:
 - HTML or plain text: the main text of each (``index.fulltext.text.extract``: no scripts, menus,
   page header or footer) compared line by line with ``difflib``, changed lines word by word, as
   ``Chunk`` rows (equal, insert, delete) that a page shows side by side or inline;
-- images: both versions (the page shows them; here their types and sizes);
+- images: both versions (the page shows them at their natural size; here their sizes and dimensions);
 - anything else: that the payloads differ, with their sizes.
 """
 
@@ -22,6 +22,7 @@ from collections.abc import Mapping
 
 from index.collection import Collection
 from index.fulltext.text import extract, mime_group
+from index.image_size import image_size
 from index.payload import read_record
 from index.pid import capture_pid
 from index.versions import NoSuchCapture, Version, as_of, read_versions
@@ -42,6 +43,7 @@ class Side:
     original: dict | None = None  # a revisit's original: {"url", "timestamp"}
     size: int | None = None  # payload bytes (when read)
     title: str = ""
+    dimensions: tuple[int, int] | None = None  # an image's width and height in pixels (when read)
 
     def as_dict(self) -> dict:
         v = self.version
@@ -56,6 +58,7 @@ class Side:
             "pid": self.pid,
             "size": self.size,
             "title": self.title,
+            "dimensions": list(self.dimensions) if self.dimensions else None,
         }
 
 
@@ -99,15 +102,27 @@ class Comparison:
         }
 
 
-def compare(collection: Collection, url: str, ts1: str, ts2: str, viewer: Mapping | None = None) -> Comparison:
-    """``viewer``: who asks, for ``index.versions.filter_captures`` (None on the command line)."""
+def sides(collection: Collection, url: str, ts1: str, ts2: str, viewer: Mapping | None = None) -> tuple[Side, Side]:
+    """The two captures a reader sees at ``ts1`` and ``ts2``, oldest first, as ``viewer`` may see
+    them (``index.versions.filter_captures``)."""
     versions = read_versions(collection, url, viewer=viewer)
     if not versions:
         raise NoSuchCapture(f"{url} is not archived in {collection.name}")
     old, new = _pick(collection, versions, url, ts1), _pick(collection, versions, url, ts2)
     if new.timestamp < old.timestamp:
         old, new = new, old
-    left, right = _side(collection, old, versions), _side(collection, new, versions)
+    return _side(collection, old, versions), _side(collection, new, versions)
+
+
+def payload(collection: Collection, side: Side):
+    """(HTTP headers, payload bytes) of what a side shows: its own record's, or a revisit's original's."""
+    return _read(collection, side, read_versions(collection, side.version.url))
+
+
+def compare(collection: Collection, url: str, ts1: str, ts2: str, viewer: Mapping | None = None) -> Comparison:
+    """``viewer``: who asks, for ``index.versions.filter_captures`` (None on the command line)."""
+    left, right = sides(collection, url, ts1, ts2, viewer)
+    old, new = left.version, right.version
     versions = read_versions(collection, url)  # where payloads are, not what is shown: unfiltered
     if old.same_payload(new):
         return Comparison(collection.name, old.url, left, right, True, "identical", relation=_relation(left, right))
@@ -210,7 +225,8 @@ def _read(collection: Collection, side: Side, versions: list[Version]):
 
 def _sizes(collection: Collection, versions: list[Version], *sides: Side) -> None:
     for side in sides:
-        _read(collection, side, versions)
+        _, raw = _read(collection, side, versions)
+        side.dimensions = image_size(raw[:65536])
 
 
 def _text(collection: Collection, versions: list[Version], side: Side) -> list[str]:

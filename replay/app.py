@@ -44,6 +44,7 @@ def create_app(root: Path, config: dict | None = None) -> Flask:
     from replay.views import (
         capture_api,
         cdx,
+        changes,
         collection,
         diff,
         errors,
@@ -73,6 +74,7 @@ def create_app(root: Path, config: dict | None = None) -> Flask:
     app.register_blueprint(diff.bp)
     app.register_blueprint(sitemap.bp)
     app.register_blueprint(holdings.bp)
+    app.register_blueprint(changes.bp)
     app.register_blueprint(replay.bp)
     app.jinja_env.globals["has_search"] = "search.page" in app.view_functions
     return app
