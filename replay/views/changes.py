@@ -18,7 +18,8 @@ from flask import Blueprint, Response, render_template, request
 
 from index import state
 from index.capture_calendar import marks_of, years
-from index.compare import payload, sides
+from index.compare import payload, sides, words_changed
+from index.fulltext.pagetext import PageTexts
 from index.marked import mark_pair
 from index.versions import read_versions
 from replay import access
@@ -32,6 +33,7 @@ from replay.views.rawpath import raw_rest
 bp = Blueprint("changes", __name__)
 HINT = "Use /<collection>/marked/old/<timestamp>/<timestamp>/<url>, as the comparison page links it."
 ROWS = 300  # changes listed, newest first
+WORD_ROWS = 60  # of them, the newest measured in words of main text too (from the search index)
 CHANGES = ("new", "changed", "soft", "deleted", "capture")
 
 
@@ -80,13 +82,31 @@ def over_time(coll: str, rest: str):
     marks = marks_of(versions, states)
     changes = [(i, m) for i, m in enumerate(marks) if m.kind in CHANGES]
     shown = list(reversed(changes))[:ROWS]
+    rows = [(m, marks[i - 1] if i > 0 else None) for i, m in shown]
     return render_template(
         "changes/index.html",
         coll=coll,
         url=versions[0].url,
         marks=marks,
-        changes=[(m, marks[i - 1] if i > 0 else None) for i, m in shown],
+        changes=rows,
+        words=_words(collection, rows[:WORD_ROWS]),
         total=len(changes),
         years=years(marks),
         timelines=[timeline_of(marks, y.year) for y in years(marks)],
     )
+
+
+def _words(collection, rows) -> dict[str, tuple[int, int]]:
+    """timestamp -> (words added, words removed) against the capture before, for the rows whose two
+    texts the full-text index holds."""
+    texts = PageTexts(collection)
+    out: dict[str, tuple[int, int]] = {}
+    try:
+        for m, before in rows:
+            new = texts.get(m.version.url, m.version.digest) if m.kind != "deleted" else ("", "")
+            old = texts.get(before.version.url, before.version.digest) if before is not None else ("", "")
+            if new is not None and old is not None:
+                out[m.timestamp] = words_changed(old[1], new[1])
+    finally:
+        texts.close()
+    return out

@@ -94,3 +94,19 @@ def test_a_hidden_capture_is_never_marked_or_listed(tmp_path):
     assert client.get(f"/known/changes/{SITE}/news/b.html").status_code == 404
     assert client.get(f"/known/marked/new/20240115100002/20240320100001/{SITE}/news/b.html").status_code == 404
     assert client.get(f"/known/changes/{SITE}/").status_code == 200
+
+
+def test_changes_are_measured_in_words_where_search_holds_the_texts(tmp_path):
+    from index.fulltext.rebuild import rebuild
+
+    root = tmp_path / "collections"
+    root.mkdir()
+    rebuild(write_known(root))
+    doc = lxml.html.fromstring(create_app(root).test_client().get(f"/known/changes/{SITE}/").data)
+    words = {
+        r.get("data-timestamp"): (r.xpath("td[3]/@data-added"), r.xpath("td[3]/@data-removed"))
+        for r in doc.xpath("//table[@id='changes']/tbody/tr")
+    }
+    # v2 -> v3 keeps its size (0 bytes) but changes 10 words (7 of the text, its key, "3" and "v3")
+    assert words["20240320100000"] == (["10"], ["10"])
+    assert words["20230510100000"][0] and int(words["20230510100000"][0][0]) > 40  # new: every word
