@@ -170,3 +170,27 @@ def test_every_staff_page(site, browser, width):
         problems += _check(tab, name, path, key, width)
     context.close()
     assert not problems, "\n".join(problems)
+
+
+def test_the_calendar_from_the_keyboard(site, browser):
+    tab = browser.new_page(viewport={"width": 1280, "height": 900})
+    tab.goto(site["archive"] + f"/known/*/{SITE}/", wait_until="networkidle")
+    days = tab.locator("#months td a")
+    assert days.count() == 3 and [days.nth(i).get_attribute("tabindex") for i in range(3)] == ["0", "-1", "-1"]
+    days.nth(0).focus()
+
+    def focused() -> str:
+        return tab.evaluate("document.activeElement.getAttribute('aria-label')")
+
+    assert focused().startswith("Monday 15 January 2024: 1 capture: 1 changed")
+    tab.keyboard.press("ArrowRight")
+    assert focused().startswith("Tuesday 5 March 2024: 1 capture: 1 unchanged")
+    tab.keyboard.press("End")
+    assert focused().startswith("Wednesday 20 March 2024")
+    tab.keyboard.press("ArrowUp")  # a week back: the nearest earlier day with captures
+    assert focused().startswith("Tuesday 5 March 2024")
+    with tab.expect_navigation():
+        tab.keyboard.press("Enter")
+    assert "/known/20240305*/" in tab.url
+    assert " ".join(tab.locator("#table-title").inner_text().split()) == "5 March 2024: 1 capture"
+    tab.close()
