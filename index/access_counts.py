@@ -35,7 +35,7 @@ _cache: OrderedDict[tuple, tuple] = OrderedDict()  # (database, rule set, level[
 _cache_lock = threading.Lock()
 
 
-def _database_stamp(conn: sqlite3.Connection) -> tuple | None:
+def database_stamp(conn: sqlite3.Connection) -> tuple | None:
     """The database file's identity and its write-ahead log's: a harvest that adds captures changes it."""
     row = conn.execute("PRAGMA database_list").fetchone()
     path = row[2] if row else ""
@@ -64,7 +64,7 @@ class VisibleCounts:
         self._visible_urls: set[str] = set()
         self._captures = 0
         if self.filtered:
-            stamp = _database_stamp(conn)
+            stamp = database_stamp(conn)
             key = (stamp, rules.serial, level, int(time.time() // 60) if rules.dated else 0)
             cached = _cache.get(key) if stamp is not None else None
             if cached is None:
@@ -143,18 +143,30 @@ class VisibleCounts:
 
 
 def visible_sitemap_children(
-    conn: sqlite3.Connection, rules: RuleSet, level: str, host: str, folder: str, since: str
-) -> list[dict]:
+    conn: sqlite3.Connection, rules: RuleSet, level: str, host: str, folder: str, since: str | None, default_since
+) -> tuple[list[dict], str]:
     """``state.sitemap_children`` as ``level`` sees it: a hidden capture adds to no count, and an
-    entry whose every capture is hidden is not listed. Counted in SQL when nothing is hidden."""
+    entry whose every capture is hidden is not listed. Counted in SQL when nothing is hidden. ``since``
+    None: ``default_since(last capture)``. Returns the entries and the date their changes count from."""
     if not rules.hides_from(level):
-        return state.sitemap_children(conn, host, folder, since)
+        rows = state.sitemap_children(conn, host, folder, None)
+        if not rows:
+            return [], since or ""
+        since = since or default_since(max(r["last"] for r in rows))
+        state.add_sitemap_changes(conn, host, folder, since, {r["name"]: r for r in rows})
+        return rows, since
+    points = [
+        (url, ts, kind)
+        for url, ts, kind in state.sitemap_points(conn, host, folder)
+        if rules.verdict_key(urlkey(url), ts, level).visible
+    ]
+    if not points:
+        return [], since or ""
+    since = since or default_since(max(ts for _, ts, _ in points))
     entries: dict[str, dict] = {}
     urls: dict[str, set] = defaultdict(set)
     changed: dict[str, set] = defaultdict(set)
-    for url, ts, kind in state.sitemap_points(conn, host, folder):
-        if not rules.verdict_key(urlkey(url), ts, level).visible:
-            continue
+    for url, ts, kind in points:
         name = _child_name(url, folder)
         e = entries.get(name)
         if e is None:
@@ -166,7 +178,7 @@ def visible_sitemap_children(
             changed[name].add(url)
     for name, e in entries.items():
         e["urls"], e["changed"] = len(urls[name]), len(changed[name])
-    return list(entries.values())
+    return list(entries.values()), since
 
 
 def _child_name(url: str, folder: str) -> str:
@@ -193,7 +205,7 @@ def visible_holdings(conn: sqlite3.Connection, rules: RuleSet, level: str) -> di
     bytes, and captures of each kind (``HOLDINGS_KINDS``); per site also URLs, first and last
     month. Kept for the next page like ``VisibleCounts``."""
     filtered = rules.hides_from(level)
-    stamp = _database_stamp(conn)
+    stamp = database_stamp(conn)
     key: tuple = ("holdings", stamp, rules.serial if filtered else None, level if filtered else None)
     if filtered and rules.dated:
         key += (int(time.time() // 60),)

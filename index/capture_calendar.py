@@ -43,7 +43,7 @@ _RANK = {k: i for i, k in enumerate(KINDS)}
 CHANGE_KINDS = frozenset({"new", "changed", "soft", "deleted", "capture"})
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class Mark:
     """One capture on the calendar."""
 
@@ -51,10 +51,7 @@ class Mark:
     kind: str
     size: int  # payload bytes (a revisit's: its original's)
     change: int  # bytes changed at this capture (see the module's docstring)
-
-    @property
-    def timestamp(self) -> str:
-        return self.version.timestamp
+    timestamp: str  # the version's (read 50,000 times on a calendar of 10,000 captures)
 
 
 def marks_of(
@@ -88,7 +85,7 @@ def marks_of(
             previous, seen_payload = size, True
         elif kind == "deleted":
             previous = 0
-        out.append(Mark(v, kind, size, change))
+        out.append(Mark(v, kind, size, change, v.timestamp))
     return out
 
 

@@ -12,15 +12,18 @@ from __future__ import annotations
 
 import dataclasses
 import sqlite3
+import threading
+from collections import OrderedDict
 from datetime import datetime, timedelta
 
 from index.access import RuleSet
-from index.access_counts import visible_sitemap_children
+from index.access_counts import database_stamp, visible_sitemap_children
 from strata.errors import ConfigError
 
 __all__ = ["MAX_ENTRIES", "Entry", "SiteMap", "check_folder", "site_map"]
 
 MAX_ENTRIES = 500  # entries a folder lists (the largest first); the totals count them all
+CACHED = 64  # folders kept for the next request, until the database changes
 DEFAULT_SINCE_DAYS = 90  # "changed since" defaults to this long before the host's last capture
 
 
@@ -85,19 +88,44 @@ def check_folder(folder: str | None) -> str:
     return folder if folder.endswith("/") else folder + "/"
 
 
+_cache: OrderedDict[tuple, SiteMap | None] = OrderedDict()
+_lock = threading.Lock()
+
+
 def site_map(
     conn: sqlite3.Connection, rules: RuleSet, level: str, host: str, folder: str, since: str | None
 ) -> SiteMap | None:
     """The folder of ``host`` as ``level`` sees it; None when it holds nothing visible.
-    ``since``: 14 digits, or None for ``DEFAULT_SINCE_DAYS`` before the folder's last capture."""
+    ``since``: 14 digits, or None for ``DEFAULT_SINCE_DAYS`` before the folder's last capture.
+    Kept for the next request of the same folder until the database (a harvest) or the rules change;
+    the root of a host of 100,000 URLs is one pass over its captures."""
     folder = check_folder(folder)
-    rows = visible_sitemap_children(conn, rules, level, host, folder, since or "0")
+    stamp = database_stamp(conn)
+    key = (stamp, rules.serial, level, host, folder, since)
+    if stamp is not None and not rules.dated:
+        with _lock:
+            if key in _cache:
+                _cache.move_to_end(key)
+                return _cache[key]
+    found = _site_map(conn, rules, level, host, folder, since)
+    if stamp is not None and not rules.dated:
+        with _lock:
+            _cache[key] = found
+            while len(_cache) > CACHED:
+                _cache.popitem(last=False)
+    return found
+
+
+def _default_since(last: str) -> str:
+    return (datetime.strptime(last[:8], "%Y%m%d") - timedelta(days=DEFAULT_SINCE_DAYS)).strftime("%Y%m%d000000")
+
+
+def _site_map(
+    conn: sqlite3.Connection, rules: RuleSet, level: str, host: str, folder: str, since: str | None
+) -> SiteMap | None:
+    rows, since = visible_sitemap_children(conn, rules, level, host, folder, since, _default_since)
     if not rows:
         return None
-    if since is None:
-        last = max(r["last"] for r in rows)
-        since = (datetime.strptime(last[:8], "%Y%m%d") - timedelta(days=DEFAULT_SINCE_DAYS)).strftime("%Y%m%d000000")
-        rows = visible_sitemap_children(conn, rules, level, host, folder, since)
     entries = [Entry(**row) for row in rows]
     total = Entry(
         name=folder,

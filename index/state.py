@@ -657,50 +657,113 @@ def capture_points(conn: sqlite3.Connection) -> Iterator[tuple[str, str, str, st
 
 # -- a host's URLs as a tree (the site map) ---------------------------------------------------------
 # A URL's path starts at the first "/" after its scheme's "//": http and https, and any port, of one
-# host are one tree. The children of a folder are grouped in SQL (one pass over the host's captures
-# through the captures_url index), so a host of 100,000 URLs costs no Python per URL.
-_PATH_AT = "(instr(substr(url, length(?) + 1), '/') + length(?))"  # where the path starts, 1-based
+# host are one tree. A folder's URLs are one range of the captures_url index (scheme://host/folder/...),
+# those with a port another (scheme://host:...); the captures are counted per URL as the index gives
+# them, and the URLs grouped by the entry under the folder that holds them, all in SQL.
+_PATH_AT = "(instr(substr(url, length(:scheme) + 1), '/') + length(:scheme))"  # where the path starts
 _CHANGE_CLASSES = "('new', 'changed', 'deleted')"
+_CHILD = (
+    "CASE WHEN instr(rest, '/') > 0 AND (instr(rest, '?') = 0 OR instr(rest, '/') < instr(rest, '?')) "
+    "THEN substr(rest, 1, instr(rest, '/')) ELSE rest END"
+)
+_TOP = "\U0010ffff"
 
 
-def _host_ranges(host: str) -> list[tuple[str, str, str]]:
-    """(scheme prefix, low, high) of the index ranges holding ``host``'s URLs, ports included."""
-    return [(f"{scheme}://{host}", f"{scheme}://{host}/", f"{scheme}://{host};") for scheme in ("http", "https")]
+def _folder_ranges(host: str, folder: str) -> list[tuple[str, str, str, bool]]:
+    """(scheme prefix, low, high, ported) of the index ranges holding ``host``'s URLs under
+    ``folder``: the folder's own range on the default port, and the range of every URL with a port."""
+    out = []
+    for scheme in ("http", "https"):
+        prefix = f"{scheme}://{host}"
+        out.append((prefix, prefix + folder, prefix + folder + _TOP, False))
+        out.append((prefix, prefix + ":", prefix + ";", True))
+    return out
 
 
-def sitemap_children(conn: sqlite3.Connection, host: str, folder: str, since: str) -> list[dict]:
+def sitemap_children(conn: sqlite3.Connection, host: str, folder: str, since: str | None) -> list[dict]:
     """The entries right under ``folder`` (a path ending in ``/``) of ``host``: for each, its name
     (ending in ``/`` for a folder), URLs, captures, first and last capture, the URLs that changed
-    (new, changed or deleted) at or after ``since`` (14 digits), and a URL of it (a page's own)."""
-    rest = f"substr(url, {_PATH_AT} + ?)"
-    child = (
-        "CASE WHEN instr(rest, '/') > 0 AND (instr(rest, '?') = 0 OR instr(rest, '/') < instr(rest, '?')) "
-        "THEN substr(rest, 1, instr(rest, '/')) ELSE rest END"
+    (new, changed or deleted) at or after ``since`` (14 digits; None: not counted yet, 0), and a URL
+    of it (a page's own).
+
+    Counts, first and last come from the captures_url index alone (no row of the table is read);
+    each URL's part below the folder is computed once (a materialised table of the folder's URLs;
+    on the default port it starts at a known offset, with a port after the path's first "/"). The
+    changed URLs are read from the runs that ended at or after ``since`` (the captures_run index),
+    so a host of 100,000 URLs costs one pass over its index entries and its recent runs' rows."""
+    per_url = (
+        "SELECT url, COUNT(*) AS n, MIN(timestamp) AS first, MAX(timestamp) AS last, {rest} AS rest "
+        "FROM captures WHERE url >= :low AND url < :high GROUP BY url"
+    )
+    grouped = (
+        "WITH per_url AS MATERIALIZED ({per_url}) "
+        f"SELECT {_CHILD} AS name, COUNT(*) AS urls, SUM(n) AS captures, MIN(first) AS first, MAX(last) AS last, "
+        "MIN(url) AS url FROM per_url {where} GROUP BY name"
+    )
+    plain = grouped.format(per_url=per_url.format(rest="substr(url, :offset)"), where="")
+    ported = grouped.format(
+        per_url=per_url.format(rest=f"substr(url, {_PATH_AT} + length(:folder))"),
+        where=f"WHERE substr(url, {_PATH_AT}, length(:folder)) = :folder",
     )
     merged: dict[str, dict] = {}
-    for scheme, low, high in _host_ranges(host):
-        sql = (
-            f"SELECT {child} AS name, COUNT(DISTINCT url) AS urls, COUNT(*) AS captures, MIN(timestamp) AS first, "
-            f"MAX(timestamp) AS last, COUNT(DISTINCT CASE WHEN timestamp >= ? AND class IN {_CHANGE_CLASSES} "
-            "THEN url END) AS changed, MIN(url) AS url FROM ("
-            f"SELECT url, timestamp, class, {rest} AS rest FROM captures WHERE url >= ? AND url < ? "
-            f"AND substr(url, length(?) + 1, 1) IN ('/', ':') AND substr(url, {_PATH_AT}, ?) = ?"
-            ") GROUP BY name"
-        )
-        args = (since, scheme, scheme, len(folder), low, high, scheme, scheme, scheme, len(folder), folder)
-        for row in conn.execute(sql, args):
-            _merge_entry(merged, dict(row))
+    for scheme, low, high, with_port in _folder_ranges(host, folder):
+        args: dict[str, str | int] = {"scheme": scheme, "folder": folder, "low": low, "high": high}
+        args["offset"] = len(low) + 1
+        for row in conn.execute(ported if with_port else plain, args):
+            _merge_entry(merged, {**dict(row), "changed": 0})
+    if since is not None:
+        add_sitemap_changes(conn, host, folder, since, merged)
     return list(merged.values())
+
+
+def add_sitemap_changes(conn: sqlite3.Connection, host: str, folder: str, since: str, entries: dict[str, dict]) -> None:
+    """Count into ``entries`` (name -> entry, from ``sitemap_children``) the URLs that changed at or
+    after ``since``."""
+    recent = _runs_since(conn, since)
+    for scheme, low, high, with_port in _folder_ranges(host, folder):
+        for name, count in _changed_urls(conn, recent, since, scheme, folder, low, high, with_port).items():
+            if name in entries:
+                entries[name]["changed"] += count
+
+
+def _runs_since(conn: sqlite3.Connection, since: str) -> list[str]:
+    """The runs whose captures may be at or after ``since``: not ended before it."""
+    iso = f"{since[:4]}-{since[4:6]}-{since[6:8]}T{since[8:10]}:{since[10:12]}:{since[12:14]}"
+    return [r[0] for r in conn.execute("SELECT run_id FROM runs WHERE finished IS NULL OR finished >= ?", (iso,))]
+
+
+def _changed_urls(
+    conn: sqlite3.Connection, runs: list[str], since: str, scheme: str, folder: str, low: str, high: str, ported: bool
+) -> dict[str, int]:
+    """Entry name -> URLs under it with a change at or after ``since``, from those runs' captures."""
+    found: dict[str, set] = {}
+    for i in range(0, len(runs), 500):
+        chunk = runs[i : i + 500]
+        rows = conn.execute(
+            f"SELECT DISTINCT url FROM captures WHERE run_id IN ({','.join('?' * len(chunk))}) "
+            f"AND timestamp >= ? AND class IN {_CHANGE_CLASSES} AND url >= ? AND url < ?",
+            (*chunk, since, low, high),
+        )
+        for (url,) in rows:
+            path = url[len(scheme) :]
+            path = path[path.index("/") :] if ported and "/" in path else path
+            if not path.startswith(folder):
+                continue
+            rest = path[len(folder) :]
+            slash, query = rest.find("/"), rest.find("?")
+            name = rest[: slash + 1] if slash >= 0 and (query < 0 or slash < query) else rest
+            found.setdefault(name, set()).add(url)
+    return {name: len(urls) for name, urls in found.items()}
 
 
 def sitemap_points(conn: sqlite3.Connection, host: str, folder: str) -> Iterator[tuple[str, str, str]]:
     """(url, timestamp, class) of every capture of ``host`` under ``folder``, for the site map as a
     level sees it when access rules hide something (``index.access_counts``)."""
-    for scheme, low, high in _host_ranges(host):
+    for scheme, low, high, _ in _folder_ranges(host, folder):
         yield from conn.execute(
-            "SELECT url, timestamp, class FROM captures WHERE url >= ? AND url < ? "
-            f"AND substr(url, length(?) + 1, 1) IN ('/', ':') AND substr(url, {_PATH_AT}, ?) = ?",
-            (low, high, scheme, scheme, scheme, len(folder), folder),
+            "SELECT url, timestamp, class FROM captures WHERE url >= :low AND url < :high "
+            f"AND substr(url, {_PATH_AT}, length(:folder)) = :folder",
+            {"scheme": scheme, "folder": folder, "low": low, "high": high},
         )
 
 
@@ -895,11 +958,15 @@ def _capture_original(conn: sqlite3.Connection, row) -> dict:
     uri, date = row["refers_to_uri"], row["refers_to_date"]
     held = None
     if uri and date:
-        held = conn.execute(
-            "SELECT url, warc_date, timestamp, warc, offset FROM captures WHERE url=? AND warc_date=? "
-            "AND record_type='response' ORDER BY id LIMIT 1",
-            (uri, date),
-        ).fetchone()
+        # by its timestamp first (the index on url and timestamp finds it among a URL's 10,000 captures)
+        for where, args in (("AND timestamp=?", (uri, date, ts14_of(date))), ("", (uri, date))):
+            held = conn.execute(
+                "SELECT url, warc_date, timestamp, warc, offset FROM captures WHERE url=? AND warc_date=? "
+                f"AND record_type='response' {where} ORDER BY id LIMIT 1",
+                args,
+            ).fetchone()
+            if held is not None:
+                break
     elif row["digest"]:
         held = conn.execute(
             "SELECT url, warc_date, timestamp, warc, offset FROM captures WHERE digest=? AND record_type='response' "

@@ -9,16 +9,16 @@ import calendar
 import math
 from datetime import date
 
-from index.capture_calendar import Mark, month_grids
+from index.capture_calendar import Mark, Month, month_grids
 
 HEIGHT = 60  # the SVG's own units; it is stretched to the width of the page
 
 
-def timeline_of(marks: list[Mark], year: int) -> dict:
+def timeline_of(marks: list[Mark], year: int, months: list[Month] | None = None) -> dict:
     """Bars for the days of ``year`` with captures: ``x`` (day of the year, from 0), ``h`` (of
     ``HEIGHT``), ``kind``, ``date``, ``count``, ``change``; with the year's length, its top change
     and a sentence saying what it shows (the chart's text alternative)."""
-    days = [d for month in month_grids(marks, year) for d in month.days() if d.count]
+    days = [d for month in months or month_grids(marks, year) for d in month.days() if d.count]
     top = max((d.change for d in days), default=0)
     length = 366 if calendar.isleap(year) else 365
     bars = []

@@ -31,7 +31,7 @@ KIND_LABELS = {
     "capture": "capture",
     "revisit": "revisit",
 }
-TABLE_ROWS = 300  # captures the table lists of one month or day (the grids count them all)
+TABLE_ROWS = 120  # captures the table lists of one month or day (the grids count them all; a day has its own)
 
 
 def render(addr: Address):
@@ -49,7 +49,8 @@ def render(addr: Address):
         states = state.capture_marks(conn, urls) if conn is not None else {}
         marks = marks_of(versions, states)
         period = period_of(marks, addr.timestamp, whole=TABLE_ROWS)
-        shown = [i for i, m in enumerate(marks) if m.timestamp.startswith(period.prefix)]
+        prefix = period.prefix
+        shown = [i for i, m in enumerate(marks) if m.timestamp.startswith(prefix)]
         rows = shown[:TABLE_ROWS]
         details = state.capture_entries_in(conn, urls, period.prefix) if conn is not None and rows else {}
     captures = [_capture(_cdx_of(marks[i].version), details) | {"change": marks[i].change} for i in rows]
@@ -59,6 +60,7 @@ def render(addr: Address):
         before = [m for m in marks if m.timestamp <= as_of]
         current = before[-1].timestamp if before else None
     days = [(day, list(group)) for day, group in itertools.groupby(captures, key=lambda c: c["timestamp"][:8])]
+    months = month_grids(marks, period.year)
     return render_template(
         "calendar/index.html",
         coll=addr.coll,
@@ -66,8 +68,8 @@ def render(addr: Address):
         marks=marks,
         years=years(marks),
         period=period,
-        months=month_grids(marks, period.year),
-        timeline=timeline_of(marks, period.year),
+        months=months,
+        timeline=timeline_of(marks, period.year, months),
         in_period=len(shown),
         days=days,
         captures=captures,
