@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import operator
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 
@@ -103,9 +104,12 @@ def read_versions(
     key = url_key(url).encode("utf-8")
     # pywb's exact match: the lines whose first field is the key
     found = [Version.from_cdx(cdx) for cdx in _parse_lines(list(capture_lines(collection, key + b" ", key + b"!")))]
-    found.sort(key=lambda v: (v.timestamp, v.filename, v.offset))
+    found.sort(key=_ORDER)
     found = filter_captures(collection, found, viewer)
     return found[:limit] if limit else found
+
+
+_ORDER = operator.attrgetter("timestamp", "filename", "offset")
 
 
 def _parse_lines(lines: list[bytes]) -> list[dict]:
@@ -113,18 +117,17 @@ def _parse_lines(lines: list[bytes]) -> list[dict]:
     faster than a ``json.loads`` a line); a line that does not parse is read alone, as before."""
     if not lines:
         return []
-    heads: list[tuple[str, str]] = []
-    blobs: list[bytes] = []
-    for line in lines:
-        key, stamp, blob = line.rstrip(b"\n").split(b" ", 2)
-        heads.append((key.decode("utf-8"), stamp.decode("ascii")))
-        blobs.append(blob)
+    split = [line.rstrip(b"\n").split(b" ", 2) for line in lines]
     try:
-        fields = json.loads(b"[" + b",".join(blobs) + b"]")
-    except ValueError:
+        fields = json.loads(b"[" + b",".join([parts[2] for parts in split]) + b"]")
+    except (ValueError, IndexError):
         return [parse_line(line) for line in lines]
-    for cdx, (urlkey, timestamp) in zip(fields, heads, strict=True):
-        cdx["urlkey"], cdx["timestamp"] = urlkey, timestamp
+    keys: dict[bytes, str] = {}  # one URL's lines share their key: decoded once
+    for cdx, (key, stamp, _) in zip(fields, split, strict=True):
+        urlkey = keys.get(key)
+        if urlkey is None:
+            urlkey = keys[key] = key.decode("utf-8")
+        cdx["urlkey"], cdx["timestamp"] = urlkey, stamp.decode("ascii")
     return fields
 
 
