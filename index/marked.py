@@ -171,7 +171,11 @@ def _split(el, where: str, spans: list[tuple[int, int]], tag: str, cls: str) -> 
 
 
 def _finish(doc, base_url: str, address: Address) -> str:
-    """The document without anything active, its addresses rewritten into the archive."""
+    """The document without anything active, its addresses rewritten into the archive (relative
+    ones against the page's own ``<base href>``, which goes with the rest)."""
+    base_el = doc.find(".//base[@href]")
+    if base_el is not None:
+        base_url = urljoin(base_url, base_el.get("href", ""))
     _disarm(doc)
     for el in doc.iter():
         if isinstance(el.tag, str):
