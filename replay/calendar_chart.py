@@ -9,7 +9,7 @@ import calendar
 import math
 from datetime import date
 
-from index.capture_calendar import Mark, Month, month_grids
+from index.capture_calendar import CHANGE_KINDS, Mark, Month, month_grids
 
 HEIGHT = 60  # the SVG's own units; it is stretched to the width of the page
 
@@ -24,8 +24,12 @@ def timeline_of(marks: list[Mark], year: int, months: list[Month] | None = None)
     bars = []
     for d in days:
         x = (date(year, int(d.date[4:6]), d.day) - date(year, 1, 1)).days
-        # a day with captures and no change still gets a sliver, so it shows on the axis
-        h = 2.0 if not top or not d.change else max(3.0, HEIGHT * math.sqrt(d.change / top))
+        # a day with captures and no change still gets a sliver, so it shows on the axis; a change that
+        # kept the payload's size a bar of its own (it changed, by 0 bytes)
+        if d.change and top:
+            h = max(3.0, HEIGHT * math.sqrt(d.change / top))
+        else:
+            h = 8.0 if d.kind in CHANGE_KINDS else 2.0
         bars.append({"x": x, "h": round(h, 1), "kind": d.kind, "date": d.date, "count": d.count, "change": d.change})
     changed = sum(1 for d in days if d.change)
     summary = (
