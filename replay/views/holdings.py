@@ -17,6 +17,7 @@ from replay.context import ext
 from replay.errors import BadAddress
 
 bp = Blueprint("holdings", __name__)
+SITE_BARS = 50  # sites charted, the most captured first (the table lists them all)
 CSV_FIELDS = {
     "month": ("month", "captures", "bytes", *HOLDINGS_KINDS),
     "site": ("site", "urls", "captures", "bytes", *HOLDINGS_KINDS, "first_month", "last_month"),
@@ -55,6 +56,7 @@ def page(coll: str):
         months=_bars(found["months"], "captures"),
         month_bytes=_bars(found["months"], "bytes"),
         sites=found["sites"],
+        site_bars=_bars(sorted(found["sites"], key=lambda r: -r["captures"])[:SITE_BARS], "captures"),
         kinds=HOLDINGS_KINDS,
         totals={k: sum(m[k] for m in found["months"]) for k in ("captures", "bytes", *HOLDINGS_KINDS)},
     )
