@@ -197,6 +197,7 @@ HOLDINGS_KINDS = {
     "deleted": ("deleted",),
     "other": ("redirect", "error", None, ""),
 }
+NO_HOST = "(no host)"  # a URL whose host the state does not hold
 _KIND_OF = {cls: kind for kind, classes in HOLDINGS_KINDS.items() for cls in classes}
 
 
@@ -215,10 +216,10 @@ def visible_holdings(conn: sqlite3.Connection, rules: RuleSet, level: str) -> di
     site_urls: dict[str, set] = defaultdict(set)
     if filtered:
         months, sites = _fold(_visible_holding_rows(conn, rules, level, site_urls))
-        url_counts = {host: len(urls) for host, urls in site_urls.items()}
+        url_counts = {host or NO_HOST: len(urls) for host, urls in site_urls.items()}
     else:
         months, sites = _fold(state.holdings(conn))
-        url_counts = state.site_url_counts(conn)
+        url_counts = {host or NO_HOST: n for host, n in state.site_url_counts(conn).items()}
     for host, row in sites.items():
         row["urls"] = url_counts.get(host, 0)
     result = {"months": [months[m] for m in sorted(months)], "sites": [sites[h] for h in sorted(sites)]}
@@ -235,6 +236,7 @@ def _fold(rows) -> tuple[dict[str, dict], dict[str, dict]]:
     months: dict[str, dict] = {}
     sites: dict[str, dict] = {}
     for month, host, cls, count, size, _ in rows:
+        host = host or NO_HOST
         kind = _KIND_OF.get(cls, "other")
         for table, name in ((months, month), (sites, host)):
             row = table.get(name)

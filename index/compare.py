@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import re
+from collections import Counter
 from collections.abc import Mapping
 
 from index.collection import Collection
@@ -293,8 +294,6 @@ def words_changed(old: str, new: str) -> tuple[int, int]:
     """(words added, words removed) between two main texts, counted as multisets of words (a CJK
     character a word): how much changed, without the order ``difflib`` would weigh, so that a URL's
     many changes can be measured in one page (``replay.views.changes``)."""
-    from collections import Counter
-
     a = Counter(w.rstrip() for w in _WORDS.findall(old) if w.strip() and (w[0].isalnum() or _CJK.match(w[0])))
     b = Counter(w.rstrip() for w in _WORDS.findall(new) if w.strip() and (w[0].isalnum() or _CJK.match(w[0])))
     return sum((b - a).values()), sum((a - b).values())

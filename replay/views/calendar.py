@@ -1,7 +1,13 @@
-"""The calendar of a URL (every capture, with its kind, HTTP status class, run and, for a revisit,
-its original), and the list of archived URLs under a prefix. Reached through ``/<coll>/*/<url>`` and
-``/<coll>/*/<url>*``; the same list as JSON at ``/api/captures/<coll>/<url>`` (``render_json``).
-Each capture is described by ``index.state.capture_entries``, as ``strata captures`` prints it."""
+"""The calendar of a URL, and the list of archived URLs under a prefix. Reached through
+``/<coll>/<ts>*/<url>`` and ``/<coll>/*/<url>*``; the calendar's list as JSON at
+``/api/captures/<coll>/<url>`` (``render_json``).
+
+The calendar (``render``): the years with captures, the chosen year's month grids and its timeline
+of changes (``index.capture_calendar``, ``replay.calendar_chart``) over every capture the reader may
+see (``index.versions.read_versions`` through ``filter_captures``), and the table of one period
+(``<ts>``: a year, month or day; a longer timestamp, the month of the capture in force then, which is
+outlined), each capture described by ``index.state.capture_entries`` as ``strata captures`` prints
+it: kind, HTTP status class, run and, for a revisit, its original."""
 
 from __future__ import annotations
 
