@@ -135,6 +135,9 @@ def _check(tab, name: str, path: str, key: str, width: int) -> list[str]:
     if name in SHOTS:
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         tab.screenshot(path=str(ARTIFACTS / f"{name}-{width}.png"), full_page=True)
+        for frame in ("rendered-old", "rendered-new") if name == "diff-rendered" else ():
+            # a full-page capture leaves frames outside the window blank: each frame on its own too
+            tab.locator(f"#{frame}").screenshot(path=str(ARTIFACTS / f"{name}-{width}-{frame}.png"))
     return problems
 
 
