@@ -13,6 +13,7 @@ from cli import (  # noqa: E402,F401,I001
     backend,
     capturing,
     comparing,
+    describing,
     exporting,
     harvesting,
     importing,

@@ -52,13 +52,13 @@ def _when(ts: str) -> str:
 
 
 def _marked(chunks) -> str:
-    """wdiff's notation: [-deleted-] {+inserted+}, a space between a deletion and its replacement."""
+    """wdiff's notation: [-deleted-] {+inserted+}, a space between a deletion and its replacement
+    (none in CJK text: ``Chunk.gap``)."""
     out = []
-    for i, chunk in enumerate(chunks):
+    for chunk in chunks:
         text = chunk.text
         if chunk.op == "delete":
-            replaced = i + 1 < len(chunks) and chunks[i + 1].op == "insert" and not chunk.line
-            text = f"[-{text}-]" + (" " if replaced else "")
+            text = f"[-{text}-]" + (" " if chunk.gap else "")
         elif chunk.op == "insert":
             text = f"{{+{text}+}}"
         out.append(text + ("\n" if chunk.line else ""))

@@ -25,15 +25,26 @@ def export_group() -> None:
     "--run", "run_id", metavar="RUN", help="Only the captures of this harvest run (strata report lists them)."
 )
 @level_option
+@click.option(
+    "--sign-key",
+    "sign_key",
+    metavar="FILE",
+    type=click.Path(path_type=Path),
+    help="Sign the package with this key (made by strata export keygen); ReplayWeb.page shows the signature.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as one JSON object.")
 @root_option
-def export_wacz_command(collection, out, date_from, date_to, url_prefix, run_id, level, as_json, root) -> None:
-    """Write a WACZ 1.1.1 package of COLLECTION: every revisit in it comes with its original."""
+def export_wacz_command(
+    collection, out, date_from, date_to, url_prefix, run_id, level, sign_key, as_json, root
+) -> None:
+    """Write a WACZ 1.1.1 package of COLLECTION: every revisit in it comes with its original, every
+    page is listed with its title and text (pages.jsonl)."""
     import sys
 
     from index.collection import Collection
-    from index.export.wacz import Selection, export_wacz
+    from index.export.wacz import Selection, Signer, export_wacz
 
+    signer = Signer.from_file(sign_key) if sign_key else None  # a bad key is refused before any work
     coll = Collection.open(root, collection)
     tty = sys.stderr.isatty()
 
@@ -42,7 +53,9 @@ def export_wacz_command(collection, out, date_from, date_to, url_prefix, run_id,
             text = f"copied {p['records']} records, {human_size(p['bytes_copied'])}"
             click.echo("\r\033[K" + text, err=True, nl=bool(p.get("final")))
 
-    figures = export_wacz(coll, out, Selection(date_from, date_to, url_prefix, run_id, level), progress=progress)
+    figures = export_wacz(
+        coll, out, Selection(date_from, date_to, url_prefix, run_id, level), progress=progress, signer=signer
+    )
     if as_json:
         click.echo(json.dumps(figures, ensure_ascii=False))
         return
@@ -62,3 +75,48 @@ def export_wacz_command(collection, out, date_from, date_to, url_prefix, run_id,
     ):
         if figures[key]:
             click.echo(f"warning: {figures[key]} {text}", err=True)
+
+
+@export_group.command("keygen")
+@click.argument("key_file", type=click.Path(path_type=Path))
+def keygen_command(key_file) -> None:
+    """Make a signing key for WACZ packages (ECDSA P-384, PEM, readable by you only) and print its
+    public key: publish that, so readers can check that a package was signed by you."""
+    from index.export.wacz import generate_key
+
+    public = generate_key(key_file)
+    click.echo(f"Key written to {key_file}. Its public key (what signed packages carry):", err=True)
+    click.echo(public)
+
+
+@export_group.command("verify")
+@click.argument("package", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option(
+    "--public-key",
+    "public_key",
+    metavar="KEY",
+    help="The signer's public key (base64, as keygen printed it) or a PEM key file: it must have signed the package.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the outcome as one JSON object.")
+def verify_command(package, public_key, as_json) -> None:
+    """Check a WACZ package: every file against datapackage.json, its digest, and its signature.
+    Exit 0 when all holds, 1 when anything does not."""
+    from index.export.wacz import verify_package
+
+    if public_key and Path(public_key).is_file():
+        public_key = Path(public_key).read_text(encoding="utf-8")
+    check = verify_package(package, public_key)
+    if as_json:
+        click.echo(json.dumps(check.as_dict(), ensure_ascii=False))
+    else:
+        signed = {
+            "no": "not signed",
+            "anonymous": f"signed {check.created} by a key ({check.public_key[:24]}…): "
+            + ("the signature verifies" if check.signature_valid else "the signature does NOT verify"),
+            "domain": "signed with a domain certificate (authsign's): not checked here",
+        }[check.signed]
+        click.echo(f"{package}: {check.resources} files checked; {signed}")
+        for problem in check.problems:
+            click.echo(f"problem: {problem}", err=True)
+    if not check.ok:
+        raise SystemExit(1)

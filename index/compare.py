@@ -9,7 +9,7 @@ does: the latest at or before it), then:
 - HTML or plain text: the main text of each (``index.fulltext.text.extract``: no scripts, menus,
   page header or footer) compared line by line with ``difflib``, changed lines word by word, as
   ``Chunk`` rows (equal, insert, delete) that a page shows side by side or inline;
-- images: both versions (the page shows them; here their types and sizes);
+- images: both versions (the page shows them at their natural size; here their sizes and dimensions);
 - anything else: that the payloads differ, with their sizes.
 """
 
@@ -18,18 +18,21 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import re
+from collections import Counter
 from collections.abc import Mapping
 
 from index.cdx.pid import capture_pid
 from index.cdx.versions import NoSuchCapture, Version, as_of, read_versions
 from index.collection import Collection
 from index.fulltext.text import extract, mime_group
+from index.image_size import image_size
 from index.payload import read_record
 from strata.errors import ArchiveError
 
 MAX_LINES = 5000  # per side: difflib is quadratic in the worst case
 # Tokens of the word-level comparison: a CJK character (those scripts do not space words), a word,
 # or a punctuation mark, each with the space after it.
+_CJK = re.compile(r"[\u3000-\u30ff\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]")
 _WORDS = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff]\s*|\w+\s*|[^\w\s]\s*|\s+")
 
 
@@ -41,6 +44,7 @@ class Side:
     original: dict | None = None  # a revisit's original: {"url", "timestamp"}
     size: int | None = None  # payload bytes (when read)
     title: str = ""
+    dimensions: tuple[int, int] | None = None  # an image's width and height in pixels (when read)
 
     def as_dict(self) -> dict:
         v = self.version
@@ -55,6 +59,7 @@ class Side:
             "pid": self.pid,
             "size": self.size,
             "title": self.title,
+            "dimensions": list(self.dimensions) if self.dimensions else None,
         }
 
 
@@ -63,6 +68,7 @@ class Chunk:
     op: str  # equal | insert | delete
     text: str
     line: bool = True  # a chunk that ends its line (the inline view breaks after it)
+    gap: bool = False  # a deletion followed by its insertion: shown apart by a space (never in CJK text)
 
 
 @dataclasses.dataclass
@@ -97,15 +103,27 @@ class Comparison:
         }
 
 
-def compare(collection: Collection, url: str, ts1: str, ts2: str, viewer: Mapping | None = None) -> Comparison:
-    """``viewer``: who asks, for ``index.cdx.versions.filter_captures`` (None on the command line)."""
+def sides(collection: Collection, url: str, ts1: str, ts2: str, viewer: Mapping | None = None) -> tuple[Side, Side]:
+    """The two captures a reader sees at ``ts1`` and ``ts2``, oldest first, as ``viewer`` may see
+    them (``index.cdx.versions.filter_captures``)."""
     versions = read_versions(collection, url, viewer=viewer)
     if not versions:
         raise NoSuchCapture(f"{url} is not archived in {collection.name}")
     old, new = _pick(collection, versions, url, ts1), _pick(collection, versions, url, ts2)
     if new.timestamp < old.timestamp:
         old, new = new, old
-    left, right = _side(collection, old, versions), _side(collection, new, versions)
+    return _side(collection, old, versions), _side(collection, new, versions)
+
+
+def payload(collection: Collection, side: Side):
+    """(HTTP headers, payload bytes) of what a side shows: its own record's, or a revisit's original's."""
+    return _read(collection, side, read_versions(collection, side.version.url))
+
+
+def compare(collection: Collection, url: str, ts1: str, ts2: str, viewer: Mapping | None = None) -> Comparison:
+    """``viewer``: who asks, for ``index.cdx.versions.filter_captures`` (None on the command line)."""
+    left, right = sides(collection, url, ts1, ts2, viewer)
+    old, new = left.version, right.version
     versions = read_versions(collection, url)  # where payloads are, not what is shown: unfiltered
     if old.same_payload(new):
         return Comparison(collection.name, old.url, left, right, True, "identical", relation=_relation(left, right))
@@ -208,7 +226,8 @@ def _read(collection: Collection, side: Side, versions: list[Version]):
 
 def _sizes(collection: Collection, versions: list[Version], *sides: Side) -> None:
     for side in sides:
-        _read(collection, side, versions)
+        _, raw = _read(collection, side, versions)
+        side.dimensions = image_size(raw[:65536])
 
 
 def _text(collection: Collection, versions: list[Version], side: Side) -> list[str]:
@@ -246,6 +265,8 @@ def _diff_words(out: Comparison, old: str, new: str) -> None:
         gone, came = "".join(a[i1:i2]), "".join(b[j1:j2])
         if gone:
             _add(out, "delete", gone.rstrip(), line=False)
+            # "<del>nine</del> <ins>ten</ins>" reads apart; "<del>北京</del><ins>上海</ins>" must not
+            out.inline[-1].gap = bool(came) and not (_CJK.match(gone.rstrip()[-1:]) or _CJK.match(came[:1]))
         if came:
             _add(out, "insert", came.rstrip(), line=False)
         tail = came[len(came.rstrip()) :] if came else gone[len(gone.rstrip()) :]
@@ -267,3 +288,12 @@ def _add(out: Comparison, op: str, text: str, line: bool = True, old_text: str |
         out.inserted_words += len(text.split())
     elif op == "delete":
         out.deleted_words += len(text.split())
+
+
+def words_changed(old: str, new: str) -> tuple[int, int]:
+    """(words added, words removed) between two main texts, counted as multisets of words (a CJK
+    character a word): how much changed, without the order ``difflib`` would weigh, so that a URL's
+    many changes can be measured in one page (``replay.views.changes``)."""
+    a = Counter(w.rstrip() for w in _WORDS.findall(old) if w.strip() and (w[0].isalnum() or _CJK.match(w[0])))
+    b = Counter(w.rstrip() for w in _WORDS.findall(new) if w.strip() and (w[0].isalnum() or _CJK.match(w[0])))
+    return sum((b - a).values()), sum((a - b).values())

@@ -655,6 +655,159 @@ def capture_points(conn: sqlite3.Connection) -> Iterator[tuple[str, str, str, st
     )
 
 
+# -- a host's URLs as a tree (the site map) ---------------------------------------------------------
+# A URL's path starts at the first "/" after its scheme's "//": http and https, and any port, of one
+# host are one tree. A folder's URLs are one range of the captures_url index (scheme://host/folder/...),
+# those with a port another (scheme://host:...); the captures are counted per URL as the index gives
+# them, and the URLs grouped by the entry under the folder that holds them, all in SQL.
+_PATH_AT = "(instr(substr(url, length(:scheme) + 1), '/') + length(:scheme))"  # where the path starts
+_CHANGE_CLASSES = "('new', 'changed', 'deleted')"
+_CHILD = (
+    "CASE WHEN instr(rest, '/') > 0 AND (instr(rest, '?') = 0 OR instr(rest, '/') < instr(rest, '?')) "
+    "THEN substr(rest, 1, instr(rest, '/')) ELSE rest END"
+)
+_TOP = "\U0010ffff"
+
+
+def _folder_ranges(host: str, folder: str) -> list[tuple[str, str, str, bool]]:
+    """(scheme prefix, low, high, ported) of the index ranges holding ``host``'s URLs under
+    ``folder``: the folder's own range on the default port, and the range of every URL with a port."""
+    out = []
+    for scheme in ("http", "https"):
+        prefix = f"{scheme}://{host}"
+        out.append((prefix, prefix + folder, prefix + folder + _TOP, False))
+        out.append((prefix, prefix + ":", prefix + ";", True))
+    return out
+
+
+def sitemap_children(conn: sqlite3.Connection, host: str, folder: str, since: str | None) -> list[dict]:
+    """The entries right under ``folder`` (a path ending in ``/``) of ``host``: for each, its name
+    (ending in ``/`` for a folder), URLs, captures, first and last capture, the URLs that changed
+    (new, changed or deleted) at or after ``since`` (14 digits; None: not counted yet, 0), and a URL
+    of it (a page's own).
+
+    Counts, first and last come from the captures_url index alone (no row of the table is read);
+    each URL's part below the folder is computed once (a materialised table of the folder's URLs;
+    on the default port it starts at a known offset, with a port after the path's first "/"). The
+    changed URLs are read from the runs that ended at or after ``since`` (the captures_run index),
+    so a host of 100,000 URLs costs one pass over its index entries and its recent runs' rows."""
+    per_url = (
+        "SELECT url, COUNT(*) AS n, MIN(timestamp) AS first, MAX(timestamp) AS last, {rest} AS rest "
+        "FROM captures WHERE url >= :low AND url < :high GROUP BY url"
+    )
+    grouped = (
+        "WITH per_url AS MATERIALIZED ({per_url}) "
+        f"SELECT {_CHILD} AS name, COUNT(*) AS urls, SUM(n) AS captures, MIN(first) AS first, MAX(last) AS last, "
+        "MIN(url) AS url FROM per_url {where} GROUP BY name"
+    )
+    plain = grouped.format(per_url=per_url.format(rest="substr(url, :offset)"), where="")
+    ported = grouped.format(
+        per_url=per_url.format(rest=f"substr(url, {_PATH_AT} + length(:folder))"),
+        where=f"WHERE substr(url, {_PATH_AT}, length(:folder)) = :folder",
+    )
+    merged: dict[str, dict] = {}
+    for scheme, low, high, with_port in _folder_ranges(host, folder):
+        args: dict[str, str | int] = {"scheme": scheme, "folder": folder, "low": low, "high": high}
+        args["offset"] = len(low) + 1
+        for row in conn.execute(ported if with_port else plain, args):
+            _merge_entry(merged, {**dict(row), "changed": 0})
+    if since is not None:
+        add_sitemap_changes(conn, host, folder, since, merged)
+    return list(merged.values())
+
+
+def add_sitemap_changes(conn: sqlite3.Connection, host: str, folder: str, since: str, entries: dict[str, dict]) -> None:
+    """Count into ``entries`` (name -> entry, from ``sitemap_children``) the URLs that changed at or
+    after ``since``."""
+    recent = _runs_since(conn, since)
+    for scheme, low, high, with_port in _folder_ranges(host, folder):
+        for name, count in _changed_urls(conn, recent, since, scheme, folder, low, high, with_port).items():
+            if name in entries:
+                entries[name]["changed"] += count
+
+
+def _runs_since(conn: sqlite3.Connection, since: str) -> list[str]:
+    """The runs whose captures may be at or after ``since``: not ended before it."""
+    iso = f"{since[:4]}-{since[4:6]}-{since[6:8]}T{since[8:10]}:{since[10:12]}:{since[12:14]}"
+    return [r[0] for r in conn.execute("SELECT run_id FROM runs WHERE finished IS NULL OR finished >= ?", (iso,))]
+
+
+def _changed_urls(
+    conn: sqlite3.Connection, runs: list[str], since: str, scheme: str, folder: str, low: str, high: str, ported: bool
+) -> dict[str, int]:
+    """Entry name -> URLs under it with a change at or after ``since``, from those runs' captures."""
+    found: dict[str, set] = {}
+    for i in range(0, len(runs), 500):
+        chunk = runs[i : i + 500]
+        rows = conn.execute(
+            f"SELECT DISTINCT url FROM captures WHERE run_id IN ({','.join('?' * len(chunk))}) "
+            f"AND timestamp >= ? AND class IN {_CHANGE_CLASSES} AND url >= ? AND url < ?",
+            (*chunk, since, low, high),
+        )
+        for (url,) in rows:
+            path = url[len(scheme) :]
+            path = path[path.index("/") :] if ported and "/" in path else path
+            if not path.startswith(folder):
+                continue
+            rest = path[len(folder) :]
+            slash, query = rest.find("/"), rest.find("?")
+            name = rest[: slash + 1] if slash >= 0 and (query < 0 or slash < query) else rest
+            found.setdefault(name, set()).add(url)
+    return {name: len(urls) for name, urls in found.items()}
+
+
+def sitemap_points(conn: sqlite3.Connection, host: str, folder: str) -> Iterator[tuple[str, str, str]]:
+    """(url, timestamp, class) of every capture of ``host`` under ``folder``, for the site map as a
+    level sees it when access rules hide something (``index.access.counts``)."""
+    for scheme, low, high, _ in _folder_ranges(host, folder):
+        yield from conn.execute(
+            "SELECT url, timestamp, class FROM captures WHERE url >= :low AND url < :high "
+            f"AND substr(url, {_PATH_AT}, length(:folder)) = :folder",
+            {"scheme": scheme, "folder": folder, "low": low, "high": high},
+        )
+
+
+def _merge_entry(merged: dict[str, dict], row: dict) -> None:
+    """One entry of another scheme joins the entry of the same name (their URLs differ)."""
+    have = merged.get(row["name"])
+    if have is None:
+        merged[row["name"]] = row
+        return
+    for key in ("urls", "captures", "changed"):
+        have[key] += row[key]
+    have["first"], have["last"] = min(have["first"], row["first"]), max(have["last"], row["last"])
+    have["url"] = min(have["url"], row["url"])
+
+
+def host_names(conn: sqlite3.Connection) -> list[str]:
+    """Every host of the collection's URLs, sorted."""
+    return [r[0] for r in conn.execute("SELECT DISTINCT host FROM urls WHERE host IS NOT NULL ORDER BY host")]
+
+
+def holdings(conn: sqlite3.Connection) -> Iterator[tuple[str, str, str, int, int, int]]:
+    """(month YYYYMM, host, class, captures, record bytes, URLs) of the collection's captures,
+    grouped in SQL: what the holdings overview charts (``index.access.counts.visible_holdings``)."""
+    yield from conn.execute(
+        "SELECT substr(c.timestamp, 1, 6), u.host, c.class, COUNT(*), COALESCE(SUM(c.length), 0), "
+        "COUNT(DISTINCT c.url) FROM captures c JOIN urls u ON u.url = c.url GROUP BY 1, 2, 3"
+    )
+
+
+def holdings_points(conn: sqlite3.Connection) -> Iterator[tuple[str, str, str, str, int]]:
+    """(url, host, timestamp, class, record bytes) of every capture, for the holdings as a level
+    sees them when access rules hide something."""
+    yield from conn.execute(
+        "SELECT c.url, u.host, c.timestamp, c.class, COALESCE(c.length, 0) FROM captures c JOIN urls u ON u.url = c.url"
+    )
+
+
+def site_url_counts(conn: sqlite3.Connection) -> dict[str, int]:
+    """Host -> the number of its URLs with a capture."""
+    return dict(
+        conn.execute("SELECT u.host, COUNT(DISTINCT c.url) FROM captures c JOIN urls u ON u.url = c.url GROUP BY 1")
+    )
+
+
 # Seeds are queued as navigation links from nowhere; robots.txt is fetched from nowhere too, as an embed.
 _SEED = "depth=0 AND found_on IS NULL AND link_kind='navigation'"
 
@@ -738,6 +891,35 @@ def capture_entries_by_location(conn: sqlite3.Connection, urls: Iterable[str]) -
     return out
 
 
+def capture_marks(conn: sqlite3.Connection, urls: Iterable[str]) -> dict[tuple[str, int], tuple[str, int | None]]:
+    """(WARC file, offset) -> (class, payload length) of every capture of ``urls``: what the
+    calendar colours and measures (``index.capture_calendar``), in one query per URL."""
+    out: dict[tuple[str, int], tuple[str, int | None]] = {}
+    for url in dict.fromkeys(urls):
+        for warc, offset, cls, length in conn.execute(
+            "SELECT warc, offset, class, payload_length FROM captures WHERE url=?", (url,)
+        ):
+            out[(warc, offset)] = (cls, length)
+    return out
+
+
+def capture_entries_in(conn: sqlite3.Connection, urls: Iterable[str], prefix: str) -> dict[tuple[str, int], dict]:
+    """(WARC file, offset) -> capture entry, for the captures of ``urls`` whose timestamp starts
+    with ``prefix`` (a month or a day): the calendar's table, without reading every capture."""
+    out: dict[tuple[str, int], dict] = {}
+    low, high = prefix, prefix + "\uffff"
+    for url in dict.fromkeys(urls):
+        rows = conn.execute(
+            f"SELECT {_CAPTURE_COLUMNS} FROM captures WHERE url=? AND timestamp>=? AND timestamp<? "
+            "ORDER BY timestamp, id",
+            (url, low, high),
+        ).fetchall()
+        for row in rows:
+            entry = _capture_entry(conn, row)
+            out[(entry["warc"], entry["offset"])] = entry
+    return out
+
+
 def find_captured_url(conn: sqlite3.Connection, url: str) -> str | None:
     """The URL as the state holds it: ``url`` itself, or with ``http://`` / ``https://`` when it was
     given without a scheme, or with the ``/`` a bare host name stands for. None when none is held."""
@@ -776,11 +958,15 @@ def _capture_original(conn: sqlite3.Connection, row) -> dict:
     uri, date = row["refers_to_uri"], row["refers_to_date"]
     held = None
     if uri and date:
-        held = conn.execute(
-            "SELECT url, warc_date, timestamp, warc, offset FROM captures WHERE url=? AND warc_date=? "
-            "AND record_type='response' ORDER BY id LIMIT 1",
-            (uri, date),
-        ).fetchone()
+        # by its timestamp first (the index on url and timestamp finds it among a URL's 10,000 captures)
+        for where, args in (("AND timestamp=?", (uri, date, ts14_of(date))), ("", (uri, date))):
+            held = conn.execute(
+                "SELECT url, warc_date, timestamp, warc, offset FROM captures WHERE url=? AND warc_date=? "
+                f"AND record_type='response' {where} ORDER BY id LIMIT 1",
+                args,
+            ).fetchone()
+            if held is not None:
+                break
     elif row["digest"]:
         held = conn.execute(
             "SELECT url, warc_date, timestamp, warc, offset FROM captures WHERE digest=? AND record_type='response' "

@@ -44,14 +44,17 @@ def create_app(root: Path, config: dict | None = None) -> Flask:
     from replay.views import (
         capture_api,
         cdx,
+        changes,
         collection,
         diff,
         errors,
+        holdings,
         home,
         lasting,
         publications,
         pywb_static,
         replay,
+        sitemap,
     )
 
     access.register(app, access.AccessPolicy(Path(root), settings))
@@ -69,6 +72,9 @@ def create_app(root: Path, config: dict | None = None) -> Flask:
     app.register_blueprint(cdx.bp)  # /<coll>/cdx before /<coll>/<path:rest> (werkzeug ranks the fixed part first)
     app.register_blueprint(lasting.bp)
     app.register_blueprint(diff.bp)
+    app.register_blueprint(sitemap.bp)
+    app.register_blueprint(holdings.bp)
+    app.register_blueprint(changes.bp)
     app.register_blueprint(replay.bp)
     app.jinja_env.globals["has_search"] = "search.page" in app.view_functions
     return app

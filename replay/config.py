@@ -103,6 +103,13 @@ REPLAY_SETTINGS: tuple[Setting, ...] = (
         "Most hits one download of search results (/search/export.csv, .jsonl) holds; a cut file says so.",
     ),
     Setting(
+        "public_url",
+        None,
+        _optional_str,
+        "The public archive's address (e.g. https://archive.example.org) that 'Cite this' gives, on the restricted "
+        "host too; None: the address the request came to (strata serve --staff-host sets it from --archive-url).",
+    ),
+    Setting(
         "default_collection",
         None,
         _optional_str,

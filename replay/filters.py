@@ -6,11 +6,20 @@ from datetime import datetime
 
 from flask import Flask, request
 
+_FAST = {  # the formats pages use most, from a 14-digit timestamp by slicing (strptime is 15 us a call)
+    "%Y-%m-%d %H:%M:%S UTC": lambda v: f"{v[:4]}-{v[4:6]}-{v[6:8]} {v[8:10]}:{v[10:12]}:{v[12:14]} UTC",
+    "%Y-%m-%d": lambda v: f"{v[:4]}-{v[4:6]}-{v[6:8]}",
+    "%H:%M:%S": lambda v: f"{v[8:10]}:{v[10:12]}:{v[12:14]}",
+}
+
 
 def ts(value: str | None, fmt: str = "%Y-%m-%d %H:%M:%S UTC") -> str:
     """A 14-digit (or ISO 8601) timestamp, readable."""
     if not value:
         return ""
+    fast = _FAST.get(fmt)
+    if fast is not None and len(value) == 14 and value.isdigit() and "01" <= value[4:6] <= "12":
+        return fast(value)
     try:
         if value[:14].isdigit() and len(value) >= 14:
             return datetime.strptime(value[:14], "%Y%m%d%H%M%S").strftime(fmt)

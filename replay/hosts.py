@@ -67,6 +67,8 @@ def build_site(
             "the staff host and the archive host must differ: archived pages would run next to the staff session"
         )
     replay_settings = dict(replay_config or {})
+    if archive_url:
+        replay_settings.setdefault("public_url", archive_url)  # citations name the public host, not the restricted one
     staff_settings = {"staff_hosts": [_bare_host(staff_host)], "archive_url": archive_url, **(staff_config or {})}
     if restricted_host:
         restricted = _bare_host(restricted_host)

@@ -129,7 +129,8 @@ def export(fmt: str):
         hits = all_hits(_root(), _params(per_page_default=1), time_limit=EXPORT_TIME_LIMIT, level=_level())
     except StrataError as exc:
         return jsonify({"error": exc.message}), exc.http_status
-    lines = csv_lines(hits, limit) if fmt == "csv" else jsonl_lines(hits, limit)
+    base = request.host_url.rstrip("/") + request.script_root  # absolute: the file leaves the site
+    lines = csv_lines(hits, limit, base) if fmt == "csv" else jsonl_lines(hits, limit, base)
     mime = "text/csv; charset=utf-8" if fmt == "csv" else "application/x-ndjson; charset=utf-8"
     response = Response(stream_with_context(line.encode("utf-8") for line in lines), mimetype=None, content_type=mime)
     response.headers["Content-Disposition"] = f'attachment; filename="search-results.{fmt}"'

@@ -32,6 +32,7 @@ pytest_plugins = [
     "tests.support.staff_fixtures",
     "tests.support.access_fixtures",
     "tests.support.banner_fixtures",
+    "tests.support.history_fixtures",
     "tests.support.redis_server",
 ]
 

@@ -16,7 +16,9 @@ from index.fulltext.text import extract, mime_group
 from strata.errors import ArchiveError
 from strata.urls import url_host
 
-FORMAT = 5  # bump when the schema, analysis or postings change: older indexes are rebuilt (5: postings SPL3)
+# bump when the schema, analysis, postings or stored text change: older indexes are rebuilt
+# (5: postings SPL3; 6: full-width punctuation stored as written)
+FORMAT = 6
 FORMAT_FILE = "strata-fulltext.json"
 CAPTURES_FILE = "captures.sqlite"
 PART_BOOSTS = (("title", 3.0), ("description", 1.5), ("keywords", 1.5), ("text", 1.0))

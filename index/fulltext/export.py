@@ -56,6 +56,10 @@ class _Group:
     view: IndexView
     docnum: int
     stamps: set[int]
+    # the documents holding the first and the last capture: a hit's title and snippet are those of
+    # the capture its replay address opens (one of the two), not of its best-scoring version
+    first: tuple[int, IndexView, int]
+    last: tuple[int, IndexView, int]
 
 
 @dataclasses.dataclass
@@ -122,14 +126,7 @@ def all_hits(
                 stamps = [ts for ts in stamps if shown(url, ts)]
                 if not stamps:
                     continue
-            key = (name, url)
-            group = groups.get(key)
-            if group is None:
-                groups[key] = _Group(name, url, score, view, docnum, set(map(int, stamps)))
-                continue
-            group.stamps.update(map(int, stamps))
-            if score > group.score:
-                group.score, group.view, group.docnum = score, view, docnum
+            _add_hit(groups, name, url, score, view, docnum, set(map(int, stamps)))
     hits = list(groups.values())
     if p.sort == "date":
         hits.sort(key=lambda g: (max(g.stamps), g.score), reverse=True)
@@ -142,6 +139,24 @@ def all_hits(
     return HitSet(p, hits, parsed.terms, parsed.prefixes, timed_out, unindexed, private_views)
 
 
+def _add_hit(groups: dict, name: str, url: str, score: float, view: IndexView, docnum: int, stamps: set) -> None:
+    """A matching document joins its (collection, URL) group."""
+    lo_ts, hi_ts = min(stamps), max(stamps)
+    group = groups.get((name, url))
+    if group is None:
+        groups[(name, url)] = _Group(
+            name, url, score, view, docnum, stamps, (lo_ts, view, docnum), (hi_ts, view, docnum)
+        )
+        return
+    group.stamps.update(stamps)
+    if score > group.score:
+        group.score, group.view, group.docnum = score, view, docnum
+    if lo_ts < group.first[0]:
+        group.first = (lo_ts, view, docnum)
+    if hi_ts > group.last[0]:
+        group.last = (hi_ts, view, docnum)
+
+
 def _private_view(coll: Collection) -> IndexView | None:
     try:
         return IndexView(coll, populate=False)
@@ -149,12 +164,14 @@ def _private_view(coll: Collection) -> IndexView | None:
         return None
 
 
-def _hit(hits: HitSet, group: _Group, with_snippet: bool = False) -> dict:
-    """A hit in the shape ``index.fulltext.query.search`` gives, plus ``type`` and ``replay``."""
+def _hit(hits: HitSet, group: _Group, with_snippet: bool = False, base: str = "") -> dict:
+    """A hit in the shape ``index.fulltext.query.search`` gives, plus ``type`` and ``replay`` (the
+    replay address, absolute when ``base``, the archive's ``scheme://host[/root]``, is given)."""
     p = hits.params
     stamps = [f"{ts:014d}" for ts in sorted(group.stamps)]
-    replay_ts = stamps[0] if p.date_from and not p.date_to else stamps[-1]
-    view, docnum = group.view, group.docnum
+    opens_first = bool(p.date_from and not p.date_to)
+    replay_ts = stamps[0] if opens_first else stamps[-1]
+    _, view, docnum = group.first if opens_first else group.last
     stored = view.searcher.stored_fields(docnum)
     out = {
         "collection": group.collection,
@@ -168,7 +185,7 @@ def _hit(hits: HitSet, group: _Group, with_snippet: bool = False) -> dict:
         "type": view.columns["mtype"][docnum],
         "mime": stored.get("mime") or "",
         "host": view.columns["host"][docnum],
-        "replay": f"/{group.collection}/{replay_ts}/{group.url}",
+        "replay": f"{base}/{group.collection}/{replay_ts}/{group.url}",
         "score": round(float(group.score), 4),
     }
     if with_snippet:
@@ -214,27 +231,27 @@ def _require_indexed(hits: HitSet) -> None:
         raise ConfigError(f"collection {name!r} has no full-text index yet; build it with: strata index rebuild {name}")
 
 
-def iter_rows(hits: HitSet, limit: int | None = None) -> Iterator[dict]:
-    """Each hit as a row (``CSV_FIELDS``), at most ``limit``."""
+def iter_rows(hits: HitSet, limit: int | None = None, base: str = "") -> Iterator[dict]:
+    """Each hit as a row (``CSV_FIELDS``), at most ``limit``; ``base``: see ``_hit``."""
     for n, group in enumerate(hits.groups):
         if limit is not None and n >= limit:
             return
-        hit = _hit(hits, group)
+        hit = _hit(hits, group, base=base)
         yield {k: hit[k] for k in CSV_FIELDS}
         if n % RELEASE_EVERY == RELEASE_EVERY - 1:
             for view in hits.private_views:
                 view.release_pages()
 
 
-def jsonl_lines(hits: HitSet, limit: int | None = None) -> Iterator[str]:
+def jsonl_lines(hits: HitSet, limit: int | None = None, base: str = "") -> Iterator[str]:
     """JSON Lines, one hit a line; when ``limit`` cut the hits, a last line says so."""
-    for row in iter_rows(hits, limit):
+    for row in iter_rows(hits, limit, base):
         yield json.dumps(row, ensure_ascii=False) + "\n"
     if limit is not None and hits.total > limit:
         yield json.dumps({"truncated": True, "shown": limit, "total": hits.total}) + "\n"
 
 
-def csv_lines(hits: HitSet, limit: int | None = None) -> Iterator[str]:
+def csv_lines(hits: HitSet, limit: int | None = None, base: str = "") -> Iterator[str]:
     """CSV with a header row (captures separated by spaces); when ``limit`` cut the hits, a last
     row says so in its first column."""
     buf = io.StringIO()
@@ -248,7 +265,7 @@ def csv_lines(hits: HitSet, limit: int | None = None) -> Iterator[str]:
 
     writer.writerow(CSV_FIELDS)
     yield take()
-    for row in iter_rows(hits, limit):
+    for row in iter_rows(hits, limit, base):
         writer.writerow([" ".join(row[k]) if k == "captures" else row[k] for k in CSV_FIELDS])
         yield take()
     if limit is not None and hits.total > limit:

@@ -113,6 +113,10 @@ class IndexView:
         self.searcher.close()
         self._store.close()
 
+    def docnums(self, keys) -> dict[str, int]:
+        """Document key (``<url> <digest>``) -> document number, for the keys the index holds."""
+        return self._store.docnums(keys)
+
     def release_pages(self) -> None:
         """Unmap the index pages read so far (``index.fulltext.mapfile``); for a private view that
         reads every document once. A shared view keeps its pages: searches would fault them again."""

@@ -468,8 +468,12 @@ def search(root: Path, params: SearchParams, time_limit: float = TIME_LIMIT, acc
     hits = list(groups.values())
     for group in hits:
         stamps = sorted(group.pop("stamps"))
-        # the capture to open: the latest in range, or the earliest when only a start was given
-        replay = stamps[0] if p.date_from and not p.date_to else stamps[-1]
+        # the capture to open: the latest in range, or the earliest when only a start was given; its
+        # document gives the hit's title and snippet, so they are the text of the page it opens
+        opens_first = bool(p.date_from and not p.date_to)
+        replay = stamps[0] if opens_first else stamps[-1]
+        at_first, at_last = group.pop("at_first"), group.pop("at_last")
+        best[(group["collection"], group["url"])] = (at_first if opens_first else at_last)[1:]
         group.update(captures=stamps, count=len(stamps), first=stamps[0], last=stamps[-1], replay_ts=replay)
     if p.sort == "date":
         hits.sort(key=lambda g: (g["last"], g["score"]), reverse=True)
@@ -551,9 +555,15 @@ def _group_hits(
                 "score": score,
                 "stamps": set(),
                 "rank": position,
+                "at_first": (min(stamps), view, docnum),
+                "at_last": (max(stamps), view, docnum),
             }
             best[key] = (view, docnum)
         group["stamps"].update(stamps)
+        if min(stamps) < group["at_first"][0]:
+            group["at_first"] = (min(stamps), view, docnum)
+        if max(stamps) > group["at_last"][0]:
+            group["at_last"] = (max(stamps), view, docnum)
         if score > group["score"]:
             group["score"] = score
             best[key] = (view, docnum)

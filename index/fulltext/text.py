@@ -18,7 +18,9 @@ else. It never raises on hostile input: what cannot be read is reported in ``Ext
   (``strata.charset``, the browsers' order); a body declared UTF-8 that is not valid UTF-8 also
   goes through detection (charset-normalizer): search wants the words, not the browser's mojibake.
 - PDF text comes from pypdf, at most ``MAX_PDF_PAGES`` pages.
-- Text is NFKC-normalised (the analyzer and the queries expect it) and capped at ``max_chars``.
+- Text is NFKC-normalised (the analyzer and the queries expect it) and capped at ``max_chars``, but
+  for full-width punctuation (``，`` ``：`` ``（`` ``｡``), kept as written: readers see snippets, page
+  lists and diffs in the page's own punctuation, and the analyzer splits words on either form.
 """
 
 from __future__ import annotations
@@ -120,13 +122,26 @@ def _detect(data: bytes, declared: str | None) -> str:
     return detect_codec(data)
 
 
+# Full-width and half-width CJK punctuation, which NFKC would turn into ASCII (，-> ,) or full width
+# (｡ -> 。). Not the full-width low line (＿): NFKC makes it "_", a word character.
+_PUNCTUATION = re.compile("([\uff01-\uff0f\uff1a-\uff20\uff3b-\uff3e\uff40\uff5b-\uff65]+)")
+
+
+def as_written(text: str) -> str:
+    """``normalize`` (NFKC) but for full-width punctuation, left as the page wrote it."""
+    if text.isascii():
+        return text
+    parts = _PUNCTUATION.split(text)
+    return "".join(part if i % 2 else normalize(part) for i, part in enumerate(parts))
+
+
 def _finish(out: Extracted, content_language: str | None, max_chars: int) -> Extracted:
-    text = normalize(out.text)
+    text = as_written(out.text)
     text = "\n".join(line for line in (" ".join(part.split()) for part in text.split("\n")) if line)
     if len(text) > max_chars:
         text, out.truncated = text[:max_chars], True
     out.text = text
-    boiler = normalize(out.boilerplate)
+    boiler = as_written(out.boilerplate)
     out.boilerplate = "\n".join(line for line in (" ".join(p.split()) for p in boiler.split("\n")) if line)[
         :MAX_BOILER_CHARS
     ]
@@ -140,7 +155,7 @@ def _finish(out: Extracted, content_language: str | None, max_chars: int) -> Ext
 
 
 def _one_line(value: str) -> str:
-    return " ".join(normalize(value or "").split())
+    return " ".join(as_written(value or "").split())
 
 
 _KANA = re.compile(r"[\u3040-\u30ff]")

@@ -133,7 +133,7 @@ def create_staff_app(root: Path, config: dict | None = None) -> Flask:
         "policy": NetworkPolicy.from_env(settings["allow_networks"]),
     }
 
-    from replay.staff import access, auth, filters, jobs, runs, security
+    from replay.staff import access, auth, describe, filters, jobs, runs, security
 
     security.register(app)
     filters.register(app)
@@ -141,6 +141,7 @@ def create_staff_app(root: Path, config: dict | None = None) -> Flask:
     app.register_blueprint(jobs.bp)
     app.register_blueprint(runs.bp)
     app.register_blueprint(access.bp)
+    app.register_blueprint(describe.bp)
     app.jinja_env.globals["config_restricted"] = lambda: bool(settings["restricted_url"])
     return app
 

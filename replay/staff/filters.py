@@ -20,6 +20,7 @@ NOTICES = {
     "rule_removed": "Rule removed: it no longer applies from the next request.",
     "taken_down": "Taken down: from the next request it is withdrawn from replay, listings and search.",
     "revoked": "Those restricted-host sessions have ended.",
+    "described": "Description saved: the public pages show it, and the next WACZ package carries it.",
 }
 
 

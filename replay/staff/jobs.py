@@ -21,7 +21,8 @@ from replay.staff.forms import (
     field_of,
     fields_for,
     file_digest,
-    validate_form,
+    groups_of,
+    validate_and_raw,
     write_job,
 )
 from replay.staff.security import queue
@@ -100,14 +101,16 @@ def _form_page(
     status: int = 200,
 ):
     fields = fields_for(template_job, submitted)
+    error_field = field_of(error or "") or (_form_field_of(error) if error else None)
     return render_template(
         "staff/job_form.html",
-        fields=fields,
+        groups=groups_of(fields, error_field),
         collection=collection,
         name=name,
         is_new=is_new,
         error=error,
-        error_field=field_of(error or ""),
+        error_field=error_field,
+        allowed_networks=ext()["policy"].describe(),
         choices=CHOICES,
         suggestions=FREQUENCY_SUGGESTIONS,
         secrets=SECRET_SETTINGS,
@@ -116,22 +119,35 @@ def _form_page(
     ), status
 
 
+def _form_field_of(message: str) -> str | None:
+    """The form's own fields (collection, job name) that a message is about."""
+    for field, words in (("collection", "collection"), ("name", "job name")):
+        if message.lower().startswith(words) or f"{words} name" in message.lower():
+            return field
+    return None
+
+
 @bp.route("/jobs/new", methods=["GET", "POST"])
 def new():
     if request.method == "GET":
-        return _form_page(None, "", "", True)
-    collection = request.form.get("collection", "").strip()
+        return _form_page(None, request.args.get("collection", ""), "", True)
+    # the picker names an existing collection; the box beside it, a new one
+    collection = request.form.get("new_collection", "").strip() or request.form.get("collection", "").strip()
     name = request.form.get("name", "").strip()
     try:
+        if not collection:
+            raise ConfigError("collection: choose one, or give the name of a new one")
         check_name(collection)
+        if not name:
+            raise ConfigError("job name: give the job a name, e.g. weekly")
         path = Collection(ext()["root"], collection).job_path(name)
         if path.exists():
-            raise ConfigError(f"collection {collection!r} already has a job {name!r}; edit it instead")
-        job = validate_form(name, request.form, None, ext()["policy"])
+            raise ConfigError(f"job name: collection {collection!r} already has a job {name!r}; edit it instead")
+        job, raw = validate_and_raw(name, request.form, None, ext()["policy"])
     except StrataError as exc:
         return _form_page(None, collection, name, True, exc.message, request.form, status=400)
     coll = Collection.open(ext()["root"], collection, create=True)
-    write_job(coll.job_path(name), job)
+    write_job(coll.job_path(name), job, raw)
     return redirect(url_for("jobs.show", collection=collection, name=name, notice="created"))
 
 
@@ -146,10 +162,10 @@ def edit(collection: str, name: str):
             raise ConfigError(
                 "the job file changed on disk since this form was opened; reload it and redo your changes"
             )
-        updated = validate_form(name, request.form, job, ext()["policy"])
+        updated, raw = validate_and_raw(name, request.form, job, ext()["policy"])
     except StrataError as exc:
         return _form_page(job, collection, name, False, exc.message, request.form, file_digest(path), status=400)
-    write_job(path, updated)
+    write_job(path, updated, raw)
     return redirect(url_for("jobs.show", collection=collection, name=name, notice="saved"))
 
 

@@ -1,7 +1,13 @@
-"""The calendar of a URL (every capture, with its kind, HTTP status class, run and, for a revisit,
-its original), and the list of archived URLs under a prefix. Reached through ``/<coll>/*/<url>`` and
-``/<coll>/*/<url>*``; the same list as JSON at ``/api/captures/<coll>/<url>`` (``render_json``).
-Each capture is described by ``index.state.capture_entries``, as ``strata captures`` prints it."""
+"""The calendar of a URL, and the list of archived URLs under a prefix. Reached through
+``/<coll>/<ts>*/<url>`` and ``/<coll>/*/<url>*``; the calendar's list as JSON at
+``/api/captures/<coll>/<url>`` (``render_json``).
+
+The calendar (``render``): the years with captures, the chosen year's month grids and its timeline
+of changes (``index.capture_calendar``, ``replay.calendar_chart``) over every capture the reader may
+see (``index.cdx.versions.read_versions`` through ``filter_captures``), and the table of one period
+(``<ts>``: a year, month or day; a longer timestamp, the month of the capture in force then, which is
+outlined), each capture described by ``index.state.capture_entries`` as ``strata captures`` prints
+it: kind, HTTP status class, run and, for a revisit, its original."""
 
 from __future__ import annotations
 
@@ -10,10 +16,14 @@ import itertools
 from flask import jsonify, render_template
 
 from index import state
+from index.capture_calendar import marks_of, month_grids, period_of, years
+from index.cdx.versions import Version, read_versions
 from replay import access
 from replay.address import Address
 from replay.asof import pad_as_of
+from replay.calendar_chart import timeline_of
 from replay.context import ext
+from replay.views.lasting import viewer
 
 KIND_LABELS = {
     "new": "new",
@@ -24,7 +34,10 @@ KIND_LABELS = {
     "deleted": "deleted",
     "redirect": "redirect",
     "error": "error",
+    "capture": "capture",
+    "revisit": "revisit",
 }
+TABLE_ROWS = 120  # captures the table lists of one month or day (the grids count them all; a day has its own)
 
 
 def render(addr: Address):
@@ -33,23 +46,59 @@ def render(addr: Address):
         urls = engine.prefix(addr.coll, addr.url, settings["calendar_limit"], access.level())
         status = 200 if urls else 404
         return render_template("calendar/prefix.html", coll=addr.coll, url=addr.url, urls=urls), status
-    cdx_lines, captures = _captures(addr)
-    as_of = pad_as_of(addr.timestamp) if addr.timestamp else None
+    collection = ext()["collections"].require(addr.coll)
+    versions = read_versions(collection, addr.url, viewer=viewer())  # filter_captures: the access rules
+    if not versions:  # hidden captures are absent, blocked or excluded: as for a URL never archived
+        raise engine.not_archived(addr, access.level())
+    urls = [v.url for v in versions]
+    with ext()["collections"].db(addr.coll) as conn:
+        states = state.capture_marks(conn, urls) if conn is not None else {}
+        marks = marks_of(versions, states)
+        period = period_of(marks, addr.timestamp, whole=TABLE_ROWS)
+        prefix = period.prefix
+        shown = [i for i, m in enumerate(marks) if m.timestamp.startswith(prefix)]
+        rows = shown[:TABLE_ROWS]
+        details = state.capture_entries_in(conn, urls, period.prefix) if conn is not None and rows else {}
+    captures = [_capture(_cdx_of(marks[i].version), details) | {"change": marks[i].change} for i in rows]
+    as_of = pad_as_of(addr.timestamp) if addr.timestamp and len(addr.timestamp) >= 10 else None
     current = None
     if as_of:
-        before = [c for c in captures if c["timestamp"] <= as_of]
-        current = before[-1]["timestamp"] if before else None
+        before = [m for m in marks if m.timestamp <= as_of]
+        current = before[-1].timestamp if before else None
     days = [(day, list(group)) for day, group in itertools.groupby(captures, key=lambda c: c["timestamp"][:8])]
+    months = month_grids(marks, period.year)
     return render_template(
         "calendar/index.html",
         coll=addr.coll,
-        url=cdx_lines[0]["url"],
+        url=versions[0].url,
+        marks=marks,
+        years=years(marks),
+        period=period,
+        months=months,
+        timeline=timeline_of(marks, period.year, months),
+        in_period=len(shown),
         days=days,
         captures=captures,
         as_of=as_of,
         current=current,
-        previous={c["timestamp"]: p["timestamp"] for p, c in itertools.pairwise(captures)},  # compare links
+        kinds=KIND_LABELS,
+        # compare links: each capture with the one before it, in the period or not
+        previous={marks[i].timestamp: marks[i - 1].timestamp for i in rows if i > 0},
     )
+
+
+def _cdx_of(v: Version) -> dict:
+    """A capture as ``_capture`` reads a CDX line."""
+    return {
+        "timestamp": v.timestamp,
+        "url": v.url,
+        "mime": v.mime,
+        "status": v.status,
+        "digest": v.digest,
+        "filename": v.filename,
+        "offset": str(v.offset),
+        "length": str(v.length),
+    }
 
 
 def render_json(addr: Address):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from flask import Blueprint, redirect, render_template, request
 
 from index.access.counts import VisibleCounts
+from index.collection_meta import read_metadata
 from replay import access
 from replay.address import check_url
 from replay.context import ext
@@ -31,5 +32,11 @@ def index(coll: str):
             counts = VisibleCounts(conn, collections.rules(coll), access.level())
             sites, runs, seeds = counts.sites(), counts.runs(), counts.seeds()
     return render_template(
-        "collection/index.html", coll=coll, sites=sites, runs=runs, seeds=seeds, has_db=conn is not None
+        "collection/index.html",
+        coll=coll,
+        meta=read_metadata(collections.require(coll)),
+        sites=sites,
+        runs=runs,
+        seeds=seeds,
+        has_db=conn is not None,
     )

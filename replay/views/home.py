@@ -5,6 +5,7 @@ from __future__ import annotations
 from flask import Blueprint, render_template
 
 from index.access.counts import VisibleCounts
+from index.collection_meta import read_metadata
 from replay import access
 from replay.context import ext
 from replay.views.lasting import default_collection
@@ -21,5 +22,6 @@ def index():
             counts = VisibleCounts(conn, collections.rules(name), access.level()) if conn is not None else None
             info = counts.summary() if counts is not None else None
             seeds = counts.seeds() if counts is not None else []
-        rows.append({"name": name, "summary": info, "seeds": seeds})
+        meta = read_metadata(collections.require(name))
+        rows.append({"name": name, "summary": info, "seeds": seeds, "meta": meta})
     return render_template("home/index.html", collections=rows, default_collection=default_collection())

@@ -59,11 +59,17 @@ def _links(addr: Address, collection) -> dict:
             addr.timestamp,
             runs,
             request.script_root,
-            request.host_url.rstrip("/") + request.script_root,
+            _public_base(),
             default_collection(),
             viewer(),
         )
     return links
+
+
+def _public_base() -> str:
+    """Where citations point: the public archive (``public_url``), whichever host served the page."""
+    configured = ext()["settings"]["public_url"]
+    return configured.rstrip("/") if configured else request.host_url.rstrip("/") + request.script_root
 
 
 def _later_capture(addr: Address, headers: list) -> str | None:

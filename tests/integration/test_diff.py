@@ -56,8 +56,8 @@ def test_the_edited_sentence_is_shown(mixed_archive):
     out = json.loads(strata_diff(mixed_archive.root, "mixed", PAGE, EDITED, FIRST, "--json").output)
     assert out["from"]["timestamp"] == FIRST  # given in either order, compared oldest first
     assert (out["deleted_words"], out["inserted_words"]) == (1, 1)
-    assert {"op": "delete", "text": "nine", "line": False} in out["changes"]
-    assert {"op": "insert", "text": "ten", "line": False} in out["changes"]
+    assert {"op": "delete", "text": "nine", "line": False, "gap": True} in out["changes"]
+    assert {"op": "insert", "text": "ten", "line": False, "gap": False} in out["changes"]
 
 
 def test_the_diff_page_inline_and_side_by_side(mixed_client):

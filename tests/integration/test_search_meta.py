@@ -17,7 +17,7 @@ from lxml import html as lxml_html
 
 from cli import cli
 from index.fulltext import store as fulltext
-from index.fulltext.documents import FORMAT_FILE, IndexUnusable
+from index.fulltext.documents import FORMAT, FORMAT_FILE, IndexUnusable
 from index.fulltext.query import SearchParams, search
 from index.fulltext.rebuild import rebuild
 from index.fulltext.store import open_index
@@ -250,7 +250,7 @@ def test_rebuild_from_warcs_gives_the_same_fields_and_old_indexes_are_refused(me
 
     meta = coll.fulltext_dir / FORMAT_FILE
     meta.write_text(json.dumps({**json.loads(meta.read_text()), "format": 3}))
-    with pytest.raises(IndexUnusable, match="format 3, expected 5.*strata index rebuild"):
+    with pytest.raises(IndexUnusable, match=f"format 3, expected {FORMAT}.*strata index rebuild"):
         open_index(coll)
     shown = subprocess.run(
         [str(Path(sys.executable).parent / "strata"), "search", coll.name, "archive", "--root", str(root)],

@@ -13,9 +13,10 @@ The package, as the WACZ 1.1.1 specification lays it out:
     archive/data.warc.gz          the records, each its own gzip member (stored, not deflated)
     indexes/index.cdx.gz          their CDXJ lines, sorted, in gzip blocks of ``BLOCK_LINES`` (ZipNum)
     indexes/index.idx             the first key of each block and where it lies
-    pages/pages.jsonl             the HTML pages captured (2xx), one line each
+    pages/pages.jsonl             every HTML page captured (2xx, revisits of one included), one line
+                                  each, with its title and main text as full-text search holds them
     datapackage.json              every file above with its size and SHA-256
-    datapackage-digest.json       the SHA-256 of datapackage.json
+    datapackage-digest.json       the SHA-256 of datapackage.json, signed when a key is given
 
 Memory stays bounded: the index lines are sorted on disk (``index.export.wacz.extsort``), records are
 copied one at a time, and ZIP entries are written as streams (ZIP64 when they pass 4 GiB). The
@@ -41,8 +42,11 @@ from warcio.warcwriter import WARCWriter
 
 from index.access.exposure import capture_filter, show_all
 from index.collection import Collection
+from index.collection_meta import read_metadata
 from index.export.wacz.extsort import ExternalSort
 from index.export.wacz.records import Located, OriginalFinder, RecordReader, iter_located
+from index.export.wacz.signing import Signer
+from index.fulltext.pagetext import PageTexts
 from index.fulltext.query import parse_when
 from index.integrity.digestscan import check_record_at
 from index.state import open_readonly, run_files, runs
@@ -87,8 +91,9 @@ class _Hashing(io.RawIOBase):
 class _Package:
     """The open ZIP and the datapackage resources written into it so far."""
 
-    def __init__(self, path: Path, created: datetime):
+    def __init__(self, path: Path, created: datetime, zip64: bool = False):
         self.zip = zipfile.ZipFile(path, "w", allowZip64=True)
+        self.zip64 = zip64
         self.date_time = created.timetuple()[:6]
         self.resources: list[dict] = []
 
@@ -97,8 +102,14 @@ class _Package:
         info.compress_type = zipfile.ZIP_STORED if stored else zipfile.ZIP_DEFLATED
         return info
 
-    def stream(self, name: str, stored: bool = True) -> _Entry:
-        return _Entry(self, name, self.zip.open(self.entry(name, stored), "w", force_zip64=True))
+    def stream(self, name: str, stored: bool = True, size: int | None = None) -> _Entry:
+        """An entry written as a stream. Its local header has ZIP64 fields only when it may pass
+        2 GiB (``size`` known and larger, or unknown in a package that needs them): ReplayWeb.page
+        reads an entry's data where the central directory's lengths say, and Python's ZIP writer
+        leaves ZIP64 fields out of the central directory of a small entry, so a small entry with
+        them in its local header cannot be read there."""
+        zip64 = self.zip64 if size is None else size >= zipfile.ZIP64_LIMIT
+        return _Entry(self, name, self.zip.open(self.entry(name, stored), "w", force_zip64=zip64))
 
     def add_bytes(self, name: str, data: bytes, stored: bool = False, listed: bool = True) -> None:
         self.zip.writestr(self.entry(name, stored), data)
@@ -167,9 +178,14 @@ def _check_selection(coll: Collection, sel: Selection) -> tuple[str | None, str 
 
 
 def export_wacz(
-    coll: Collection, out: Path, sel: Selection = Selection(), progress: Callable[[dict], None] | None = None
+    coll: Collection,
+    out: Path,
+    sel: Selection = Selection(),
+    progress: Callable[[dict], None] | None = None,
+    signer: Signer | None = None,
 ) -> dict:
-    """Write the package to ``out``; return the figures (see ``_Figures``) with the file's size."""
+    """Write the package to ``out``; return the figures (see ``_Figures``) with the file's size.
+    ``signer``: sign the package (``index.export.wacz.signing``)."""
     started = time.monotonic()
     out = Path(out)
     if out.is_dir():
@@ -181,7 +197,11 @@ def export_wacz(
     figures = _Figures()
     part = out.with_name(out.name + ".part")
     try:
-        _write(coll, part, sel, lo, hi, run_warcs, created, figures, progress)
+        try:
+            _write(coll, part, sel, lo, hi, run_warcs, created, figures, progress, signer)
+        except _NeedsZip64:  # the originals of revisits took it past 2 GiB: written again, with them
+            figures = _Figures()
+            _write(coll, part, sel, lo, hi, run_warcs, created, figures, progress, signer, zip64=True)
     except BaseException:
         part.unlink(missing_ok=True)  # never a half-written package under any name
         raise
@@ -197,8 +217,15 @@ def export_wacz(
     }
 
 
-def _write(coll: Collection, part: Path, sel: Selection, lo, hi, run_warcs, created, figures, progress) -> None:
-    """Everything but the rename: the package written as ``part``."""
+class _NeedsZip64(Exception):
+    """An entry written without ZIP64 fields passed 2 GiB."""
+
+
+def _write(
+    coll: Collection, part: Path, sel: Selection, lo, hi, run_warcs, created, figures, progress, signer, zip64=None
+) -> None:
+    """Everything but the rename: the package written as ``part``. ``zip64``: whether its streamed
+    entries have ZIP64 fields; by default only when the records chosen pass 1 GiB."""
     shown = capture_filter(coll.root, coll.name, "wacz", sel.level)
     with tempfile.TemporaryDirectory(dir=part.parent, prefix=".wacz-") as work:
         workdir = Path(work)
@@ -206,24 +233,32 @@ def _write(coll: Collection, part: Path, sel: Selection, lo, hi, run_warcs, crea
         conn = open_readonly(coll.db_path)
         try:
             chosen = ExternalSort(workdir)
+            chosen_bytes = 0
             for loc in iter_located(coll):
                 if _selected(loc, lo, hi, sel.url_prefix, run_warcs) and (
                     shown is show_all or shown(loc.fields.get("url", ""), loc.fields["timestamp"])
                 ):
                     chosen.add(loc.encode())
+                    chosen_bytes += max(loc.length, 0)
             if chosen.count == 0:
                 raise ConfigError(f"nothing in {coll.name!r} matches the selection: no package written")
-            package = _Package(part, created)
+            package = _Package(part, created, chosen_bytes > 2**30 if zip64 is None else zip64)
             try:
-                copier = _Copier(reader, OriginalFinder(coll, reader, conn), shown, workdir, figures, progress)
+                texts = PageTexts(coll)
+                copier = _Copier(reader, OriginalFinder(coll, reader, conn), shown, workdir, figures, progress, texts)
                 with package.stream(f"archive/{WARC_NAME}") as warc:
                     copier.write_warcinfo(warc, coll, sel, created)
                     copier.copy_chosen(warc, (Located.decode(d) for d in chosen))
                     copier.copy_originals(warc)
                 _write_index(package, copier.index_lines)
                 _write_pages(package, copier.pages_path)
-                _write_datapackage(package, coll, sel, created)
+                _write_datapackage(package, coll, sel, created, signer)
+            except RuntimeError as exc:
+                if "zip64" in str(exc).lower():
+                    raise _NeedsZip64 from exc
+                raise
             finally:
+                texts.close()
                 package.zip.close()
                 chosen.close()
         finally:
@@ -246,8 +281,10 @@ def _selected(loc: Located, lo: str | None, hi: str | None, prefix: str | None, 
 class _Copier:
     """Copies records into the package's WARC and keeps what the index and page list need."""
 
-    def __init__(self, reader: RecordReader, finder: OriginalFinder, shown, workdir: Path, figures, progress):
-        self.reader, self.finder, self.shown = reader, finder, shown
+    def __init__(
+        self, reader: RecordReader, finder: OriginalFinder, shown, workdir: Path, figures, progress, texts: PageTexts
+    ):
+        self.reader, self.finder, self.shown, self.texts = reader, finder, shown, texts
         self.figures = figures
         self.progress = progress
         self.index_lines = ExternalSort(workdir)
@@ -282,7 +319,8 @@ class _Copier:
                 original = self._original_of(loc)
                 if original is None:
                     continue
-            if self._copy(warc, loc, page_mime=original.fields.get("mime") if original else None):
+            page = (original.fields.get("mime"), original.fields.get("status")) if original else None
+            if self._copy(warc, loc, page):
                 self.copied_keys.write(loc.sort_key + b"\n")
                 if original is not None:
                     self.originals.add(original.encode())
@@ -311,14 +349,16 @@ class _Copier:
                 current = next(copied, None)
             if current == loc.sort_key:
                 continue
-            if self._copy(warc, loc, page_mime=None, original=True):
+            if self._copy(warc, loc, None, original=True):
                 self.figures["originals_added"] += 1
         self.copied_keys.close()
         self.pages.close()
         self.originals.close()
         self._report(final=True)
 
-    def _copy(self, warc, loc: Located, page_mime: str | None, original: bool = False) -> bool:
+    def _copy(self, warc, loc: Located, page: tuple | None, original: bool = False) -> bool:
+        """Copy one record; ``page``: a revisit's original's (MIME type, status), which say whether
+        the revisit is a page."""
         why = check_record_at(self.reader.path(loc.filename), loc.offset, loc.length)
         if why:
             self.figures["damaged_skipped"] += 1
@@ -334,8 +374,11 @@ class _Copier:
         figures["bytes_copied"] += len(member)
         is_revisit = fields.get("mime") == "warc/revisit"
         figures["revisits" if is_revisit else "responses"] += 0 if original else 1
-        mime = page_mime if is_revisit else fields.get("mime")
-        if not original and mime in HTML and str(fields.get("status", "")).startswith("2"):
+        mime, status = (page or (None, None)) if is_revisit else (fields.get("mime"), fields.get("status"))
+        own = str(fields.get("status", ""))
+        if is_revisit and own[:1].isdigit() and own != "304":  # an identical-payload revisit's own answer
+            status = own
+        if not original and mime in HTML and str(status or "").startswith("2"):
             self._page(loc)
         self._report()
         return True
@@ -344,6 +387,11 @@ class _Copier:
         url, ts = loc.fields.get("url", ""), loc.fields["timestamp"]
         iso = f"{ts[:4]}-{ts[4:6]}-{ts[6:8]}T{ts[8:10]}:{ts[10:12]}:{ts[12:14]}Z"
         page = {"id": hashlib.sha1(f"{ts} {url}".encode()).hexdigest()[:24], "url": url, "ts": iso}
+        found = self.texts.get(url, loc.fields.get("digest"))
+        if found is not None:
+            title, text = found
+            page.update({"title": title} if title else {})
+            page.update({"text": text} if text else {})
         self.pages.write(json.dumps(page, ensure_ascii=False).encode("utf-8") + b"\n")
         self.figures["pages"] += 1
 
@@ -383,27 +431,45 @@ def _flush_block(cdx: _Hashing, block: list[bytes]) -> bytes:
 
 
 def _write_pages(package: _Package, pages_path: Path) -> None:
-    with package.stream("pages/pages.jsonl", stored=False) as out:
-        out.write(json.dumps({"format": "json-pages-1.0", "id": "pages", "title": "All Pages"}).encode() + b"\n")
+    head = json.dumps({"format": "json-pages-1.0", "id": "pages", "title": "All Pages"}).encode() + b"\n"
+    with package.stream("pages/pages.jsonl", stored=False, size=len(head) + pages_path.stat().st_size) as out:
+        out.write(head)
         with open(pages_path, "rb") as src:
             while chunk := src.read(COPY_CHUNK):
                 out.write(chunk)
 
 
-def _write_datapackage(package: _Package, coll: Collection, sel: Selection, created: datetime) -> None:
+def _write_datapackage(
+    package: _Package, coll: Collection, sel: Selection, created: datetime, signer: Signer | None
+) -> None:
     stamp = created.strftime("%Y-%m-%dT%H:%M:%SZ")
-    what = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in dataclasses.asdict(sel).items() if v)
-    descriptor = {
+    chosen = {k: v for k, v in dataclasses.asdict(sel).items() if v and not (k == "level" and v == "public")}
+    what = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in chosen.items())
+    meta = read_metadata(coll)
+    source = f"Exported from the Strata collection {coll.name!r}; revisits come with their originals."
+    descriptor: dict = {
         "profile": "data-package",
         "resources": package.resources,
-        "title": f"{coll.name}" + (f" ({what})" if what else ""),
-        "description": f"Exported from the Strata collection {coll.name!r}; revisits come with their originals.",
+        "title": (meta["title"] or coll.name) + (f" ({what})" if what else ""),
+        "description": f"{meta['description']}\n\n{source}" if meta["description"] else source,
         "created": stamp,
         "modified": stamp,
         "wacz_version": WACZ_VERSION,
         "software": "Strata (strata export wacz)",
     }
+    # the collection's own description (index.collection_meta), in the Data Package's terms where
+    # it has them (contributors, keywords), and as they are named in Strata besides
+    people = [(meta["curator"], "maintainer"), (meta["organisation"], "publisher")]
+    if any(name for name, _ in people):
+        descriptor["contributors"] = [{"title": name, "role": role} for name, role in people if name]
+    if meta["subjects"]:
+        descriptor["keywords"] = list(meta["subjects"])
+    for key in ("curator", "organisation", "rights", "language"):
+        if meta[key]:
+            descriptor[key] = meta[key]
     data = json.dumps(descriptor, indent=2).encode("utf-8")
     package.add_bytes("datapackage.json", data, listed=False)
-    digest = {"path": "datapackage.json", "hash": "sha256:" + hashlib.sha256(data).hexdigest()}
+    digest: dict = {"path": "datapackage.json", "hash": "sha256:" + hashlib.sha256(data).hexdigest()}
+    if signer is not None:
+        digest["signedData"] = signer.signed_data(digest["hash"], stamp)
     package.add_bytes("datapackage-digest.json", json.dumps(digest, indent=2).encode(), listed=False)
