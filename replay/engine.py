@@ -19,7 +19,8 @@ from replay.access import CaptureBlocked
 from replay.address import Address
 from replay.asof import ACCESS_MARKER, ACCESS_PARAM, pad_as_of
 from replay.errors import CaptureDamaged, NotArchived
-from replay.headers import replay_headers
+from replay.contentrw import PAGE_KEY
+from replay.isolation import policy
 from replay.rewriter import FuzzyMatch, StrataRewriterApp
 from replay.transport import LocalClient
 from replay.warcserver import DAMAGE_MARKER, make_warcserver
@@ -57,8 +58,16 @@ class ReplayEngine:
         return rules if rules.hides_from(level) else None
 
     def replay(
-        self, environ: dict, addr: Address, template_params: dict, level: str | None = None
+        self,
+        environ: dict,
+        addr: Address,
+        template_params: dict,
+        level: str | None = None,
+        frame_ancestors: str | None = None,
+        same_origin_only: bool = False,
     ) -> tuple[str, list, Iterable[bytes]]:
+        """The response to a replay address as ``level`` sees it, with the header policy of
+        ``replay.isolation`` (``frame_ancestors``, ``same_origin_only``: the origin's)."""
         env = dict(environ)
         env.pop("HTTP_X_PYWB_ACL_USER", None)  # pywb would forward it to select access rules
         self.rewriter.prepare_env(env)  # host and static prefixes, before the collection is shifted
@@ -86,8 +95,12 @@ class ReplayEngine:
             if ACCESS_MARKER in str(exc.msg):
                 raise CaptureBlocked(addr.coll, addr.url, str(exc.msg).rsplit(" ", 1)[-1]) from None
             raise
-        headers = replay_headers(
-            response.status_headers.headers, self.config["strip_headers"], addr.mod, self.config["raw_csp"]
+        headers = policy(
+            response.status_headers.headers,
+            sandbox=not env.get(PAGE_KEY),
+            strip=self.config["strip_headers"],
+            frame_ancestors=frame_ancestors,
+            same_origin_only=same_origin_only,
         )
         if rules is not None and response.status_headers.statusline[:1] == "3":
             self._check_redirect(addr, headers, rules, level or "public", response)
