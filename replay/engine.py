@@ -18,8 +18,8 @@ from pywb.utils.wbexception import NotFoundException, UpstreamException, WbExcep
 from replay.access import CaptureBlocked
 from replay.address import Address
 from replay.asof import ACCESS_MARKER, ACCESS_PARAM, pad_as_of
-from replay.errors import CaptureDamaged, NotArchived
 from replay.contentrw import PAGE_KEY
+from replay.errors import CaptureDamaged, NotArchived
 from replay.isolation import policy
 from replay.rewriter import FuzzyMatch, StrataRewriterApp
 from replay.transport import LocalClient
