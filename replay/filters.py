@@ -6,6 +6,8 @@ from datetime import datetime
 
 from flask import Flask, request
 
+from replay import origins
+
 
 def ts(value: str | None, fmt: str = "%Y-%m-%d %H:%M:%S UTC") -> str:
     """A 14-digit (or ISO 8601) timestamp, readable."""
@@ -34,8 +36,11 @@ def size(n) -> str:
 
 def replay_url(coll: str, timestamp: str, url: str, mod: str = "") -> str:
     """``/<coll>/<ts><mod>/<url>``; a timestamp of ``*`` gives the calendar, a url ending in
-    ``*`` a prefix listing."""
-    return f"{request.script_root}/{coll}/{timestamp}{mod}/{url}"
+    ``*`` a prefix listing. On the host its address is served from (``replay.origins``): a replay
+    address on the content host, a calendar on the pages host."""
+    calendar = "*" in timestamp or timestamp.startswith("timemap")
+    base = origins.pages_base() if calendar else origins.content_base()
+    return f"{base}{request.script_root}/{coll}/{timestamp}{mod}/{url}"
 
 
 def register(app: Flask) -> None:

@@ -69,7 +69,8 @@ def _split_values(values: Iterable[str]) -> list[str]:
     "get, decode, and split")."""
     out: list[str] = []
     for value in values:
-        current, quoted, escaped = [], False, False
+        current: list[str] = []
+        quoted = escaped = False
         for ch in value:
             if escaped:
                 escaped = False
