@@ -25,9 +25,10 @@ def export_group() -> None:
     "--run", "run_id", metavar="RUN", help="Only the captures of this harvest run (strata report lists them)."
 )
 @level_option
+@click.option("--force", is_flag=True, help="Replace --out if it is an existing file (never anything else).")
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as one JSON object.")
 @root_option
-def export_wacz_command(collection, out, date_from, date_to, url_prefix, run_id, level, as_json, root) -> None:
+def export_wacz_command(collection, out, date_from, date_to, url_prefix, run_id, level, force, as_json, root) -> None:
     """Write a WACZ 1.1.1 package of COLLECTION: every revisit in it comes with its original."""
     import sys
 
@@ -42,7 +43,8 @@ def export_wacz_command(collection, out, date_from, date_to, url_prefix, run_id,
             text = f"copied {p['records']} records, {human_size(p['bytes_copied'])}"
             click.echo("\r\033[K" + text, err=True, nl=bool(p.get("final")))
 
-    figures = export_wacz(coll, out, Selection(date_from, date_to, url_prefix, run_id, level), progress=progress)
+    selection = Selection(date_from, date_to, url_prefix, run_id, level)
+    figures = export_wacz(coll, out, selection, progress=progress, replace=force)
     if as_json:
         click.echo(json.dumps(figures, ensure_ascii=False))
         return
@@ -55,6 +57,7 @@ def export_wacz_command(collection, out, date_from, date_to, url_prefix, run_id,
         ("revisits_without_original", "revisits left out: their original is not in the collection"),
         ("damaged_skipped", "damaged records left out (strata verify tells more)"),
         ("arc_skipped", "ARC records left out (a WARC cannot hold them)"),
+        ("withheld", "records left out that would name what this level may not see (run reports, redirects)"),
         (
             "refers_to_unresolved",
             "revisits whose WARC-Refers-To names no record held; pywb's match by URL and digest is included",

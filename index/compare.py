@@ -20,6 +20,7 @@ import difflib
 import re
 from collections.abc import Mapping
 
+from index.access import rules_for
 from index.collection import Collection
 from index.fulltext.text import extract, mime_group
 from index.payload import read_record
@@ -39,6 +40,7 @@ class Side:
     pid: str
     record: str  # response | revisit
     original: dict | None = None  # a revisit's original: {"url", "timestamp"}
+    original_hidden: bool = False  # the reader may not see it: never named (the payload still read)
     size: int | None = None  # payload bytes (when read)
     title: str = ""
 
@@ -51,7 +53,7 @@ class Side:
             "mime": v.mime,
             "status": v.status,
             "record": self.record,
-            "original": self.original,
+            "original": None if self.original_hidden else self.original,
             "pid": self.pid,
             "size": self.size,
             "title": self.title,
@@ -106,7 +108,11 @@ def compare(collection: Collection, url: str, ts1: str, ts2: str, viewer: Mappin
     if new.timestamp < old.timestamp:
         old, new = new, old
     left, right = _side(collection, old, versions), _side(collection, new, versions)
-    versions = read_versions(collection, url)  # where payloads are, not what is shown: unfiltered
+    shown = rules_for(collection.path).shown_to((viewer or {}).get("level") or "public")
+    for side in (left, right):
+        o = side.original
+        side.original_hidden = bool(shown and o and not shown(o["url"], o["timestamp"] or side.version.timestamp))
+    versions = read_versions(collection, url, filtered=False)  # where payloads are, not what is shown
     if old.same_payload(new):
         return Comparison(collection.name, old.url, left, right, True, "identical", relation=_relation(left, right))
     out = Comparison(collection.name, old.url, left, right, False, "other")
@@ -160,7 +166,7 @@ def _original(collection: Collection, version: Version, versions: list[Version])
 
 def _relation(left: Side, right: Side) -> str:
     def of(side: Side) -> str:
-        o = side.original
+        o = None if side.original_hidden else side.original
         if o is None:
             return f"the capture of {side.version.timestamp} is a revisit of an earlier capture with the same payload"
         if o["timestamp"] == left.version.timestamp and o["url"] == left.version.url:
@@ -181,7 +187,8 @@ def _payload_location(collection: Collection, side: Side, versions: list[Version
         return v
     candidates = [c for c in versions if not c.revisit and c.same_payload(v)]
     if side.original and side.original["url"] != v.url:
-        candidates = [c for c in read_versions(collection, side.original["url"]) if not c.revisit and c.same_payload(v)]
+        held = read_versions(collection, side.original["url"], filtered=False)
+        candidates = [c for c in held if not c.revisit and c.same_payload(v)]
     if not candidates:
         return None
     at = (side.original or {}).get("timestamp") or v.timestamp

@@ -8,6 +8,7 @@ line, headers and a body iterable, or raises a ``replay.errors`` / pywb ``WbExce
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from urllib.parse import quote, urljoin, urlsplit
@@ -27,6 +28,7 @@ from replay.warcserver import DAMAGE_MARKER, make_warcserver
 
 TEMPLATES = Path(__file__).parent / "templates" / "pywb"
 STATIC_PREFIX = "static/pywb"
+_STAMP = re.compile(r"\d{1,14}(?:[a-z]{2}_)?/")  # a replay address's timestamp and modifier
 _PRINTABLE = "".join(map(chr, range(0x21, 0x7F)))  # a Location keeps these; an IRI's others are escaped
 
 
@@ -181,7 +183,8 @@ class ReplayEngine:
 
 
 def _archived_target(location: str, coll: str) -> str | None:
-    """The archived URL a rewritten ``Location`` (``/coll/<ts><mod>/<url>``, maybe absolute) names."""
+    """The archived URL a rewritten ``Location`` names: ``/coll/<ts><mod>/<url>``, or a TimeGate's
+    ``/coll/<url>`` with no timestamp; maybe absolute."""
     path = location
     if location.startswith(("http://", "https://")):
         parts = urlsplit(location)
@@ -191,8 +194,12 @@ def _archived_target(location: str, coll: str) -> str | None:
     if at < 0:
         return None
     rest = path[at + len(marker) :]
-    stamp, _, url = rest.partition("/")
-    return url if stamp[:1].isdigit() and url else None
+    stamped = _STAMP.match(rest)
+    if stamped:
+        rest = rest[stamped.end() :]
+    if stamped or rest.lower().startswith(("http:", "https:", "//")):
+        return rest or None
+    return None
 
 
 def _parents(url: str) -> list[str]:

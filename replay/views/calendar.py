@@ -73,7 +73,20 @@ def _captures(addr: Address) -> tuple[list, list[dict]]:
         raise engine.not_archived(addr, access.level())
     with ext()["collections"].db(addr.coll) as conn:
         details = state.capture_entries_by_location(conn, [c["url"] for c in cdx_lines]) if conn is not None else {}
-    return cdx_lines, [_capture(cdx, details) for cdx in cdx_lines]
+    captures = [_capture(cdx, details) for cdx in cdx_lines]
+    shown = ext()["collections"].rules(addr.coll).shown_to(access.level())
+    if shown is not None:
+        for capture in captures:
+            _withhold_original(capture, shown)
+    return cdx_lines, captures
+
+
+def _withhold_original(capture: dict, shown) -> None:
+    """A revisit's original is named (URL, file, offset) only when the reader may see it."""
+    original = capture["original"]
+    if original and not shown(original.get("url") or "", original.get("timestamp") or capture["timestamp"]):
+        capture["original"] = None
+        capture["entry"] = {**capture["entry"], "original": None}
 
 
 def _capture(cdx, details: dict) -> dict:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from flask import Blueprint, render_template
 
+from index.access import RulesUnreadable
 from index.access_counts import VisibleCounts
 from replay import access
 from replay.context import ext
@@ -17,8 +18,13 @@ def index():
     collections = ext()["collections"]
     rows = []
     for name in collections.names():
+        try:
+            rules = collections.rules(name)
+        except RulesUnreadable:  # that collection fails closed; the others are listed
+            rows.append({"name": name, "summary": None, "seeds": [], "unavailable": True})
+            continue
         with collections.db(name) as conn:
-            counts = VisibleCounts(conn, collections.rules(name), access.level()) if conn is not None else None
+            counts = VisibleCounts(conn, rules, access.level()) if conn is not None else None
             info = counts.summary() if counts is not None else None
             seeds = counts.seeds() if counts is not None else []
         rows.append({"name": name, "summary": info, "seeds": seeds})
