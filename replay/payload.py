@@ -36,6 +36,13 @@ log = logging.getLogger(__name__)
 RATIO = 32  # decoded bytes a stored byte may stand for (HTML and JSON inflate 5 to 20 times)
 MIN_DECODED = 16 * 1024 * 1024  # small payloads may inflate this far whatever their ratio
 _PEEK = 512
+YIELD_EVERY = 256 * 1024
+
+
+def _let_others_run() -> None:
+    import gevent  # replay runs on gevent's server (replay.server); elsewhere this returns at once
+
+    gevent.sleep(0)
 
 
 class Overexpanded(Exception):
@@ -49,13 +56,19 @@ def stored_length(record) -> int | None:
 
 
 class _CappedReader:
-    """A decoded stream that raises ``Overexpanded`` past ``cap`` bytes."""
+    """A decoded stream that raises ``Overexpanded`` past ``cap`` bytes, and lets the server's other
+    requests run every ``YIELD_EVERY`` bytes: a local client reads as fast as the page is rewritten,
+    so the socket never blocks and nothing else would run until the whole body was sent."""
 
     def __init__(self, stream, cap: int, url: str):
         self.stream, self.cap, self.url, self.given = stream, cap, url, 0
+        self.next_yield = YIELD_EVERY
 
     def _count(self, data: bytes) -> bytes:
         self.given += len(data)
+        if self.given >= self.next_yield:
+            self.next_yield = self.given + YIELD_EVERY
+            _let_others_run()
         if self.given > self.cap:
             log.warning("replay of %s cut off: it decodes to more than %d bytes", self.url, self.cap)
             raise Overexpanded(f"{self.url} decodes to more than {self.cap} bytes")
