@@ -15,7 +15,10 @@ holds decides what an archived page can reach. As pywb's deployment guidance and
 
 With a content host, a replay address asked of the pages host is redirected there, and anything but
 a replay address asked of the content host is redirected back; links are made absolute by
-``replay.filters.replay_url``. The reading-room and restricted hosts answer with
+``replay.filters.replay_url``. A walled host (reading room, restricted) replays only the captures
+the public may not see: a public one asked of it is redirected to the content host, so a public
+page's scripts never run on the origin where reading-room or staff-only captures can be read.
+The reading-room and restricted hosts answer with
 ``frame-ancestors 'self'`` and ``Cross-Origin-Resource-Policy: same-origin``: no page of another
 origin (the public one included, which is same-site with them) may frame or embed their captures,
 and their grant (a client range, a host-only cookie) is theirs alone.
@@ -31,6 +34,7 @@ Every host refuses a request that fetches a service worker's script (``replay.is
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from urllib.parse import urlsplit
 
 from flask import Flask, g, redirect, request
@@ -90,8 +94,11 @@ def kind() -> str:
     return g.get("origin_kind") or PAGES
 
 
-def replay_elsewhere(addr: Address) -> str | None:
-    """Where a replay address asked of this host belongs, when that is another host."""
+def replay_elsewhere(addr: Address, public: Callable[[], bool]) -> str | None:
+    """Where a replay address asked of this host belongs, when that is another host. ``public()``:
+    whether anyone may see the capture it names; such a capture asked of a walled host (reading
+    room, restricted) is sent to the content host, so that no public page's script ever runs on the
+    origin that serves what the public may not see."""
     origins: Origins = request.environ["strata.origins"]
     here = kind()
     target = None
@@ -99,6 +106,8 @@ def replay_elsewhere(addr: Address) -> str | None:
         target = origins.content_url
     elif here == CONTENT and addr.kind == "calendar" and origins.pages_url:
         target = origins.pages_url
+    elif here in (READING_ROOM, RESTRICTED) and origins.content_url and addr.kind == "replay" and addr.timestamp:
+        target = origins.content_url if public() else None
     if target is None:
         return None
     raw = request.environ.get("REQUEST_URI") or request.full_path

@@ -28,7 +28,7 @@ METHODS = ["GET", "HEAD", "POST"]
 def replay(coll: str, rest: str):
     collection = ext()["collections"].require(coll)
     addr = parse_address(coll, raw_rest(f"/{coll}/"))
-    elsewhere = origins.replay_elsewhere(addr)
+    elsewhere = origins.replay_elsewhere(addr, lambda: _public(addr))
     if elsewhere:  # archived content on its own host, Strata's pages on theirs (replay.origins)
         return redirect(elsewhere, code=302)
     if addr.kind == "calendar":
@@ -49,6 +49,11 @@ def replay(coll: str, rest: str):
     if not any(k.lower() == "content-type" for k, _ in headers):
         del response.headers["Content-Type"]  # werkzeug adds a default; the archive had none
     return response
+
+
+def _public(addr: Address) -> bool:
+    """Whether anyone may see the capture ``addr`` names (as of its timestamp)."""
+    return access.rules(addr.coll).visible(addr.url, pad_as_of(addr.timestamp), "public")
 
 
 def _links(addr: Address, collection) -> dict:
