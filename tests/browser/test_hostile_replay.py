@@ -13,18 +13,14 @@ and staff-only words were never read, and the console and Strata's pages work as
 
 from __future__ import annotations
 
-import subprocess
-import time
-
-import httpx
 import pytest
 
 from demo.site_server import SiteServer
 from index.access import AccessRules, Rule
-from tests.conftest import VENV_BIN, free_port, harvest
+from tests.conftest import free_port, harvest
 from tests.support.attack_site import MODS, PAGES, SECRET_ROOM, SECRET_STAFF, AttackSite, Collector
 from tests.support.chromium import launched
-from tests.support.processes import stop_process
+from tests.support.replay_fixtures import StrataServer
 from tests.support.staff_helpers import PASSWORD, USER, add_user
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -45,44 +41,16 @@ def deployment(root, tmp_path):
         rules.add(Rule.new(server.base_url + "/room/", "allow", "reading-room", reason="legal deposit", by="t"))
         rules.add(Rule.new(server.base_url + "/staff/", "exclude", "staff", reason="staff only", by="t"))
         add_user(root)
-        log = open(tmp_path / "serve.log", "wb")  # noqa: SIM115 (closed below)
-        proc = subprocess.Popen(
-            [
-                str(VENV_BIN / "strata"),
-                "serve",
-                "--root",
-                str(root),
-                "--port",
-                str(port),
-                "--archive-url",
-                f"http://{hosts['archive']}",
-                "--content-host",
-                NAMES["content"],
-                "--reading-room",
-                "127.0.0.0/8",
-                "--reading-room-host",
-                NAMES["room"],
-                "--staff-host",
-                NAMES["staff"],
-                "--restricted-host",
-                NAMES["restricted"],
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=log,
+        flags = (
+            *("--archive-url", f"http://{hosts['archive']}", "--content-host", NAMES["content"]),
+            *("--reading-room", "127.0.0.0/8", "--reading-room-host", NAMES["room"]),
+            *("--staff-host", NAMES["staff"], "--restricted-host", NAMES["restricted"]),
         )
+        strata = StrataServer(root, tmp_path / "serve.log", flags, port=port)
         try:
-            deadline = time.monotonic() + 30
-            while True:
-                try:
-                    httpx.get(f"http://127.0.0.1:{port}/login", headers={"Host": hosts["staff"]}, timeout=1)
-                    break
-                except httpx.HTTPError:
-                    assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "serve.log").read_text()
-                    time.sleep(0.2)
             yield {"hosts": hosts, "site": server.base_url, "snapshot": summary["snapshot"], "collector": collector}
         finally:
-            stop_process(proc)
-            log.close()
+            strata.stop()
 
 
 def _registrations(page) -> int:

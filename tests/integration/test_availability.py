@@ -6,16 +6,14 @@ these bounds hold on a loaded two-core machine with room to spare."""
 from __future__ import annotations
 
 import statistics
-import subprocess
 import threading
 import time
 
 import httpx
 import pytest
 
-from tests.conftest import VENV_BIN, free_port
 from tests.integration.test_replay_isolation import SITE, hostile_root  # noqa: F401 (the collection, a fixture)
-from tests.support.processes import stop_process
+from tests.support.replay_fixtures import StrataServer
 from tests.support.staff_helpers import add_user, csrf_from
 
 pytestmark = pytest.mark.slow
@@ -26,34 +24,10 @@ CATASTROPHIC = "~urlkey:^.{1}([^!]+)+!"  # Python's re: 2**n steps for a key of 
 @pytest.fixture(scope="module")
 def server(hostile_root, tmp_path_factory):  # noqa: F811 (the fixture above)
     add_user(hostile_root)
-    port = free_port()
-    log = open(tmp_path_factory.mktemp("serve") / "serve.log", "wb")  # noqa: SIM115 (closed below)
-    proc = subprocess.Popen(
-        [
-            str(VENV_BIN / "strata"),
-            "serve",
-            "--root",
-            str(hostile_root),
-            "--port",
-            str(port),
-            "--staff-host",
-            "staff.localhost",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=log,
-    )
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            httpx.get(base + "/", timeout=1.0)
-            break
-        except httpx.HTTPError:
-            assert proc.poll() is None and time.monotonic() < deadline, "strata serve did not start"
-            time.sleep(0.2)
-    yield base
-    stop_process(proc)
-    log.close()
+    log = tmp_path_factory.mktemp("serve") / "serve.log"
+    strata = StrataServer(hostile_root, log, ("--staff-host", "staff.localhost"))
+    yield strata.base_url
+    strata.stop()
 
 
 def _steady(base: str, stop: threading.Event, out: list[float]) -> None:

@@ -8,11 +8,11 @@ import signal
 import subprocess
 import time
 
-import httpx
 import pytest
 
-from tests.conftest import VENV_BIN, free_port
+from tests.conftest import VENV_BIN
 from tests.support.processes import stop_process
+from tests.support.replay_fixtures import StrataServer
 
 STRATA = str(VENV_BIN / "strata")
 
@@ -33,41 +33,27 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def _serve(root, log):
-    port = free_port()
-    proc = subprocess.Popen(
-        [STRATA, "serve", "--root", str(root), "--port", str(port), "--with-worker"],
-        stdout=subprocess.DEVNULL,
-        stderr=log,
-    )
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            httpx.get(f"http://127.0.0.1:{port}/", timeout=1.0)
-            return proc
-        except httpx.HTTPError:
-            time.sleep(0.2)
-    stop_process(proc)
-    raise RuntimeError("strata serve did not start")
+def _serve(root, log) -> StrataServer:
+    return StrataServer(root, log, ("--with-worker",))
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="reads /proc (Linux)")
 def test_a_killed_server_takes_its_worker_with_it_and_the_next_one_says_when_it_has_none(root, tmp_path):
-    log = open(tmp_path / "serve.log", "wb")  # noqa: SIM115 (closed below)
-    first = _serve(root, log)
+    log = tmp_path / "serve.log"
+    first = _serve(root, tmp_path / "first.log")
     try:
         deadline = time.monotonic() + 20
-        while not _children(first.pid) and time.monotonic() < deadline:
+        while not _children(first.proc.pid) and time.monotonic() < deadline:
             time.sleep(0.1)
-        (worker,) = _children(first.pid)
-        first.send_signal(signal.SIGKILL)
-        first.wait(10)
+        (worker,) = _children(first.proc.pid)
+        first.proc.send_signal(signal.SIGKILL)
+        first.proc.wait(10)
         deadline = time.monotonic() + 30
         while _alive(worker) and time.monotonic() < deadline:
             time.sleep(0.2)
         assert not _alive(worker), "the worker outlived its server (an orphan holding its label)"
     finally:
-        stop_process(first)
+        first.stop()
     # a worker that holds the label already: the next server's own worker cannot start; it says so
     holder = subprocess.Popen(
         [STRATA, "worker", "--root", str(root)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
@@ -77,11 +63,10 @@ def test_a_killed_server_takes_its_worker_with_it_and_the_next_one_says_when_it_
         second = _serve(root, log)
         try:
             deadline = time.monotonic() + 30
-            while time.monotonic() < deadline and b"its worker stopped" not in (tmp_path / "serve.log").read_bytes():
+            while time.monotonic() < deadline and b"its worker stopped" not in log.read_bytes():
                 time.sleep(0.2)
-            assert b"its worker stopped" in (tmp_path / "serve.log").read_bytes()
+            assert b"its worker stopped" in log.read_bytes()
         finally:
-            stop_process(second)
+            second.stop()
     finally:
         stop_process(holder)
-        log.close()
