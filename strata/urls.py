@@ -169,8 +169,8 @@ def _plain_absolute(url: str) -> bool:
 
 def local_path(target: str | None) -> str | None:
     """``target`` when a browser would take it as a path on the same host (a ``next=`` after a login),
-    else None. A browser drops tabs and newlines from a URL and reads ``\\`` as ``/``, so
-    ``/\t/evil.test/x`` is ``//evil.test/x`` to it, another host: any control character, space or
+    else None. A browser drops tabs and newlines from a URL and reads a backslash as ``/``, so
+    ``/<tab>/evil.test/x`` is ``//evil.test/x`` to it, another host: any control character, space or
     backslash is refused, and what is left must be a path that does not start with ``//``."""
     if not target or any(ch <= " " or ch in "\\\x7f" for ch in target):
         return None

@@ -24,7 +24,7 @@ bp = Blueprint("auth", __name__)
 
 def safe_next(target: str | None) -> str:
     """Only a path on this site: never ``//other.host``, ``https://...`` or what a browser reads so
-    (``/\t/other.host``: ``strata.urls.local_path``), so the login is no open redirect."""
+    (``/<tab>/other.host``: ``strata.urls.local_path``), so the login is no open redirect."""
     return local_path(target) or url_for("jobs.index")
 
 

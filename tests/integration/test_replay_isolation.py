@@ -11,6 +11,7 @@ headers) are imported when ``/work/shared``'s copy is there."""
 from __future__ import annotations
 
 import io
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -171,3 +172,23 @@ def test_over_a_socket_an_expanding_page_is_cut_off(hostile_root, tmp_path):
         assert httpx.get(f"{server.base_url}/h/2024id_/{SITE}/page.html").status_code == 200  # still serving
     finally:
         server.stop()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not FIELD.is_dir(), reason="the field WARCs are not on this machine")
+def test_every_capture_of_archivewebpage_is_sent_with_the_length_it_has(client, hostile_root):
+    # 94 of these 464 answers announced fewer bytes than they sent (6,831 for 37,683, 71,383 for 935,294)
+    index = (hostile_root / "pywacz-example-iana" / "indexes" / "index.cdxj").read_text().splitlines()
+    checked = 0
+    for line in index:
+        _, timestamp, fields = line.split(" ", 2)
+        url = json.loads(fields)["url"]
+        for mod in ("id_", "", "js_", "cs_"):
+            for accept in ("gzip, br", "identity"):
+                response = client.get(
+                    f"/pywacz-example-iana/{timestamp}{mod}/{url}", headers={"Accept-Encoding": accept}
+                )
+                if "Content-Length" in response.headers:
+                    assert int(response.headers["Content-Length"]) == len(response.data), (mod, accept, url)
+                checked += 1
+    assert checked > 400
