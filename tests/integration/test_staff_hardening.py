@@ -4,8 +4,16 @@ shadow from a sibling host, and no Secure or ``__Host-`` cookie behind a TLS-ter
 
 from __future__ import annotations
 
+import subprocess
+import time
+
+import httpx
+import trustme
+
 from replay.forwarded import TrustedProxyScheme
 from replay.staff import create_staff_app, logins
+from tests.conftest import VENV_BIN, free_port
+from tests.support.processes import stop_process
 from tests.support.staff_helpers import PASSWORD, STAFF_HOST, USER, csrf_from, make_client
 
 
@@ -74,3 +82,37 @@ def test_behind_a_trusted_proxy_saying_https_cookies_are_secure_and_hsts_is_sent
     )
     assert "Strict-Transport-Security" not in other.headers
     assert all(not c.startswith("__Host-") for c in other.headers.getlist("Set-Cookie"))
+
+
+def test_strata_serve_over_tls_gives_secure_host_cookies_and_hsts(staff_root, tmp_path):
+    ca = trustme.CA()
+    cert = ca.issue_cert("staff.localhost", "127.0.0.1")
+    cert.private_key_and_cert_chain_pem.write_to_path(str(tmp_path / "server.pem"))
+    ca.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
+    port = free_port()
+    flags = ["--tls-cert", str(tmp_path / "server.pem"), "--tls-key", str(tmp_path / "server.pem")]
+    flags += ["--staff-host", STAFF_HOST, "--hsts", "600"]
+    proc = subprocess.Popen(
+        [str(VENV_BIN / "strata"), "serve", "--root", str(staff_root), "--port", str(port), *flags],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        with httpx.Client(verify=str(tmp_path / "ca.pem"), headers={"Host": f"{STAFF_HOST}:{port}"}) as client:
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    page = client.get(f"https://127.0.0.1:{port}/login")
+                    break
+                except httpx.HTTPError:
+                    assert proc.poll() is None and time.monotonic() < deadline, "strata serve did not start"
+                    time.sleep(0.2)
+            assert page.headers["Strict-Transport-Security"] == "max-age=600"
+            login = client.post(
+                f"https://127.0.0.1:{port}/login",
+                data={"name": USER, "password": PASSWORD, "csrf_token": csrf_from(page.text)},
+            )
+            cookie = next(c for c in login.headers.get_list("Set-Cookie") if c.startswith("__Host-strata_staff="))
+            assert "Secure" in cookie and "HttpOnly" in cookie
+    finally:
+        stop_process(proc)
