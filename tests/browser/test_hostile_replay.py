@@ -16,7 +16,7 @@ from __future__ import annotations
 import pytest
 
 from demo.site_server import SiteServer
-from index.access import AccessRules, Rule
+from index.access.rules import AccessRules, Rule
 from tests.conftest import free_port, harvest
 from tests.support.attack_site import MODS, PAGES, SECRET_ROOM, SECRET_STAFF, AttackSite, Collector
 from tests.support.chromium import launched

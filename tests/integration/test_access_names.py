@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from index.access import AccessRules, Rule
+from index.access.rules import AccessRules, Rule
 from tests.conftest import VENV_BIN
 from tests.support.warc_makers import Cap, write_warc
 

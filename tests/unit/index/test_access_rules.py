@@ -1,4 +1,4 @@
-"""index.access: prefixes as URLs, most specific wins, levels, embargo dates, pywb's own lines, and the
+"""index.access.rules: prefixes as URLs, most specific wins, levels, embargo dates, pywb's own lines, and the
 sorted lookup checked against a plain linear scan of 10,000 rules."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from index.access import (
+from index.access.rules import (
     LEVELS,
     AccessRules,
     Rule,
