@@ -87,12 +87,24 @@ def main(argv: list[str] | None = None) -> None:
     pkg = out_dir / "out.wacz"
     cases = {
         "strata export wacz (all)": (
-            [str(STRATA), "export", "wacz", "harvest", "--root", str(root), "--out", str(pkg)],
+            [str(STRATA), "export", "wacz", "harvest", "--root", str(root), "--out", str(pkg), "--force"],
             total,
         ),
         "wacz create (all)": ([str(WACZ), "create", "-o", str(pkg), *map(str, warcs)], total),
         "strata export wacz --run 2": (
-            [str(STRATA), "export", "wacz", "harvest", "--root", str(root), "--out", str(pkg), "--run", second],
+            [
+                str(STRATA),
+                "export",
+                "wacz",
+                "harvest",
+                "--root",
+                str(root),
+                "--out",
+                str(pkg),
+                "--run",
+                second,
+                "--force",
+            ],
             total2,
         ),
         "wacz create (run 2's files)": ([str(WACZ), "create", "-o", str(pkg), *map(str, run2)], total2),

@@ -32,10 +32,11 @@ def export_group() -> None:
     type=click.Path(path_type=Path),
     help="Sign the package with this key (made by strata export keygen); ReplayWeb.page shows the signature.",
 )
+@click.option("--force", is_flag=True, help="Replace --out if it is an existing file (never anything else).")
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as one JSON object.")
 @root_option
 def export_wacz_command(
-    collection, out, date_from, date_to, url_prefix, run_id, level, sign_key, as_json, root
+    collection, out, date_from, date_to, url_prefix, run_id, level, sign_key, force, as_json, root
 ) -> None:
     """Write a WACZ 1.1.1 package of COLLECTION: every revisit in it comes with its original, every
     page is listed with its title and text (pages.jsonl)."""
@@ -53,9 +54,8 @@ def export_wacz_command(
             text = f"copied {p['records']} records, {human_size(p['bytes_copied'])}"
             click.echo("\r\033[K" + text, err=True, nl=bool(p.get("final")))
 
-    figures = export_wacz(
-        coll, out, Selection(date_from, date_to, url_prefix, run_id, level), progress=progress, signer=signer
-    )
+    selection = Selection(date_from, date_to, url_prefix, run_id, level)
+    figures = export_wacz(coll, out, selection, progress=progress, signer=signer, replace=force)
     if as_json:
         click.echo(json.dumps(figures, ensure_ascii=False))
         return
@@ -68,6 +68,7 @@ def export_wacz_command(
         ("revisits_without_original", "revisits left out: their original is not in the collection"),
         ("damaged_skipped", "damaged records left out (strata verify tells more)"),
         ("arc_skipped", "ARC records left out (a WARC cannot hold them)"),
+        ("withheld", "records left out that would name what this level may not see (run reports, redirects)"),
         (
             "refers_to_unresolved",
             "revisits whose WARC-Refers-To names no record held; pywb's match by URL and digest is included",

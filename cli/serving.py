@@ -40,6 +40,28 @@ from strata.ports import check_port_free
     help="Host name of the restricted replay host for staff (needs --staff-host), e.g. restricted.localhost.",
 )
 @click.option(
+    "--content-host",
+    metavar="NAME",
+    help="Serve archived content (replay addresses) from this host name alone, e.g. content.localhost; "
+    "without it content shares the archive's origin (README: Origins).",
+)
+@click.option(
+    "--reading-room-host",
+    metavar="NAME",
+    help="Host name that gives --reading-room clients their level (needed with --reading-room).",
+)
+@click.option(
+    "--tls-cert", type=click.Path(exists=True, dir_okay=False), help="Serve HTTPS with this certificate (PEM)."
+)
+@click.option("--tls-key", type=click.Path(exists=True, dir_okay=False), help="The certificate's private key (PEM).")
+@click.option(
+    "--hsts",
+    "hsts_seconds",
+    type=click.IntRange(0, 2 * 365 * 24 * 3600),
+    default=0,
+    help="Send Strict-Transport-Security with this max-age on HTTPS answers (0: none).",
+)
+@click.option(
     "--default-collection",
     metavar="NAME",
     envvar="STRATA_DEFAULT_COLLECTION",
@@ -56,11 +78,23 @@ def serve(
     reading_room,
     trusted_proxies,
     restricted_host,
+    content_host,
+    reading_room_host,
+    tls_cert,
+    tls_key,
+    hsts_seconds,
     default_collection,
     allow_networks,
     root,
 ) -> None:
     """Serve the collections under --root: replay, calendars, Memento, search (production WSGI server)."""
+    if bool(tls_cert) != bool(tls_key):
+        raise click.UsageError("--tls-cert and --tls-key go together")
+    if reading_room and not reading_room_host:
+        raise click.UsageError(
+            "--reading-room needs --reading-room-host NAME: reading-room captures are served on an origin of "
+            "their own, where public archived pages cannot read them (README: Origins)"
+        )
     serve_archive(
         root,
         host,
@@ -72,6 +106,9 @@ def serve(
         access={"reading_room": list(reading_room), "trusted_proxies": list(trusted_proxies)},
         restricted_host=restricted_host,
         default_collection=default_collection,
+        origins={"content_host": content_host, "reading_room_host": reading_room_host},
+        tls=(tls_cert, tls_key) if tls_cert else None,
+        hsts_seconds=hsts_seconds,
     )
 
 
@@ -87,6 +124,9 @@ def serve_archive(
     access: dict | None = None,
     restricted_host: str | None = None,
     default_collection: str | None = None,
+    origins: dict | None = None,
+    tls: tuple[str, str] | None = None,
+    hsts_seconds: int = 0,
 ) -> None:
     """Run the application until interrupted; prints the address to open (and ``paths`` on it)."""
     from index.collection import Collection
@@ -103,24 +143,40 @@ def serve_archive(
         Collection.open(Path(root), default_collection)  # an unknown name is refused before serving
     check_port_free(host, port)  # before the app is built and the worker started
     shown = "127.0.0.1" if host in ("0.0.0.0", "", "::") else host
-    replay_config = {k: v for k, v in (access or {}).items() if v}
+    scheme = "https" if tls else "http"
+    port_part = f":{port}" if port and port != (443 if tls else 80) else ""
+    archive_url = archive_url or (f"{scheme}://{shown}{port_part}" if port else None)
+    content_host = (origins or {}).get("content_host")
+    reading_room_host = (origins or {}).get("reading_room_host")
+    _distinct_hosts(archive_url, staff_host, restricted_host, content_host, reading_room_host)
+    replay_config = _replay_config(
+        access, hsts_seconds, scheme, port_part, archive_url, content_host, reading_room_host
+    )
     if default_collection:
         replay_config["default_collection"] = default_collection
     if staff_host:
         from replay.hosts import build_site
 
-        port_part = f":{port}" if port and port != 80 else ""
         app = build_site(
             Path(root),
             staff_host,
-            archive_url=archive_url or (f"http://{shown}:{port}" if port else None),
-            replay_config={**replay_config, "staff_url": f"http://{staff_host}{port_part}"},
-            staff_config={"allow_networks": list(allow_networks)},
+            archive_url=archive_url,
+            replay_config={**replay_config, "staff_url": f"{scheme}://{staff_host}{port_part}"},
+            staff_config={
+                "allow_networks": list(allow_networks),
+                "hsts_seconds": hsts_seconds,
+                "trusted_proxies": list((access or {}).get("trusted_proxies") or ()),
+            },
             restricted_host=restricted_host,
-            restricted_url=f"http://{restricted_host}{port_part}" if restricted_host else None,
+            restricted_url=f"{scheme}://{restricted_host}{port_part}" if restricted_host else None,
         )
     else:
         app = create_app(Path(root), replay_config)
+    trusted = (access or {}).get("trusted_proxies")
+    if trusted:
+        from replay.forwarded import TrustedProxyScheme
+
+        app = TrustedProxyScheme(app, trusted)
     services = None
     if with_worker:
         from replay.hosts import start_services
@@ -128,21 +184,64 @@ def serve_archive(
         services = start_services(Path(root), allow_networks)
 
     def ready(server) -> None:
-        base = f"http://{shown}:{server.address[1]}"
+        listening = server.address[1]
+        base = f"{scheme}://{shown}:{listening}"
         click.echo(f"Serving {root} at {base}/ (Ctrl-C to stop)", err=True)
-        if staff_host:
-            click.echo(f"  staff console: http://{staff_host}:{server.address[1]}/", err=True)
-        if restricted_host:
-            click.echo(
-                f"  restricted replay (staff, from the console): http://{restricted_host}:{server.address[1]}/",
-                err=True,
-            )
+        for name, what in (
+            (content_host, "archived content"),
+            (reading_room_host, "reading room"),
+            (staff_host, "staff console"),
+            (restricted_host, "restricted replay (staff, from the console)"),
+        ):
+            if name:
+                click.echo(f"  {what}: {scheme}://{name}:{listening}/", err=True)
+        if not content_host:
+            click.echo("  archived content shares the archive's origin (one host; see README: Origins)", err=True)
         for path in paths:
             click.echo(f"  {base}{path}", err=True)
+        if services is not None:
+            from replay.hosts import watch_services
+
+            watch_services(services, lambda text: click.echo(text, err=True))
 
     try:
-        run_server(app, host, port, ready=ready)
+        run_server(app, host, port, ready=ready, tls=tls)
     finally:
         if services is not None:
             services.terminate()  # the worker stops its runs cleanly and queues them again
             services.wait(60)
+
+
+def _replay_config(
+    access: dict | None,
+    hsts_seconds: int,
+    scheme: str,
+    port_part: str,
+    archive_url: str | None,
+    content_host: str | None,
+    reading_room_host: str | None,
+) -> dict:
+    config: dict = {k: v for k, v in (access or {}).items() if v}
+    config["hsts_seconds"] = hsts_seconds
+    if content_host:
+        config.update(content_url=f"{scheme}://{content_host}{port_part}", pages_url=archive_url)
+    if reading_room_host:
+        config["reading_room_hosts"] = [reading_room_host]
+    return config
+
+
+def _distinct_hosts(archive_url: str | None, *names: str | None) -> None:
+    """Each origin its own host name: two roles on one name would share their authority."""
+    from replay.origins import bare_host, url_host
+
+    seen = [url_host(archive_url)] if archive_url else []
+    for name in names:
+        if not name:
+            continue
+        host = bare_host(name)
+        if host in seen:
+            raise ConfigError(
+                f"host name {name!r} is given two roles; the archive, content, reading-room, staff and "
+                "restricted hosts each need a name of their own"
+            )
+        seen.append(host)

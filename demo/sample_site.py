@@ -66,7 +66,8 @@ VERSION_DATES = {
 # A path is an index page if it matches an INDEX pattern, else a content page if it matches a
 # CONTENT pattern; anything else (CSS, images, PDF, robots.txt, redirects) is neither.
 INDEX_PATTERNS = (r"^/$", r"^/news/$", r"^/news/page/\d+\.html$", r"^/docs/$")
-CONTENT_PATTERNS = (r"^/news/article-\d{4}\.html$", r"^/(?!news/)(?:[\w-]+/)*[\w-]+\.html$")
+# (Patterns are matched by RE2, which has no lookaround: the news listings are index pages, met first.)
+CONTENT_PATTERNS = (r"^/news/article-\d{4}\.html$", r"^/(?:[\w-]+/)*[\w-]+\.html$")
 # Page parts that change without the page changing. NOISE_XPATHS say the same for lxml without
 # the cssselect package.
 NOISE_SELECTORS = ("footer .counter", "footer .generated")

@@ -26,6 +26,7 @@ from lxml import etree, html
 
 from harvester.links import Link, extract_links, links_and_text
 from strata.charset import decode, html_charset
+from strata.regex import compile_linear
 
 BOILERPLATE_TAGS = ("script", "style", "noscript", "template", "nav")
 _BOILERPLATE = frozenset(BOILERPLATE_TAGS)
@@ -42,7 +43,7 @@ class NoiseRules:
                 self.selectors.append(etree.XPath(selector))
             else:
                 self.selectors.append(CSSSelector(selector))
-        self.patterns = [re.compile(p) for p in patterns]
+        self.patterns = [compile_linear(p) for p in patterns]  # RE2: linear in the page's text
 
 
 def main_text(body: bytes, charset: str | None, rules: NoiseRules) -> str:

@@ -14,6 +14,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from harvester.change import NoiseRules
 from harvester.jobs.frequency import ADAPTIVE, FREQUENCIES, check_frequency
 from strata.errors import ConfigError
 from strata.settings import (
@@ -22,6 +23,7 @@ from strata.settings import (
     check_choice,
     check_duration,
     check_float,
+    check_header_value,
     check_int,
     check_regex_list,
     check_size,
@@ -29,6 +31,19 @@ from strata.settings import (
     check_str_list,
 )
 from strata.urls import normalize_url
+
+
+def _check_selectors(value: Any) -> tuple[str, ...]:
+    """CSS selectors, or XPath expressions (starting ``/`` or ``(``), each compiled now as change
+    detection will compile it (``harvester.change.NoiseRules``): a bad one is refused with the job,
+    not met halfway through a run."""
+    selectors = check_str_list(value)
+    for selector in selectors:
+        try:
+            NoiseRules((selector,))
+        except Exception as exc:  # cssselect's SelectorError, lxml's XPathSyntaxError: each its own
+            raise ValueError(f"{selector!r} is not a CSS selector or XPath expression ({exc})") from None
+    return selectors
 
 
 def _seeds(value: Any) -> tuple[str, ...]:
@@ -134,7 +149,7 @@ JOB_SETTINGS: tuple[Setting, ...] = (
     Setting(
         "user_agent",
         "Strata/0.1 (+https://example.org/strata; web archive)",
-        check_str,
+        check_header_value,
         "User-Agent header sent with every request.",
     ),
     Setting("timeout", 60.0, check_float(0.5, 3600.0), "Overall deadline for one fetch, headers and body, in seconds."),
@@ -190,7 +205,7 @@ JOB_SETTINGS: tuple[Setting, ...] = (
     Setting(
         "noise_selectors",
         (),
-        check_str_list,
+        _check_selectors,
         "CSS selectors of page parts ignored by change detection (counters, timestamps).",
     ),
     Setting("noise_patterns", (), check_regex_list, "Regexes of text ignored by change detection."),

@@ -19,11 +19,13 @@ import zlib
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
 
+from strata.regex import compile_linear
+
 
 class PageKinds:
     def __init__(self, index_patterns, content_patterns, default: str, seeds):
-        self.index = [re.compile(p) for p in index_patterns]
-        self.content = [re.compile(p) for p in content_patterns]
+        self.index = [compile_linear(p) for p in index_patterns]  # RE2: linear in the URL
+        self.content = [compile_linear(p) for p in content_patterns]
         self.default = default
         self.seeds = set(seeds)
 

@@ -34,11 +34,12 @@ links from.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from strata.public_suffix import is_ip, registrable_domain
+from strata.regex import compile_linear
 from strata.urls import normalize_url, url_host
 
 __all__ = ["HOST_MODES", "Decision", "Scope", "registrable_domain"]
@@ -144,7 +145,7 @@ def _netloc(normal: str) -> str:
     return normal.split("/", 3)[2]
 
 
-def _compile_all(patterns: Iterable[str], field: str) -> tuple[re.Pattern[str], ...]:
+def _compile_all(patterns: Iterable[str], field: str) -> tuple[Any, ...]:
     if isinstance(patterns, str):
         raise ValueError(f"{field} must be a list of regular expressions, not one string")
     compiled = []
@@ -152,7 +153,7 @@ def _compile_all(patterns: Iterable[str], field: str) -> tuple[re.Pattern[str], 
         if not isinstance(pattern, str):
             raise ValueError(f"{field} pattern {pattern!r} is not a string")
         try:
-            compiled.append(re.compile(pattern))
-        except re.error as exc:
-            raise ValueError(f"{field} pattern {pattern!r} is not a valid regular expression: {exc}") from None
+            compiled.append(compile_linear(pattern))  # RE2: linear in the URL whatever the pattern
+        except ValueError as exc:
+            raise ValueError(f"{field} pattern {exc}") from None
     return tuple(compiled)

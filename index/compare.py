@@ -21,6 +21,7 @@ import re
 from collections import Counter
 from collections.abc import Mapping
 
+from index.access.rules import rules_for
 from index.cdx.pid import capture_pid
 from index.cdx.versions import NoSuchCapture, Version, as_of, read_versions
 from index.collection import Collection
@@ -42,6 +43,7 @@ class Side:
     pid: str
     record: str  # response | revisit
     original: dict | None = None  # a revisit's original: {"url", "timestamp"}
+    original_hidden: bool = False  # the reader may not see it: never named (the payload still read)
     size: int | None = None  # payload bytes (when read)
     title: str = ""
     dimensions: tuple[int, int] | None = None  # an image's width and height in pixels (when read)
@@ -55,7 +57,7 @@ class Side:
             "mime": v.mime,
             "status": v.status,
             "record": self.record,
-            "original": self.original,
+            "original": None if self.original_hidden else self.original,
             "pid": self.pid,
             "size": self.size,
             "title": self.title,
@@ -112,19 +114,24 @@ def sides(collection: Collection, url: str, ts1: str, ts2: str, viewer: Mapping 
     old, new = _pick(collection, versions, url, ts1), _pick(collection, versions, url, ts2)
     if new.timestamp < old.timestamp:
         old, new = new, old
-    return _side(collection, old, versions), _side(collection, new, versions)
+    left, right = _side(collection, old, versions), _side(collection, new, versions)
+    shown = rules_for(collection.path).shown_to((viewer or {}).get("level") or "public")
+    for side in (left, right):
+        o = side.original
+        side.original_hidden = bool(shown and o and not shown(o["url"], o["timestamp"] or side.version.timestamp))
+    return left, right
 
 
 def payload(collection: Collection, side: Side):
     """(HTTP headers, payload bytes) of what a side shows: its own record's, or a revisit's original's."""
-    return _read(collection, side, read_versions(collection, side.version.url))
+    return _read(collection, side, read_versions(collection, side.version.url, filtered=False))
 
 
 def compare(collection: Collection, url: str, ts1: str, ts2: str, viewer: Mapping | None = None) -> Comparison:
     """``viewer``: who asks, for ``index.cdx.versions.filter_captures`` (None on the command line)."""
     left, right = sides(collection, url, ts1, ts2, viewer)
     old, new = left.version, right.version
-    versions = read_versions(collection, url)  # where payloads are, not what is shown: unfiltered
+    versions = read_versions(collection, url, filtered=False)  # where payloads are, not what is shown
     if old.same_payload(new):
         return Comparison(collection.name, old.url, left, right, True, "identical", relation=_relation(left, right))
     out = Comparison(collection.name, old.url, left, right, False, "other")
@@ -178,7 +185,7 @@ def _original(collection: Collection, version: Version, versions: list[Version])
 
 def _relation(left: Side, right: Side) -> str:
     def of(side: Side) -> str:
-        o = side.original
+        o = None if side.original_hidden else side.original
         if o is None:
             return f"the capture of {side.version.timestamp} is a revisit of an earlier capture with the same payload"
         if o["timestamp"] == left.version.timestamp and o["url"] == left.version.url:
@@ -199,7 +206,8 @@ def _payload_location(collection: Collection, side: Side, versions: list[Version
         return v
     candidates = [c for c in versions if not c.revisit and c.same_payload(v)]
     if side.original and side.original["url"] != v.url:
-        candidates = [c for c in read_versions(collection, side.original["url"]) if not c.revisit and c.same_payload(v)]
+        held = read_versions(collection, side.original["url"], filtered=False)
+        candidates = [c for c in held if not c.revisit and c.same_payload(v)]
     if not candidates:
         return None
     at = (side.original or {}).get("timestamp") or v.timestamp

@@ -4,7 +4,9 @@ A request's level is decided here, once, before any view runs (``g.access``):
 
 - on a **restricted host** (``restricted_hosts``): ``staff`` with a valid restricted-host cookie
   (``replay.access_grants``), else the request is refused with a 403 page pointing to the console;
-- anywhere else: ``reading-room`` when the client address is in a ``reading_room`` range, else
+- on the content host (``replay.origins``): ``public``, always;
+- anywhere else: ``reading-room`` when the host may grant it (a ``reading_room_hosts`` name, or any
+  pages host when none is named) and the client address is in a ``reading_room`` range, else
   ``public``. The client address is the connection's, or, only when the connection comes from a
   ``trusted_proxies`` address, the right-most ``X-Forwarded-For`` entry that is not itself a trusted
   proxy. No client header raises a level: ``X-Pywb-ACL-User`` is removed before pywb sees it, and
@@ -26,6 +28,8 @@ from index.access.rules import RuleSet
 from replay.access_grants import COOKIE, ENTRY_PATH, Grants
 from replay.context import ext
 from replay.errors import ReplayError
+from replay.origins import Origins, bare_host
+from strata.urls import local_path
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -97,11 +101,10 @@ def client_address(environ: dict, trusted: tuple[Network, ...]) -> Any:
     return peer
 
 
-def bare_host(value: str) -> str:
-    host = (value or "").strip().lower()
-    if host.startswith("["):
-        return host.split("]", 1)[0] + "]"
-    return host.rsplit(":", 1)[0].rstrip(".") if host.count(":") == 1 else host.rstrip(".")
+def grant_cookie(secure: bool) -> str:
+    """The restricted host's cookie name: ``__Host-`` over HTTPS, so that no other host of the
+    domain (an archived page's ``document.cookie = "...; domain=example.org"``) can set or shadow it."""
+    return f"__Host-{COOKIE}" if secure else COOKIE
 
 
 class AccessPolicy:
@@ -111,18 +114,22 @@ class AccessPolicy:
         self.root = root
         self.reading_room = tuple(ipaddress.ip_network(n) for n in settings["reading_room"])
         self.trusted = tuple(ipaddress.ip_network(n) for n in settings["trusted_proxies"])
-        self.restricted_hosts = frozenset(bare_host(h) for h in settings["restricted_hosts"])
+        self.origins = Origins(settings)
+        self.restricted_hosts = self.origins.restricted
         self.staff_url = settings["staff_url"]
         self.grants = Grants(root, settings["restricted_minutes"]) if self.restricted_hosts else None
 
-    def resolve(self, environ: dict, cookies: dict) -> RequestAccess:
+    def resolve(self, environ: dict, cookies) -> RequestAccess:
+        """``cookies``: werkzeug's multi-dict (a name may come more than once: each value is tried)."""
         host = bare_host(environ.get("HTTP_HOST") or environ.get("SERVER_NAME") or "")
         if host in self.restricted_hosts and self.grants is not None:
-            user = self.grants.user_for_cookie(cookies.get(COOKIE), host)
+            name = grant_cookie(environ.get("wsgi.url_scheme") == "https")
+            values = cookies.getlist(name) if hasattr(cookies, "getlist") else [cookies.get(name)]
+            user = next(filter(None, (self.grants.user_for_cookie(v, host) for v in values[:4])), None)
             return RequestAccess("staff" if user else "public", True, user)
         addr = client_address(environ, self.trusted)
-        level = "reading-room" if _in(addr, self.reading_room) else "public"
-        return RequestAccess(level, False, None, str(addr or ""))
+        room = self.origins.grants_reading_room(host) and _in(addr, self.reading_room)
+        return RequestAccess("reading-room" if room else "public", False, None, str(addr or ""))
 
 
 def level() -> str:
@@ -163,14 +170,12 @@ def _enter(policy: AccessPolicy):
     if value is None:
         page = render_template("errors/restricted_host.html", staff_url=policy.staff_url, status=403)
         return page, 403, {"Cache-Control": "no-store"}
-    target = request.args.get("next", "/")
-    if not target.startswith("/") or target.startswith(("//", "/\\")) or any(c in target for c in "\r\n"):
-        target = "/"
+    target = local_path(request.args.get("next")) or "/"
     # A page of this host sends the browser on: the navigation is then the restricted host's own,
     # so its SameSite=Strict cookie goes with it even when the console is another site.
     response = make_response(render_template("errors/restricted_enter.html", target=target, status=200))
     response.set_cookie(
-        COOKIE,
+        grant_cookie(request.is_secure),
         value,
         max_age=policy.grants.minutes * 60,
         path="/",

@@ -40,7 +40,7 @@ def create_app(root: Path, config: dict | None = None) -> Flask:
         "cdx": CdxApi(Path(root), settings["cdx_limit"], settings["cdx_time_limit"]),
     }
 
-    from replay import access, filters
+    from replay import access, filters, origins
     from replay.views import (
         capture_api,
         cdx,
@@ -57,7 +57,9 @@ def create_app(root: Path, config: dict | None = None) -> Flask:
         sitemap,
     )
 
-    access.register(app, access.AccessPolicy(Path(root), settings))
+    policy = access.AccessPolicy(Path(root), settings)
+    origins.register(app, policy.origins, settings["hsts_seconds"])
+    access.register(app, policy)
     filters.register(app)
     errors.register(app)
     app.register_blueprint(home.bp)

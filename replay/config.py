@@ -31,6 +31,14 @@ def _names(value: Any) -> tuple[str, ...]:
     return tuple(v.strip() for v in value)
 
 
+def _optional_url(value: Any) -> str | None:
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str) or not value.startswith(("http://", "https://")) or "/" in value.split("://", 1)[1]:
+        raise ValueError("expected an http(s) origin such as https://content.example.org, with no path")
+    return value
+
+
 def _optional_str(value: Any) -> str | None:
     if value is not None and not isinstance(value, str):
         raise ValueError("expected a string, or None to leave it out")
@@ -50,15 +58,12 @@ REPLAY_SETTINGS: tuple[Setting, ...] = (
             "Proxy-Authenticate",
             "Set-Cookie",
             "Set-Cookie2",
+            "Service-Worker-Allowed",
+            "Strict-Transport-Security",
         ),
         _names,
-        "Archived response headers never sent to readers: they act beyond the page.",
-    ),
-    Setting(
-        "raw_csp",
-        "sandbox; default-src 'self' data: blob: 'unsafe-inline'",
-        _optional_str,
-        "Content-Security-Policy added to id_ (raw) responses of active types (HTML, SVG, XML).",
+        "Response headers never sent with a replayed capture, however they came (archived ones not on "
+        "replay.headers.PASSED are renamed X-Archive-Orig-* anyway); replay.isolation always strips some.",
     ),
     Setting("nearby_limit", 20, check_int(0, 1000), "How many nearby archived URLs a 'not archived' page lists."),
     Setting("calendar_limit", 1000, check_int(0, 1000), "How many captures the calendar page of a URL lists at most."),
@@ -79,6 +84,33 @@ REPLAY_SETTINGS: tuple[Setting, ...] = (
         (),
         _host_names,
         "Host names of the restricted replay host (staff, with a cookie the console issues); empty: none.",
+    ),
+    Setting(
+        "content_url",
+        None,
+        _optional_url,
+        "Origin of the host that serves archived content alone (replay addresses), e.g. "
+        "https://content.example.org; None: the pages' own host (single host, replay.origins).",
+    ),
+    Setting(
+        "pages_url",
+        None,
+        _optional_url,
+        "Origin of the archive's own pages (home, search, calendars), where the content host sends "
+        "everything that is not a replay address.",
+    ),
+    Setting(
+        "reading_room_hosts",
+        (),
+        _host_names,
+        "Host names that give reading-room clients their level; empty: any host but the content and "
+        "restricted ones (single host: reading-room captures then share the public pages' origin).",
+    ),
+    Setting(
+        "hsts_seconds",
+        0,
+        check_int(0, 2 * 365 * 24 * 3600),
+        "Strict-Transport-Security max-age sent with answers over HTTPS (0: none).",
     ),
     Setting("restricted_minutes", 15, check_int(1, 24 * 60), "How long a restricted-host cookie lasts, in minutes."),
     Setting(

@@ -8,6 +8,7 @@ line, headers and a body iterable, or raises a ``replay.errors`` / pywb ``WbExce
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from urllib.parse import quote, urljoin, urlsplit
@@ -18,14 +19,16 @@ from pywb.utils.wbexception import NotFoundException, UpstreamException, WbExcep
 from replay.access import CaptureBlocked
 from replay.address import Address
 from replay.asof import ACCESS_MARKER, ACCESS_PARAM, pad_as_of
+from replay.contentrw import PAGE_KEY
 from replay.errors import CaptureDamaged, NotArchived
-from replay.headers import replay_headers
+from replay.isolation import policy
 from replay.rewriter import FuzzyMatch, StrataRewriterApp
 from replay.transport import LocalClient
 from replay.warcserver import DAMAGE_MARKER, make_warcserver
 
 TEMPLATES = Path(__file__).parent / "templates" / "pywb"
 STATIC_PREFIX = "static/pywb"
+_STAMP = re.compile(r"\d{1,14}(?:[a-z]{2}_)?/")  # a replay address's timestamp and modifier
 _PRINTABLE = "".join(map(chr, range(0x21, 0x7F)))  # a Location keeps these; an IRI's others are escaped
 
 
@@ -57,8 +60,16 @@ class ReplayEngine:
         return rules if rules.hides_from(level) else None
 
     def replay(
-        self, environ: dict, addr: Address, template_params: dict, level: str | None = None
+        self,
+        environ: dict,
+        addr: Address,
+        template_params: dict,
+        level: str | None = None,
+        frame_ancestors: str | None = None,
+        same_origin_only: bool = False,
     ) -> tuple[str, list, Iterable[bytes]]:
+        """The response to a replay address as ``level`` sees it, with the header policy of
+        ``replay.isolation`` (``frame_ancestors``, ``same_origin_only``: the origin's)."""
         env = dict(environ)
         env.pop("HTTP_X_PYWB_ACL_USER", None)  # pywb would forward it to select access rules
         self.rewriter.prepare_env(env)  # host and static prefixes, before the collection is shifted
@@ -86,8 +97,12 @@ class ReplayEngine:
             if ACCESS_MARKER in str(exc.msg):
                 raise CaptureBlocked(addr.coll, addr.url, str(exc.msg).rsplit(" ", 1)[-1]) from None
             raise
-        headers = replay_headers(
-            response.status_headers.headers, self.config["strip_headers"], addr.mod, self.config["raw_csp"]
+        headers = policy(
+            response.status_headers.headers,
+            sandbox=not env.get(PAGE_KEY),
+            strip=self.config["strip_headers"],
+            frame_ancestors=frame_ancestors,
+            same_origin_only=same_origin_only,
         )
         if rules is not None and response.status_headers.statusline[:1] == "3":
             self._check_redirect(addr, headers, rules, level or "public", response)
@@ -168,7 +183,8 @@ class ReplayEngine:
 
 
 def _archived_target(location: str, coll: str) -> str | None:
-    """The archived URL a rewritten ``Location`` (``/coll/<ts><mod>/<url>``, maybe absolute) names."""
+    """The archived URL a rewritten ``Location`` names: ``/coll/<ts><mod>/<url>``, or a TimeGate's
+    ``/coll/<url>`` with no timestamp; maybe absolute."""
     path = location
     if location.startswith(("http://", "https://")):
         parts = urlsplit(location)
@@ -178,8 +194,12 @@ def _archived_target(location: str, coll: str) -> str | None:
     if at < 0:
         return None
     rest = path[at + len(marker) :]
-    stamp, _, url = rest.partition("/")
-    return url if stamp[:1].isdigit() and url else None
+    stamped = _STAMP.match(rest)
+    if stamped:
+        rest = rest[stamped.end() :]
+    if stamped or rest.lower().startswith(("http:", "https:", "//")):
+        return rest or None
+    return None
 
 
 def _parents(url: str) -> list[str]:

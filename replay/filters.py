@@ -6,6 +6,8 @@ from datetime import datetime
 
 from flask import Flask, request
 
+from replay import origins
+
 _FAST = {  # the formats pages use most, from a 14-digit timestamp by slicing (strptime is 15 us a call)
     "%Y-%m-%d %H:%M:%S UTC": lambda v: f"{v[:4]}-{v[4:6]}-{v[6:8]} {v[8:10]}:{v[10:12]}:{v[12:14]} UTC",
     "%Y-%m-%d": lambda v: f"{v[:4]}-{v[4:6]}-{v[6:8]}",
@@ -43,8 +45,11 @@ def size(n) -> str:
 
 def replay_url(coll: str, timestamp: str, url: str, mod: str = "") -> str:
     """``/<coll>/<ts><mod>/<url>``; a timestamp of ``*`` gives the calendar, a url ending in
-    ``*`` a prefix listing."""
-    return f"{request.script_root}/{coll}/{timestamp}{mod}/{url}"
+    ``*`` a prefix listing. On the host its address is served from (``replay.origins``): a replay
+    address on the content host, a calendar on the pages host."""
+    calendar = "*" in timestamp or timestamp.startswith("timemap")
+    base = origins.pages_base() if calendar else origins.content_base()
+    return f"{base}{request.script_root}/{coll}/{timestamp}{mod}/{url}"
 
 
 def register(app: Flask) -> None:

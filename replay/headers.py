@@ -1,32 +1,54 @@
-"""Response headers of replayed resources: what archived headers may not do on the replay origin.
+"""Archived response headers on replay: which pass as they were, which are renamed.
 
-pywb renames most archived headers (``X-Archive-Orig-Date``...) but passes some through as they
-were, and any header it does not know: ``Refresh`` can send the reader to the live web,
-``Clear-Site-Data`` wipes the origin's storage, ``NEL``/``Report-To`` make the browser report to
-the archived site, ``WWW-Authenticate`` opens a login dialog on the archive's origin, and an
-archived ``Set-Cookie`` (pywb rewrites cookies only for live and record collections) sets a
-cookie on the replay origin. Those are dropped (the ``strip_headers`` setting).
+pywb's header rewriter renames most archived headers (``X-Archive-Orig-Date``...) but passes some as
+they were, in every mode (``Link``, ``WWW-Authenticate``, ``Proxy-Authenticate``), some in raw modes
+(``Access-Control-Allow-Origin``: any origin could then read a restricted capture), and every header
+it does not know (``Service-Worker-Allowed``, ``Clear-Site-Data``, ``Refresh``, ``NEL``...). For
+``sw_`` it adds a ``Service-Worker-Allowed`` of its own.
 
-``id_`` responses are the archived bytes with no rewriting, so pywb adds no Content-Security-
-Policy to them; an archived page opened that way would run its scripts on the replay origin and
-load from the live web. Strata adds a sandboxing policy (``raw_csp``) to active content types.
+``ArchivedHeaderRewriter`` turns that around: an archived header passes under its own name only if
+it is in ``PASSED`` (what describes the bytes and their place: type, length, encoding, range,
+language, disposition, and the rewritten ``Location``); every other one is renamed
+``X-Archive-Orig-<name>``, where a browser ignores it, and cookies are dropped. ``replay.isolation``
+then sets the policy headers of the response.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from pywb.rewrite.header_rewriter import DefaultHeaderRewriter
 
-ACTIVE_TYPES = ("text/html", "application/xhtml", "image/svg", "text/xml", "application/xml", "text/xsl")
+# Archived headers a reader's browser gets under their own names (pywb's rules decide how).
+PASSED = frozenset(
+    {
+        "accept-ranges",
+        "content-base",
+        "content-disposition",
+        "content-encoding",
+        "content-language",
+        "content-length",
+        "content-location",
+        "content-range",
+        "content-type",
+        "location",
+        "transfer-encoding",
+    }
+)
+DROPPED = frozenset({"set-cookie", "set-cookie2"})
 
 
-def replay_headers(
-    headers: Iterable[tuple[str, str]], strip: Iterable[str], mod: str, raw_csp: str | None
-) -> list[tuple[str, str]]:
-    drop = {name.lower() for name in strip}
-    out = [(k, v) for k, v in headers if k.lower() not in drop]
-    if mod == "id_" and raw_csp:
-        ctype = next((v for k, v in out if k.lower() == "content-type"), "").lower().lstrip()
-        if not ctype or ctype.startswith(ACTIVE_TYPES):
-            out = [(k, v) for k, v in out if k.lower() != "content-security-policy"]
-            out.append(("Content-Security-Policy", raw_csp))
-    return out
+class ArchivedHeaderRewriter(DefaultHeaderRewriter):
+    """pywb's header rewriter with an allow-list: see the module's docstring."""
+
+    def rewrite_header(self, name, value, rule):
+        lower = name.lower()
+        if lower in DROPPED:
+            return None
+        if lower not in PASSED:
+            return (self.header_prefix + name, value)
+        return super().rewrite_header(name, value, rule)
+
+    def __call__(self):
+        rewritten = super().__call__()
+        # pywb widens an sw_ script's scope to the archived site's whole replay prefix
+        rewritten.remove_header("Service-Worker-Allowed")
+        return rewritten

@@ -19,14 +19,8 @@ import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from replay.origins import bare_host as _bare_host
 from strata.errors import ConfigError
-
-
-def _bare_host(value: str) -> str:
-    host = value.strip().lower()
-    if host.startswith("["):  # [::1]:8080
-        return host.split("]", 1)[0] + "]"
-    return host.rsplit(":", 1)[0].rstrip(".") if host.count(":") == 1 else host.rstrip(".")
 
 
 class HostDispatcher:
@@ -87,7 +81,9 @@ def build_site(
 
 def start_services(root: Path, allow_networks: Iterable[str] = (), parallel: int = 2) -> subprocess.Popen:
     """``strata worker --with-scheduler`` as a child process (stop it with ``terminate()``: the worker
-    stops its runs cleanly and queues them again)."""
+    stops its runs cleanly and queues them again). On Linux the kernel sends it SIGTERM when this
+    process dies, however it dies (``kill -9`` included): an orphaned worker would keep its label's
+    lock, and the next ``serve --with-worker`` would start a worker that exits at once."""
     args = [
         sys.executable,
         "-P",  # not the working directory first on the path: a `cli` folder there is not Strata
@@ -102,4 +98,30 @@ def start_services(root: Path, allow_networks: Iterable[str] = (), parallel: int
     ]
     for network in allow_networks:
         args += ["--allow-network", network]
-    return subprocess.Popen(args, env=dict(os.environ))
+    return subprocess.Popen(args, env=dict(os.environ), preexec_fn=_stop_with_parent)
+
+
+def _stop_with_parent() -> None:
+    """In the child, before exec: SIGTERM when the parent dies (Linux ``PR_SET_PDEATHSIG``)."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # 1: PR_SET_PDEATHSIG
+
+
+def watch_services(services: subprocess.Popen, say: Callable[[str], None], every: float = 1.0):
+    """A greenlet that says so, once, when the worker ``start_services`` started has stopped while
+    the server runs (another worker holding its label, a crash): queued runs would otherwise wait
+    for a worker that is not there, and nobody would know."""
+    import gevent
+
+    def watch() -> None:
+        while services.poll() is None:
+            gevent.sleep(every)
+        say(
+            f"strata serve: its worker stopped (exit {services.returncode}); queued harvests will not run "
+            "until a worker does (see the worker's message above; strata worker --root ... starts one)"
+        )
+
+    return gevent.spawn(watch)

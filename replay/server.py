@@ -16,7 +16,8 @@ from strata.ports import listen_error
 log = logging.getLogger(__name__)
 
 
-def make_server(app, host: str = "127.0.0.1", port: int = 8080, log_requests: bool = True):
+def make_server(app, host: str = "127.0.0.1", port: int = 8080, log_requests: bool = True, tls=None):
+    """``tls``: (certificate file, key file) to serve HTTPS, or None."""
     from gevent.pywsgi import WSGIHandler, WSGIServer
 
     class Handler(WSGIHandler):
@@ -32,16 +33,17 @@ def make_server(app, host: str = "127.0.0.1", port: int = 8080, log_requests: bo
             environ["REQUEST_URI"] = self.path  # the raw request target, as pywb's server sets it
             return environ
 
-    return WSGIServer((host, port), app, handler_class=Handler, log=None if not log_requests else "default")
+    ssl_args = {"certfile": tls[0], "keyfile": tls[1]} if tls else {}
+    return WSGIServer((host, port), app, handler_class=Handler, log=None if not log_requests else "default", **ssl_args)
 
 
-def serve(app, host: str = "127.0.0.1", port: int = 8080, ready=None) -> None:
+def serve(app, host: str = "127.0.0.1", port: int = 8080, ready=None, tls=None) -> None:
     """Serve until interrupted. ``ready(server)`` is called once the socket listens."""
     import signal
 
     import gevent
 
-    server = make_server(app, host, port)
+    server = make_server(app, host, port, tls=tls)
     try:
         server.init_socket()
     except OSError as exc:  # a busy port: one line from the CLI, not gevent's traceback

@@ -45,7 +45,7 @@ from urllib.parse import unquote, urljoin, urlsplit, urlunsplit
 
 import idna
 
-__all__ = ["MAX_URL_LENGTH", "normalize_url", "url_host", "url_origin"]
+__all__ = ["MAX_URL_LENGTH", "local_path", "normalize_url", "url_host", "url_origin"]
 
 #: Longer inputs and results are rejected (the de-facto limit of crawlers and CDNs).
 MAX_URL_LENGTH = 2048
@@ -165,6 +165,19 @@ def _plain_absolute(url: str) -> bool:
     if last.isdigit() or last[:2] == "0x":
         return _CANONICAL_IPV4.fullmatch(host) is not None
     return True
+
+
+def local_path(target: str | None) -> str | None:
+    """``target`` when a browser would take it as a path on the same host (a ``next=`` after a login),
+    else None. A browser drops tabs and newlines from a URL and reads a backslash as ``/``, so
+    ``/<tab>/evil.test/x`` is ``//evil.test/x`` to it, another host: any control character, space or
+    backslash is refused, and what is left must be a path that does not start with ``//``."""
+    if not target or any(ch <= " " or ch in "\\\x7f" for ch in target):
+        return None
+    parts = urlsplit(target)
+    if parts.scheme or parts.netloc or not parts.path.startswith("/") or parts.path.startswith("//"):
+        return None
+    return target
 
 
 def url_host(url: str) -> str:

@@ -43,7 +43,7 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
 
-from strata.errors import ConfigError
+from strata.errors import ConfigError, StrataError
 
 __all__ = [
     "ACCESS",
@@ -51,6 +51,7 @@ __all__ = [
     "AccessRules",
     "Rule",
     "RuleSet",
+    "RulesUnreadable",
     "Verdict",
     "parse_duration",
     "prefix_keys",
@@ -69,6 +70,22 @@ AUDIT_FILE = "audit.jsonl"
 _DURATION = re.compile(r"(\d+)\s*(y|mo|m|w|d)", re.I)
 _DURATION_UNITS = {"y": "years", "mo": "months", "m": "months", "w": "weeks", "d": "days"}
 _HOST = re.compile(r"^[a-z0-9](?:[a-z0-9\-_]{0,62}\.?)*(?::\d{1,5})?$")
+
+
+class RulesUnreadable(StrataError):
+    """A collection's rule files cannot be read or parsed. Access fails closed: nothing of that
+    collection is served, listed or exported until they are fixed (HTTP 503, exit 1); other
+    collections are not touched."""
+
+    http_status = 503
+
+    def __init__(self, collection_path: Path, why: str):
+        name = Path(collection_path).name
+        super().__init__(
+            f"The access rules of collection {name!r} cannot be read ({why}); nothing of it is served until "
+            f"they are fixed (strata access {name} list shows what is read)."
+        )
+        self.collection = name
 
 
 def check_level(value: str, name: str = "--level", allowed: tuple[str, ...] = LEVELS) -> str:
@@ -427,6 +444,8 @@ def _conditions(rule: Rule) -> dict:
 
 
 def parse_line(line: str) -> tuple[str, dict] | None:
+    """``(key, fields)`` of a rule line, None for a blank line or a comment; ``ValueError`` for any
+    other line: a rule that cannot be read must not be skipped (it may be the one hiding a capture)."""
     line = line.strip()
     if not line or line.startswith("#"):
         return None
@@ -434,11 +453,10 @@ def parse_line(line: str) -> tuple[str, dict] | None:
     rest = rest.strip()
     if rest.startswith("- "):
         rest = rest[2:]
-    try:
-        data = json.loads(rest)
-    except ValueError:
-        return None
-    return (key, data) if isinstance(data, dict) else None
+    data = json.loads(rest)  # ValueError (JSONDecodeError) for a broken line
+    if not isinstance(data, dict):
+        raise ValueError("not a JSON object")
+    return key, data
 
 
 def _line_level(data: dict) -> str | None:
@@ -525,42 +543,65 @@ class AccessRules:
     def _files(self) -> list[Path]:
         try:
             return sorted(p for p in self.dir.iterdir() if p.suffix == ".aclj")
-        except OSError:
+        except FileNotFoundError:
             return []
+        except OSError as exc:
+            raise self._unreadable(f"{self.dir.name}/: {exc.strerror or exc}") from None
+
+    def _unreadable(self, why: str) -> RulesUnreadable:
+        return RulesUnreadable(self.dir.parent, why)
 
     def _current_stamp(self) -> tuple:
         """The directory's and each rule file's identity: the directory is listed again only when it
         changes (a file added, removed or replaced by rename), the files are stat'ed every time (an
-        edit in place)."""
+        edit in place). No ``acl`` directory: no rules; one that cannot be read: ``RulesUnreadable``."""
         try:
             st = os.stat(self.dir)
-        except OSError:
+        except FileNotFoundError:
             return ()
+        except OSError as exc:
+            raise self._unreadable(f"{self.dir.name}/: {exc.strerror or exc}") from None
         dir_stamp = (st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
         if self._listing is None or self._listing[0] != dir_stamp:
             self._listing = (dir_stamp, self._files())
         return dir_stamp + tuple((p.name, *_stat(p)) for p in self._listing[1])
 
     def rules(self) -> RuleSet:
+        """The compiled rules; ``RulesUnreadable`` (every time, until fixed) when a rule file cannot
+        be listed, opened, decoded or parsed: never the rules that could be read."""
         stamp = self._current_stamp()
         if stamp != self._stamp:
-            self._compiled = compile_lines(self._read_lines())
+            paths = self._listing[1] if stamp and self._listing else []
+            self._compiled = compile_lines(self._read_lines(paths))
             self._stamp = stamp
         return self._compiled
 
-    def _read_lines(self) -> Iterator[tuple[str, dict]]:
-        for path in self._files():
-            with contextlib.suppress(OSError), open(path, encoding="utf-8") as fh:
-                for line in fh:
-                    parsed = parse_line(line)
-                    if parsed:
-                        yield parsed
+    def _read_lines(self, paths: list[Path]) -> list[tuple[str, dict]]:
+        return [line for path in paths for line in self._read_file(path)]
+
+    def _read_file(self, path: Path) -> list[tuple[str, dict]]:
+        where = f"{self.dir.name}/{path.name}"
+        try:
+            with open(path, encoding="utf-8") as fh:
+                lines = list(fh)
+        except OSError as exc:
+            raise self._unreadable(f"{where}: {exc.strerror or exc}") from None
+        except UnicodeDecodeError as exc:
+            raise self._unreadable(f"{where}: not UTF-8 at byte {exc.start}") from None
+        out = []
+        for number, line in enumerate(lines, 1):
+            try:
+                parsed = parse_line(line)
+            except ValueError:
+                raise self._unreadable(f"{where}, line {number}: not a rule line (<key> - {{json}})") from None
+            if parsed:
+                out.append(parsed)
+        return out
 
     def _own_lines(self) -> list[tuple[str, dict]]:
         if not self.path.exists():
             return []
-        with open(self.path, encoding="utf-8") as fh:
-            return [p for p in map(parse_line, fh) if p]
+        return self._read_file(self.path)
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:

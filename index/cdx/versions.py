@@ -97,15 +97,17 @@ def url_key(url: str) -> str:
 
 
 def read_versions(
-    collection: Collection, url: str, limit: int | None = None, viewer: Mapping | None = None
+    collection: Collection, url: str, limit: int | None = None, viewer: Mapping | None = None, filtered: bool = True
 ) -> list[Version]:
     """Every capture of ``url`` in the collection, oldest first (same second: in file and offset
-    order, as replay orders them), passed through ``filter_captures``."""
+    order, as replay orders them), passed through ``filter_captures`` (``filtered=False``: where
+    payloads are, for reading them, never for showing)."""
     key = url_key(url).encode("utf-8")
     # pywb's exact match: the lines whose first field is the key
     found = [Version.from_cdx(cdx) for cdx in _parse_lines(list(capture_lines(collection, key + b" ", key + b"!")))]
     found.sort(key=_ORDER)
-    found = filter_captures(collection, found, viewer)
+    if filtered:
+        found = filter_captures(collection, found, viewer)
     return found[:limit] if limit else found
 
 

@@ -36,7 +36,7 @@ from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 
-from index.access.rules import rules_for
+from index.access.rules import RulesUnreadable, rules_for
 from index.access.search import SearchAccess
 from index.collection import Collection, list_collections
 from index.fulltext.cjk import CJKBigramAnalyzer, is_cjk, normalize
@@ -449,7 +449,10 @@ def search(root: Path, params: SearchParams, time_limit: float = TIME_LIMIT, acc
                 unindexed.append(name)
             continue
         deadline = time.monotonic() + time_limit
-        rules = rules_for(coll.path) if access_level else None
+        try:
+            rules = rules_for(coll.path) if access_level else None
+        except RulesUnreadable:  # fails closed: none of its hits, the other collections' as ever
+            continue
         try:
             matches = evaluate(view, parsed.tree, deadline, p.scope)
             allowed = _allowed_for(view, p, rules, access_level)

@@ -21,6 +21,7 @@ from index.collection import Collection, list_collections
 from replay.access_grants import ENTRY_PATH, Grants
 from replay.staff.context import ext
 from strata.errors import CollectionError, ConfigError
+from strata.urls import local_path
 
 bp = Blueprint("access", __name__)
 
@@ -143,9 +144,7 @@ def open_restricted():
         abort(404, "No restricted replay host is configured (strata serve --restricted-host NAME).")
     base = ext()["settings"]["restricted_url"]
     host = base.split("://", 1)[1].split("/", 1)[0].rsplit(":", 1)[0]
-    target = request.form.get("next", "/") or "/"
-    if not target.startswith("/") or target.startswith(("//", "/\\")) or any(c in target for c in "\r\n"):
-        target = "/"
+    target = local_path(request.form.get("next")) or "/"
     token = granting.issue(g.user, host)
     entry_url = f"{base}{ENTRY_PATH}?{urlencode({'token': token, 'next': quote(target, safe='/:?=&%*~')})}"
     # a page that moves on, not a redirect: the console's form-action policy keeps form POSTs on this

@@ -12,6 +12,7 @@ check on every request that is not GET/HEAD/OPTIONS. No GET handler changes stat
 
 from __future__ import annotations
 
+import ipaddress
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,9 @@ from flask import Flask
 from flask.sessions import SessionInterface
 
 from harvester.guard import NetworkPolicy
+from replay.access import networks
 from replay.staff.context import EXTENSION
+from replay.staff.logins import HashRunner, LoginThrottle
 from strata.errors import ConfigError
 from strata.settings import Setting, apply_settings, check_bool, check_int
 
@@ -53,6 +56,10 @@ def _networks(value: Any) -> tuple[str, ...]:
     except ConfigError as exc:
         raise ValueError(exc.message) from None
     return items
+
+
+def _proxies(value: Any) -> tuple[str, ...]:
+    return networks(value)
 
 
 def _name(value: Any) -> str:
@@ -105,6 +112,18 @@ STAFF_SETTINGS: tuple[Setting, ...] = (
         "restricted captures with a session of their own; None: no restricted host.",
     ),
     Setting("restricted_minutes", 15, check_int(1, 24 * 60), "How long a restricted-host session lasts, in minutes."),
+    Setting(
+        "trusted_proxies",
+        (),
+        _proxies,
+        "Addresses of reverse proxies whose X-Forwarded-For names the client (login pacing), as the replay app's.",
+    ),
+    Setting(
+        "hsts_seconds",
+        0,
+        check_int(0, 2 * 365 * 24 * 3600),
+        "Strict-Transport-Security max-age sent with answers over HTTPS (0: none).",
+    ),
     Setting("debug", False, check_bool, "Let Flask show tracebacks (development only)."),
 )
 
@@ -131,6 +150,9 @@ def create_staff_app(root: Path, config: dict | None = None) -> Flask:
         "settings": settings,
         # the same allowance as the worker's: the setting plus STRATA_ALLOW_NETWORKS
         "policy": NetworkPolicy.from_env(settings["allow_networks"]),
+        "trusted": tuple(ipaddress.ip_network(n) for n in settings["trusted_proxies"]),
+        "throttle": LoginThrottle(),
+        "hasher": HashRunner(),
     }
 
     from replay.staff import access, auth, describe, filters, jobs, runs, security

@@ -28,6 +28,7 @@ from flask import Flask, g, jsonify, redirect, render_template, request, url_for
 from werkzeug.exceptions import BadRequest, HTTPException, SecurityError
 
 from harvester.jobs.queue import open_queue
+from replay.access import client_address
 from replay.staff.context import ext
 from replay.staff.users import Users
 from strata.errors import StrataError
@@ -69,6 +70,12 @@ def queue():
     if "staff_queue" not in g:
         g.staff_queue = open_queue(ext()["root"], ext()["settings"]["queue_backend"])
     return g.staff_queue
+
+
+def client_id() -> str:
+    """The client's address (through ``trusted_proxies`` as the replay app reads it), for pacing logins."""
+    nets = ext()["trusted"]
+    return str(client_address(request.environ, nets) or "unknown")
 
 
 def secure() -> bool:
@@ -125,11 +132,13 @@ def _before():
             return _refuse(403, "The staff console does not answer requests sent by other sites' pages.")
     if request.endpoint == "static":
         return None
-    token = request.cookies.get(cookie_name(SESSION_COOKIE))
-    if token:
+    # Each value of the cookie is tried: over plain HTTP another host of the domain (an archived
+    # page's script) can send one more under the same name, with a longer path that comes first.
+    for token in request.cookies.getlist(cookie_name(SESSION_COOKIE))[:4]:
         session = users().session(token)
         if session is not None:
             g.staff_session, g.user = session, session.user
+            break
     if g.user is None and request.endpoint not in PUBLIC_ENDPOINTS:
         if request.method == "GET" and not request.path.startswith("/api/"):
             return redirect(url_for("auth.login", next=request.full_path.rstrip("?")))
@@ -161,6 +170,9 @@ def _csrf_problem() -> str | None:
 def _after(response):
     for key, value in HEADERS.items():
         response.headers.setdefault(key, value)
+    hsts = ext()["settings"]["hsts_seconds"]
+    if hsts and request.is_secure:
+        response.headers["Strict-Transport-Security"] = f"max-age={hsts}"
     if request.endpoint == "auth.login" and g.get("staff_session") is None and "login_csrf" in g:
         set_cookie(response, LOGIN_COOKIE, g.login_csrf, max_age=3600, samesite="Strict")
     return response
@@ -175,7 +187,9 @@ def _teardown(exc) -> None:
 
 def _handle_error(exc: Exception):
     if isinstance(exc, StrataError):
-        return _refuse(exc.http_status, exc.message)
+        response = _refuse(exc.http_status, exc.message)
+        retry = getattr(exc, "retry_after", None)
+        return (*response, {"Retry-After": str(retry)}) if retry else response
     if isinstance(exc, HTTPException):
         return _refuse(exc.code or 500, exc.description or exc.name)
     log.exception("staff console failed")

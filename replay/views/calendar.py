@@ -60,6 +60,7 @@ def render(addr: Address):
         rows = shown[:TABLE_ROWS]
         details = state.capture_entries_in(conn, urls, period.prefix) if conn is not None and rows else {}
     captures = [_capture(_cdx_of(marks[i].version), details) | {"change": marks[i].change} for i in rows]
+    _withhold_originals(addr.coll, captures)
     as_of = pad_as_of(addr.timestamp) if addr.timestamp and len(addr.timestamp) >= 10 else None
     current = None
     if as_of:
@@ -122,7 +123,25 @@ def _captures(addr: Address) -> tuple[list, list[dict]]:
         raise engine.not_archived(addr, access.level())
     with ext()["collections"].db(addr.coll) as conn:
         details = state.capture_entries_by_location(conn, [c["url"] for c in cdx_lines]) if conn is not None else {}
-    return cdx_lines, [_capture(cdx, details) for cdx in cdx_lines]
+    captures = [_capture(cdx, details) for cdx in cdx_lines]
+    _withhold_originals(addr.coll, captures)
+    return cdx_lines, captures
+
+
+def _withhold_originals(coll: str, captures: list[dict]) -> None:
+    """Every revisit's original is named only when the reader may see it (the table and the JSON)."""
+    shown = ext()["collections"].rules(coll).shown_to(access.level())
+    if shown is not None:
+        for capture in captures:
+            _withhold_original(capture, shown)
+
+
+def _withhold_original(capture: dict, shown) -> None:
+    """A revisit's original is named (URL, file, offset) only when the reader may see it."""
+    original = capture["original"]
+    if original and not shown(original.get("url") or "", original.get("timestamp") or capture["timestamp"]):
+        capture["original"] = None
+        capture["entry"] = {**capture["entry"], "original": None}
 
 
 def _capture(cdx, details: dict) -> dict:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from flask import Blueprint, render_template
 
 from index.access.counts import VisibleCounts
+from index.access.rules import RulesUnreadable
 from index.collection_meta import read_metadata
 from replay import access
 from replay.context import ext
@@ -18,8 +19,13 @@ def index():
     collections = ext()["collections"]
     rows = []
     for name in collections.names():
+        try:
+            rules = collections.rules(name)
+        except RulesUnreadable:  # that collection fails closed; the others are listed
+            rows.append({"name": name, "summary": None, "seeds": [], "meta": {}, "unavailable": True})
+            continue
         with collections.db(name) as conn:
-            counts = VisibleCounts(conn, collections.rules(name), access.level()) if conn is not None else None
+            counts = VisibleCounts(conn, rules, access.level()) if conn is not None else None
             info = counts.summary() if counts is not None else None
             seeds = counts.seeds() if counts is not None else []
         meta = read_metadata(collections.require(name))

@@ -7,11 +7,11 @@ part of what is looked up.
 
 from __future__ import annotations
 
-from flask import Blueprint, Response, request, url_for
+from flask import Blueprint, Response, redirect, request, url_for
 from warcio.timeutils import http_date_to_timestamp
 
 from index import state
-from replay import access
+from replay import access, origins
 from replay.address import Address, parse_address
 from replay.asof import pad_as_of
 from replay.banner import BannerNav
@@ -28,10 +28,19 @@ METHODS = ["GET", "HEAD", "POST"]
 def replay(coll: str, rest: str):
     collection = ext()["collections"].require(coll)
     addr = parse_address(coll, raw_rest(f"/{coll}/"))
+    elsewhere = origins.replay_elsewhere(addr, lambda: _public(addr))
+    if elsewhere:  # archived content on its own host, Strata's pages on theirs (replay.origins)
+        return redirect(elsewhere, code=302)
     if addr.kind == "calendar":
         return calendar.render(addr)
+    walled = origins.kind() in (origins.RESTRICTED, origins.READING_ROOM)
     status, headers, body = ext()["engine"].replay(
-        request.environ, addr, {"strata": _links(addr, collection)}, access.level()
+        request.environ,
+        addr,
+        {"strata": _links(addr, collection)},
+        access.level(),
+        frame_ancestors="'self'" if walled else None,
+        same_origin_only=walled,
     )
     later = _later_capture(addr, headers)
     if later:  # counted by the banner of the page that embeds it (head_insert.html)
@@ -42,13 +51,19 @@ def replay(coll: str, rest: str):
     return response
 
 
+def _public(addr: Address) -> bool:
+    """Whether anyone may see the capture ``addr`` names (as of its timestamp)."""
+    return access.rules(addr.coll).visible(addr.url, pad_as_of(addr.timestamp), "public")
+
+
 def _links(addr: Address, collection) -> dict:
     """Links the replay banner shows (rendered by pywb from the request's template params)."""
+    pages = origins.pages_base()  # the banner's links lead to Strata's pages, on their own host
     links: dict[str, object] = {
         "as_of": pad_as_of(addr.timestamp) if addr.timestamp else "",
-        "home_url": url_for("home.index"),
-        "coll_url": url_for("collection.index", coll=addr.coll),
-        "calendar_url": f"{request.script_root}/{addr.coll}/{addr.timestamp}*/{addr.url}",
+        "home_url": pages + url_for("home.index"),
+        "coll_url": pages + url_for("collection.index", coll=addr.coll),
+        "calendar_url": f"{pages}{request.script_root}/{addr.coll}/{addr.timestamp}*/{addr.url}",
         "nav": None,
     }
     if addr.kind in ("replay", "timegate") and addr.mod == "":  # the top-level page, the one with a banner

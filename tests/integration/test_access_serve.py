@@ -1,5 +1,6 @@
-"""``strata serve --reading-room CIDR --trusted-proxy ADDR`` over a real socket: the flags reach the
-application, and the level follows the connection's address (X-Forwarded-For only from the proxy)."""
+"""``strata serve --reading-room CIDR --reading-room-host NAME --trusted-proxy ADDR`` over a real socket:
+the flags reach the application, and the level follows the connection's address (X-Forwarded-For only
+from the proxy), on the reading-room host only: its captures never share the public origin."""
 
 from __future__ import annotations
 
@@ -39,30 +40,54 @@ def _stop(proc, log) -> None:
     log.close()
 
 
+ROOM = "room.localhost"
+
+
+def _room(base: str, path: str, headers: dict | None = None) -> httpx.Response:
+    """A request to the reading-room host (the server listens on 127.0.0.1; the Host header names it)."""
+    return httpx.get(base + path, headers={"Host": f"{ROOM}:{base.rsplit(':', 1)[1]}", **(headers or {})})
+
+
 @pytest.mark.slow
 def test_reading_room_and_trusted_proxy_flags(ruled):
     page = f"/{ruled.name}/{ruled.snapshot}/{ruled.url('/news/page/2.html')}"
     search = f"/api/search?q=mknewstwo&c={ruled.name}"
-    # this machine's address is the reading room
-    proc, log, base = _serve(ruled.root, "--reading-room", "127.0.0.0/8")
+    # this machine's address is the reading room: on its host, not on the public one
+    proc, log, base = _serve(ruled.root, "--reading-room", "127.0.0.0/8", "--reading-room-host", ROOM)
     try:
-        assert httpx.get(base + page).status_code == 200
-        assert httpx.get(base + search).json()["hits"]
+        assert _room(base, page).status_code == 200
+        assert _room(base, search).json()["hits"]
+        assert httpx.get(base + page).status_code == 451
+        assert httpx.get(base + search).json()["hits"] == []
+        walled = _room(base, page).headers
+        assert walled["cross-origin-resource-policy"] == "same-origin"
+        assert "frame-ancestors 'self'" in walled["content-security-policy"]
     finally:
         _stop(proc, log)
     # another range is; 127.0.0.1 is a trusted proxy, so its X-Forwarded-For is believed
-    proc, log, base = _serve(ruled.root, "--reading-room", "10.20.0.0/16", "--trusted-proxy", "127.0.0.1")
+    flags = ("--reading-room", "10.20.0.0/16", "--reading-room-host", ROOM, "--trusted-proxy", "127.0.0.1")
+    proc, log, base = _serve(ruled.root, *flags)
     try:
-        assert httpx.get(base + page).status_code == 451
-        assert httpx.get(base + page, headers={"X-Forwarded-For": "10.20.1.5"}).status_code == 200
-        assert httpx.get(base + page, headers={"X-Forwarded-For": "10.20.1.5, 198.51.100.7"}).status_code == 451
-        assert httpx.get(base + search).json()["hits"] == []
+        assert _room(base, page).status_code == 451
+        assert _room(base, page, {"X-Forwarded-For": "10.20.1.5"}).status_code == 200
+        assert _room(base, page, {"X-Forwarded-For": "10.20.1.5, 198.51.100.7"}).status_code == 451
+        assert _room(base, search).json()["hits"] == []
     finally:
         _stop(proc, log)
     # no trusted proxy: the header is the client's own words
-    proc, log, base = _serve(ruled.root, "--reading-room", "10.20.0.0/16")
+    proc, log, base = _serve(ruled.root, "--reading-room", "10.20.0.0/16", "--reading-room-host", ROOM)
     try:
-        assert httpx.get(base + page, headers={"X-Forwarded-For": "10.20.1.5"}).status_code == 451
-        assert httpx.get(base + page, headers={"X-Pywb-ACL-User": "reading-room"}).status_code == 451
+        assert _room(base, page, {"X-Forwarded-For": "10.20.1.5"}).status_code == 451
+        assert _room(base, page, {"X-Pywb-ACL-User": "reading-room"}).status_code == 451
     finally:
         _stop(proc, log)
+
+
+def test_a_reading_room_needs_a_host_of_its_own(ruled):
+    run = subprocess.run(
+        [str(VENV_BIN / "strata"), "serve", "--root", str(ruled.root), "--reading-room", "10.0.0.0/8"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == 2 and "--reading-room-host" in run.stderr and "Traceback" not in run.stderr

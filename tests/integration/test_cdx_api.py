@@ -68,7 +68,7 @@ def test_the_same_lines_as_pywb_cdx(archives, client, wayback_server):
         ("url=example.org&sort=closest", "sort=closest needs closest"),
         ("url=example.org&sort=newest", "sort must be one of"),
         ("url=example.org&filter=status", "filter must be"),
-        ("url=example.org&filter=~url:(unclosed", "not a regular expression"),
+        ("url=example.org&filter=~url:(unclosed", "not a valid regular expression"),
         ("url=example.org&fl=url,,status", "fl must be field names"),
     ],
 )

@@ -153,3 +153,25 @@ def test_selection_by_date_and_prefix_and_bad_input(archives, tmp_path):
         )
         assert result.exception is not None and says in str(result.exception), (args, result.output)
         assert not (tmp_path / "x.wacz").exists() and not list(tmp_path.glob("x.wacz*"))
+
+
+def test_out_replaces_only_a_regular_file_and_only_when_told(archives, tmp_path):
+    archive = archives["three"]
+    existing = tmp_path / "kept.wacz"
+    existing.write_bytes(b"someone's file")
+    link = tmp_path / "link.wacz"
+    link.symlink_to(existing)
+    for out, says in (
+        (Path("/dev/null"), "not a regular file"),
+        (link, "not a regular file"),
+        (existing, "--force"),
+    ):
+        args = ["export", "wacz", archive.name, "--root", str(archive.root), "--out", str(out)]
+        result = CliRunner().invoke(cli, args, standalone_mode=False)
+        assert result.exception is not None and says in str(result.exception), (out, result.output)
+    assert existing.read_bytes() == b"someone's file" and Path("/dev/null").is_char_device()
+    forced = ["export", "wacz", archive.name, "--root", str(archive.root), "--out", "/dev/null", "--force"]
+    refused = CliRunner().invoke(cli, forced, standalone_mode=False)
+    assert "not a regular file" in str(refused.exception) and Path("/dev/null").is_char_device()
+    figures = _export(archive, existing, "--force")
+    assert figures["records"] > 0 and existing.read_bytes()[:2] == b"PK"

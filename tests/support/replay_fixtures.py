@@ -96,17 +96,17 @@ def client(app):
 
 
 class StrataServer:
-    """``strata serve`` in a subprocess."""
+    """``strata serve`` in a subprocess (``flags``: more of its options), ready once ``/`` answers."""
 
-    def __init__(self, root: Path, log_path: Path):
-        self.port = free_port()
+    def __init__(self, root: Path, log_path: Path, flags: tuple[str, ...] = (), port: int | None = None):
+        self.port = port or free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
         self.log_path = log_path
         env = {**os.environ, "PYTHONWARNINGS": "ignore"}
         # The access log goes to a file: a pipe nobody reads fills up and blocks the server.
         with open(log_path, "wb") as log:
             self.proc = subprocess.Popen(
-                [str(VENV_BIN / "strata"), "serve", "--root", str(root), "--port", str(self.port)],
+                [str(VENV_BIN / "strata"), "serve", "--root", str(root), "--port", str(self.port), *flags],
                 stdout=subprocess.DEVNULL,
                 stderr=log,
                 env=env,

@@ -30,6 +30,7 @@ class Cap:
     status: str = "200 OK"
     mime: str = "text/html"
     revisit_of: Cap | None = None  # write an identical-payload-digest revisit of this capture
+    headers: tuple[tuple[str, str], ...] = ()  # more HTTP headers (a redirect's Location...)
 
 
 def write_warc(
@@ -41,7 +42,9 @@ def write_warc(
             writer.write_record(writer.create_warcinfo_record(path.name, warcinfo))
         for cap in captures:
             http = StatusAndHeaders(
-                cap.status, [("Content-Type", cap.mime), ("Content-Length", str(len(cap.body)))], protocol="HTTP/1.1"
+                cap.status,
+                [("Content-Type", cap.mime), ("Content-Length", str(len(cap.body))), *cap.headers],
+                protocol="HTTP/1.1",
             )
             if cap.revisit_of is not None:
                 original = cap.revisit_of

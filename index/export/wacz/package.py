@@ -37,6 +37,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from urllib.parse import urljoin
 
 from warcio.warcwriter import WARCWriter
 
@@ -144,6 +145,7 @@ class _Figures(dict):
         "revisits_without_original",
         "damaged_skipped",
         "arc_skipped",
+        "withheld",
         "pages",
         "bytes_copied",
     )
@@ -183,13 +185,20 @@ def export_wacz(
     sel: Selection = Selection(),
     progress: Callable[[dict], None] | None = None,
     signer: Signer | None = None,
+    replace: bool = False,
 ) -> dict:
     """Write the package to ``out``; return the figures (see ``_Figures``) with the file's size.
-    ``signer``: sign the package (``index.export.wacz.signing``)."""
+    ``signer``: sign the package (``index.export.wacz.signing``). An existing ``out`` is replaced
+    only when it is a regular file and ``replace`` is given: the package is renamed over it, which
+    would put a file in place of a device or a link's target."""
     started = time.monotonic()
     out = Path(out)
     if out.is_dir():
         raise ConfigError(f"{out} is a directory: give the package's file name, e.g. {out / (coll.name + '.wacz')}")
+    if out.is_symlink() or (out.exists() and not out.is_file()):
+        raise ConfigError(f"{out} exists and is not a regular file: give the package a new file name")
+    if out.exists() and not replace:
+        raise ConfigError(f"{out} exists: give another name, or --force to replace it")
     if not out.parent.is_dir():
         raise ConfigError(f"{out.parent} does not exist: create it first")
     lo, hi, run_warcs = _check_selection(coll, sel)
@@ -309,10 +318,27 @@ class _Copier:
         writer.write_record(record)
         warc.write(buf.getvalue())
 
+    def _withheld(self, loc: Located) -> bool:
+        """What the reader's level may not see named, beyond the capture's own URL: a record that is
+        no capture (a run's report lists every URL the run met) and a redirect to a hidden URL."""
+        if self.shown is show_all:
+            return False
+        url = str(loc.fields.get("url", ""))
+        if not url.startswith(("http:", "https:")):
+            return True
+        if str(loc.fields.get("status", "")).startswith("3"):
+            target = self.reader.location(loc)
+            if target and not self.shown(urljoin(url, target), loc.fields["timestamp"]):
+                return True
+        return False
+
     def copy_chosen(self, warc, chosen: Iterator[Located]) -> None:
         for loc in chosen:
             if loc.filename.endswith((".arc", ".arc.gz")):
                 self.figures["arc_skipped"] += 1
+                continue
+            if self._withheld(loc):
+                self.figures["withheld"] += 1
                 continue
             original = None
             if loc.fields.get("mime") == "warc/revisit":

@@ -116,6 +116,21 @@ class RecordReader:
             raw = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(raw, HEAD_BYTES)
         return parse_warc_headers(raw)
 
+    def location(self, loc: Located) -> str | None:
+        """An HTTP response record's ``Location`` header (a redirect's target), or None."""
+        fd = self._fd(loc.filename)
+        raw = os.pread(fd, min(loc.length, HEAD_BYTES), loc.offset)
+        if loc.filename.endswith(".gz"):
+            raw = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(raw, HEAD_BYTES)
+        parts = raw.split(b"\r\n\r\n", 2)
+        if len(parts) < 2:
+            return None
+        for line in parts[1].split(b"\r\n")[1:]:
+            name, sep, value = line.partition(b":")
+            if sep and name.strip().lower() == b"location":
+                return value.strip().decode("utf-8", "replace")
+        return None
+
     def close(self) -> None:
         for fd in self._fds.values():
             os.close(fd)

@@ -5,12 +5,23 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import random
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from index.access.rules import LEVELS, AccessRules, Rule, RuleSet, compile_lines, parse_duration, prefix_keys, urlkey
+from index.access.rules import (
+    LEVELS,
+    AccessRules,
+    Rule,
+    RuleSet,
+    RulesUnreadable,
+    compile_lines,
+    parse_duration,
+    prefix_keys,
+    urlkey,
+)
 from strata.errors import ConfigError
 
 NOW = datetime.now(UTC)
@@ -217,3 +228,29 @@ def test_ten_thousand_rules_agree_with_a_linear_scan():
         url = f"http://{host}/{path}" + rng.choice(["", "/", ".html", "x"])
         level = rng.choice(LEVELS)
         assert compiled.verdict(url, RECENT, level).status == _linear(pairs, url, RECENT, level), (url, level)
+
+
+@pytest.mark.parametrize("damage", ["directory", "undecodable", "broken line", "unlistable"])
+def test_rules_that_cannot_be_read_fail_closed_every_time(tmp_path, damage):
+    coll = tmp_path / "c"
+    rules = AccessRules(coll)
+    rules.add(Rule.new("http://example.gov/a.html", "exclude", reason="x", by="t"))
+    assert not rules.rules().visible("http://example.gov/a.html", "20240101000000", "public")
+    path = coll / "acl" / "rules.aclj"
+    if damage == "directory":
+        path.unlink()
+        path.mkdir()
+    elif damage == "undecodable":
+        path.write_bytes(path.read_bytes() + b"\xff\xfe\n")
+    elif damage == "broken line":
+        path.write_bytes(path.read_bytes() + b'gov,example)/b - {"access": "exclude"\n')
+    else:
+        (coll / "acl").chmod(0)
+    try:
+        for _ in range(2):  # never the rules that could be read, nor none
+            if damage == "unlistable" and os.geteuid() == 0:
+                pytest.skip("root lists any directory")
+            with pytest.raises(RulesUnreadable, match="access rules of collection 'c' cannot be read"):
+                rules.rules()
+    finally:
+        (coll / "acl").chmod(0o755)

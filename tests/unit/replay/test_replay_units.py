@@ -7,7 +7,6 @@ import pytest
 from replay.address import parse_address
 from replay.asof import as_of_order, pad_as_of
 from replay.errors import BadAddress
-from replay.headers import replay_headers
 from replay.transport import IterReader
 
 
@@ -97,23 +96,6 @@ def test_malformed_addresses_say_what_to_type(rest):
     with pytest.raises(BadAddress) as info:
         parse_address("c", rest)
     assert info.value.http_status == 404 and info.value.hint
-
-
-def test_replay_headers_strip_and_sandbox_raw_html():
-    headers = [
-        ("Content-Type", "text/html"),
-        ("Refresh", "0; url=https://live.example/"),
-        ("NEL", "{}"),
-        ("set-cookie", "a=b"),
-        ("Link", '<http://x.org/>; rel="original"'),
-    ]
-    strip = ("Refresh", "NEL", "Set-Cookie")
-    out = replay_headers(headers, strip, "", "sandbox")
-    assert [k for k, _ in out] == ["Content-Type", "Link"]
-    raw = replay_headers(headers, strip, "id_", "sandbox")
-    assert ("Content-Security-Policy", "sandbox") in raw
-    image = replay_headers([("Content-Type", "image/png")], strip, "id_", "sandbox")
-    assert image == [("Content-Type", "image/png")]
 
 
 def test_iter_reader_reads_across_chunks_and_closes_the_body():

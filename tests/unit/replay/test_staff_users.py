@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from cli import cli
-from replay.staff.users import MAX_FAILURES, Users, hash_password, verify_password
+from replay.staff.users import Users, hash_password, verify_password
 from strata.errors import ConfigError
 
 T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
@@ -43,11 +43,11 @@ def test_weak_or_duplicate_accounts_are_refused(users):
         users.add("../x", "another long password")
 
 
-def test_repeated_failures_lock_the_account_for_a_while(users):
-    for _ in range(MAX_FAILURES):
-        assert not users.authenticate("ana", "wrong password", now=T0)
-    assert not users.authenticate("ana", "correct horse battery", now=T0 + timedelta(minutes=1))
-    assert users.authenticate("ana", "correct horse battery", now=T0 + timedelta(minutes=16))
+def test_a_wrong_password_never_locks_the_account(users):
+    # pacing is replay.staff.logins' business (a delay, never a lock a stranger could set off)
+    for _ in range(8):
+        assert not users.authenticate("ana", "wrong password")
+    assert users.authenticate("ana", "correct horse battery")
     assert not users.authenticate("nobody", "correct horse battery")
 
 
