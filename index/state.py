@@ -206,6 +206,8 @@ class HarvestState:
         )
 
     def update_run(self, run_id: str, **fields) -> None:
+        if not fields:
+            return
         if "figures" in fields and not isinstance(fields["figures"], str):
             fields["figures"] = json.dumps(fields["figures"], ensure_ascii=False)
         cols = ", ".join(f"{k}=?" for k in fields)
@@ -361,6 +363,8 @@ class HarvestState:
         )
 
     def update_url(self, url: str, **fields) -> None:
+        if not fields:  # nothing to change (an error's decision): no statement to make
+            return
         cols = ", ".join(f"{k}=?" for k in fields)
         self.conn.execute(f"UPDATE urls SET {cols} WHERE url=?", (*fields.values(), url))
 
