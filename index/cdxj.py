@@ -197,6 +197,23 @@ def remove_file_lines(index_path: Path, filename: str) -> None:
         raise
 
 
+def write_temp(index_path: Path, sorted_lines: Iterable[bytes]) -> str:
+    """``sorted_lines`` (sorted, without duplicates) written and synced to a temp file beside
+    ``index_path``, which the caller moves into place (``os.replace``) or removes: its path."""
+    index_path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = _temp_beside(index_path)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            for line in sorted_lines:
+                out.write(line)
+            out.flush()
+            os.fsync(out.fileno())
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    return tmp
+
+
 def write_index(index_path: Path, lines: Iterable[bytes]) -> None:
     """Replace the whole index (rebuild)."""
     if index_path.exists():

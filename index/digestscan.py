@@ -18,6 +18,7 @@ chunked payload (up to ``DECHUNK_LIMIT``) is kept whole.
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import hashlib
 import os
@@ -73,6 +74,8 @@ class Record:
     headers: dict | None = None
     http_head: bytes = b""
     payload_length: int = 0
+    payload_sha1: str = ""  # a response or resource without WARC-Payload-Digest: pywb's indexer's digest
+    ascii_headers: bool = True  # its WARC header block is ASCII (read as warcio reads it, whatever the codec)
 
     @property
     def damaged(self) -> bool:
@@ -186,10 +189,13 @@ class _Pending:
         "kept_head",
         "payload_length",
         "note",
+        "sha1",
+        "ascii",
     )
 
-    def __init__(self, start: int, member: int, headers: dict[str, str], facts: bool = False):
+    def __init__(self, start: int, member: int, headers: dict[str, str], facts: bool = False, ascii: bool = True):
         self.start, self.member, self.headers = start, member, headers
+        self.ascii = ascii
         self.rec_type = headers.get("warc-type", "")
         self.uri = target_uri(headers.get("warc-target-uri", ""))
         try:
@@ -220,6 +226,8 @@ class _Pending:
             self.payload = _DigestCheck(payload)
             if self.payload.hash is None:
                 self.payload = None
+        # with ``facts``: the SHA-1 pywb's indexer computes for a payload that has no digest
+        self.sha1 = hashlib.sha1() if facts and not payload and self.rec_type in ("response", "resource") else None
 
     def feed(self, data: bytes, i: int, j: int) -> None:
         """Take ``data[i:j]``, the next bytes of the block."""
@@ -268,6 +276,8 @@ class _Pending:
 
     def _payload(self, data) -> None:
         self.payload_length += len(data)
+        if self.sha1 is not None:
+            self.sha1.update(data)
         if self.facts and self.rec_type == "warcinfo" and len(self.kept_head) < FACTS_HEAD_LIMIT:
             self.kept_head += bytes(data[: FACTS_HEAD_LIMIT - len(self.kept_head)])
         if self.payload is None or self.payload.hash is None:
@@ -307,8 +317,12 @@ class _Pending:
         )
         if self.facts:
             record.headers = h
-            record.http_head = self.kept_head
+            # an HTTP header block that never ended: all of it, as warcio reads headers to the end
+            record.http_head = self.kept_head if self.http_done else bytes(self.http_head[:FACTS_HEAD_LIMIT])
             record.payload_length = self.payload_length
+            record.ascii_headers = self.ascii
+            if self.sha1 is not None:
+                record.payload_sha1 = "sha1:" + base64.b32encode(self.sha1.digest()).decode("ascii")
         return record
 
     def _dechunked_matches(self) -> bool:
@@ -358,21 +372,27 @@ def _parse_warc_headers(block: bytes) -> dict[str, str]:
     if "\n " not in text and "\n\t" not in text and ":  " not in text:
         # what every writer seen writes ("Name: value", no folding): one split per line
         try:
-            return {
-                name.lower(): value.rstrip() for name, value in (line.split(": ", 1) for line in text.split("\r\n")[1:])
-            }
+            pairs = [line.split(": ", 1) for line in text.split("\r\n")[1:]]
+            # a name given twice: its first value, as warcio's get_header answers
+            return {name.lower(): value.rstrip() for name, value in reversed(pairs)}
         except ValueError:  # a line without ": ": the general loop below
             pass
     headers: dict[str, str] = {}
+    folded: set[str] = set()  # names whose first value is the one being read
     last = None
     for line in block.decode("utf-8", "replace").split("\r\n")[1:]:
         if line[:1] in (" ", "\t") and last is not None:
-            headers[last] += " " + line.strip()
+            if last in folded:
+                headers[last] += " " + line.strip()
             continue
         name, sep, value = line.partition(":")
         if sep:
             last = name.strip().lower()
-            headers[last] = value.strip()
+            if last not in headers:
+                headers[last] = value.strip()
+                folded.add(last)
+            else:
+                folded.discard(last)
     return headers
 
 
@@ -503,7 +523,9 @@ class RecordParser:
     def _begin(self, block: bytes, at: int) -> None:
         """A record's WARC header block was read; its block starts at decompressed position ``at``."""
         headers = _parse_warc_headers(block)
-        self.current = _Pending(self.head_start, self.head_member, headers, self.facts)
+        self.current = _Pending(
+            self.head_start, self.head_member, headers, self.facts, not self.facts or block.isascii()
+        )
         self.state = self.BLOCK if self.current.remaining else self.TRAILER
         self.block_end = at  # where an empty block ends (set again when a block ends)
 
