@@ -199,12 +199,17 @@ def recover(collection, root) -> None:
     """Repair COLLECTION after a crash: seal torn WARCs, re-index, mark interrupted runs."""
     from harvester.recovery import recover as do_recover
     from index.collection import Collection
+    from index.rebuild import finish_interrupted
     from index.statestore import open_harvest_state
 
     coll = Collection.open(root, collection)
-    with coll.harvest_lock(), open_harvest_state(coll) as state:
-        report = do_recover(coll, state)
-    if not report:
+    with coll.harvest_lock():
+        finished = finish_interrupted(coll)  # an import or rebuild killed half way through
+        with open_harvest_state(coll) as state:
+            report = do_recover(coll, state)
+    if finished:
+        click.echo(f"{collection}: an interrupted import or index rebuild was finished.")
+    if not report and not finished:
         click.echo(f"{collection}: nothing to recover.")
     for name, old, new in report.repaired:
         click.echo(f"repaired {name}: {old} -> {new} bytes")

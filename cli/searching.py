@@ -141,9 +141,10 @@ def index_rebuild(collection, as_json, root, only) -> None:
     """Rebuild COLLECTION's indexes (CDXJ, harvest state, digests, full text) from its WARC files."""
     from index.collection import Collection
     from index.fulltext.rebuild import rebuild
-    from index.rebuild import rebuild_state
+    from index.rebuild import finish_interrupted, rebuild_state
 
     coll = Collection.open(root, collection)
+    finish_interrupted(coll)  # an import or rebuild killed half way through: finished first
     line = ProgressLine()
     damaged: list[str] = []  # one line per damaged file: what was read of it, and where it stops
     if only in ("all", "state"):

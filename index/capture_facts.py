@@ -26,7 +26,6 @@ import dataclasses
 import io
 import re
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 
 from warcio.archiveiterator import ArchiveIterator
@@ -82,6 +81,8 @@ class FileFacts:
     damage: warcscan.Damage | None = None
     good_end: int | None = None  # None: the whole file
     records: int = 0  # whole records before any damage
+    versions: set[str] = dataclasses.field(default_factory=set)  # "WARC/1.1", "ARC/1.0", ...
+    notes: list[str] = dataclasses.field(default_factory=list)  # the first deviations every reader tolerates
 
     @property
     def readable(self) -> bool:
@@ -108,15 +109,20 @@ def is_web(url: str | None) -> bool:
     return url is not None and url.split(":", 1)[0].lower() in ("http", "https")
 
 
-def read_file(path: Path, name: str, progress: Callable[[], None] | None = None) -> FileFacts:
-    """Everything the rebuild needs of one file (see the module's docstring)."""
+def read_file(path: Path, name: str, hasher=None) -> FileFacts:
+    """Everything the rebuild needs of one file (see the module's docstring); with ``hasher``, the
+    bytes read are hashed as they are read (an ARC file's in a read of their own)."""
     out = FileFacts(name, path.stat().st_size)
     if warcscan.file_format(path) == "arc":
         out.arc = True
         _read_with_warcio(path, out)
+        if hasher is not None:
+            with open(path, "rb") as fh:
+                while chunk := fh.read(1 << 20):
+                    hasher.update(chunk)
         return out
     indexer: _FactLines | None = _FactLines(name)
-    for item in digestscan.scan(path, facts=True):
+    for item in digestscan.scan(path, hasher, facts=True):
         if type(item) is Damage:
             out.damage, out.good_end = warcscan.Damage(name, item.offset, item.reason), item.offset
             break
@@ -126,6 +132,9 @@ def read_file(path: Path, name: str, progress: Callable[[], None] | None = None)
             out.good_end = item.offset
             break
         out.records += 1
+        out.versions.add(item.version)
+        if item.note and len(out.notes) < 3:
+            out.notes.append(f"@{item.offset}: {item.note}")
         http = _http(item.http_head) if item.http_head else None  # parsed once, for the fact and the line
         _take(out, item, http)
         if indexer is not None:
@@ -243,8 +252,8 @@ class _FactLines:
 
     def add(self, r: Record, http: StatusAndHeaders | None) -> None:
         headers = r.headers or {}
-        if not r.ascii_headers:
-            raise cdxj.NeedsFileIndex("a WARC header that is not ASCII")
+        if not r.plain_headers or r.version not in ("WARC/1.0", "WARC/1.1"):
+            raise cdxj.NeedsFileIndex("WARC headers that are not ASCII, or folded, or of another version")
         kind = r.rec_type
         if kind in ("warcinfo", "metadata") and headers.get("content-type") == "application/warc-fields":
             return  # pywb leaves these out
@@ -269,7 +278,7 @@ def _read_with_warcio(path: Path, out: FileFacts) -> None:
     checked = warcscan.scan_file(path, out.name)
     out.damage = checked.damage
     out.good_end = None if checked.whole else checked.good_end
-    out.records = checked.records
+    out.records, out.versions = checked.records, checked.versions
     if checked.records == 0:
         return
     with warcscan.open_prefix(path, out.good_end) as fh:

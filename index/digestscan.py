@@ -75,7 +75,9 @@ class Record:
     http_head: bytes = b""
     payload_length: int = 0
     payload_sha1: str = ""  # a response or resource without WARC-Payload-Digest: pywb's indexer's digest
-    ascii_headers: bool = True  # its WARC header block is ASCII (read as warcio reads it, whatever the codec)
+    # with ``facts``: its WARC header block is ASCII and unfolded (every reader reads it alike), its version
+    plain_headers: bool = True
+    version: str = ""
 
     @property
     def damaged(self) -> bool:
@@ -190,12 +192,15 @@ class _Pending:
         "payload_length",
         "note",
         "sha1",
-        "ascii",
+        "plain",
+        "version",
     )
 
-    def __init__(self, start: int, member: int, headers: dict[str, str], facts: bool = False, ascii: bool = True):
+    def __init__(
+        self, start: int, member: int, headers: dict[str, str], facts: bool = False, plain: bool = True, version=""
+    ):
         self.start, self.member, self.headers = start, member, headers
-        self.ascii = ascii
+        self.plain, self.version = plain, version
         self.rec_type = headers.get("warc-type", "")
         self.uri = target_uri(headers.get("warc-target-uri", ""))
         try:
@@ -320,7 +325,7 @@ class _Pending:
             # an HTTP header block that never ended: all of it, as warcio reads headers to the end
             record.http_head = self.kept_head if self.http_done else bytes(self.http_head[:FACTS_HEAD_LIMIT])
             record.payload_length = self.payload_length
-            record.ascii_headers = self.ascii
+            record.plain_headers, record.version = self.plain, self.version
             if self.sha1 is not None:
                 record.payload_sha1 = "sha1:" + base64.b32encode(self.sha1.digest()).decode("ascii")
         return record
@@ -523,9 +528,12 @@ class RecordParser:
     def _begin(self, block: bytes, at: int) -> None:
         """A record's WARC header block was read; its block starts at decompressed position ``at``."""
         headers = _parse_warc_headers(block)
-        self.current = _Pending(
-            self.head_start, self.head_member, headers, self.facts, not self.facts or block.isascii()
-        )
+        if self.facts:
+            plain = block.isascii() and b"\n " not in block and b"\n\t" not in block
+            version = block[: block.find(b"\r\n")].decode("latin-1")
+            self.current = _Pending(self.head_start, self.head_member, headers, True, plain, version)
+        else:
+            self.current = _Pending(self.head_start, self.head_member, headers)
         self.state = self.BLOCK if self.current.remaining else self.TRAILER
         self.block_end = at  # where an empty block ends (set again when a block ends)
 

@@ -28,6 +28,7 @@ rather than leaving an index and a state that disagree.
 from __future__ import annotations
 
 import dataclasses
+import json
 import operator
 import os
 import shutil
@@ -43,6 +44,7 @@ from index.backend import backend_of
 from index.capture_facts import Fact, FileFacts, arc_record_id
 from index.collection import Collection
 from index.decision import NOT_MODIFIED_PROFILE, Observation, decide
+from index.fixity import Fixity
 from index.state import SCHEMA_VERSION, Capture, HarvestState, Original, schema_version
 from index.wacz.extsort import ExternalSort
 from index.warcscan import Damage
@@ -50,6 +52,7 @@ from strata.times import digits14
 
 IMPORTED_MODE = "imported"  # the mode of a run made from another tool's file
 PENDING = "rebuild.pending"  # in strata/: a rebuild's swap is under way
+JOURNAL = "import.journal"  # in strata/: an import's files being linked into archive/
 FACTS_SUFFIX = ".rebuild-facts"  # beside harvest.sqlite: the facts of the rebuild under way
 SORT_DIR = "rebuild.sort"  # in strata/: its CDXJ lines being sorted
 _FACT_FIELDS = [f.name for f in dataclasses.fields(Fact)]
@@ -61,8 +64,12 @@ def _iso(warc_date: str) -> str:
 
 
 def rebuild_if_outdated(collection: Collection) -> bool:
-    """Rebuild a database made by an older Strata (``index.state.SCHEMA_VERSION``) before it is
-    used: the schema is rebuilt from the WARCs rather than migrated. True when it was rebuilt."""
+    """Before the state is used: finish an import or a rebuild that was killed half way through
+    (``finish_interrupted``), and rebuild a database made by an older Strata
+    (``index.state.SCHEMA_VERSION``): the schema is rebuilt from the WARCs rather than migrated.
+    True when it was rebuilt."""
+    if finish_interrupted(collection):
+        return True
     version = schema_version(collection.db_path)
     if version is None or version >= SCHEMA_VERSION:
         return False
@@ -71,11 +78,56 @@ def rebuild_if_outdated(collection: Collection) -> bool:
 
 
 def finish_interrupted(collection: Collection) -> bool:
-    """A rebuild killed while swapping its files in (its marker left): run it again. True if so."""
-    if not (collection.state_dir / PENDING).exists():
+    """Finish what a killed import or rebuild left half done. An import's journal (``JOURNAL``): its
+    files (checked whole before it was written) are linked, put in the manifest and indexed. A
+    rebuild's marker (``PENDING``): the rebuild runs again. True if there was anything to finish."""
+    state_dir = collection.state_dir
+    if not (state_dir / JOURNAL).exists() and not (state_dir / PENDING).exists():
         return False
-    rebuild_state(collection)
+    with collection.harvest_lock():
+        journal = state_dir / JOURNAL
+        entries: list[dict] = []
+        if journal.exists():
+            try:
+                entries = json.loads(journal.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                entries = []
+            archive = collection.archive_dir
+            apply_journal(
+                collection, [e for e in entries if (archive / e["name"]).exists() or (archive / e["tmp"]).exists()]
+            )
+        rebuild_state(collection)
+        journal.unlink(missing_ok=True)
+        for entry in entries:
+            (collection.archive_dir / entry["tmp"]).unlink(missing_ok=True)
     return True
+
+
+def write_journal(collection: Collection, entries: list[dict]) -> None:
+    """An import's files about to be linked into ``archive/`` (``{tmp, name, sha256, size}`` each),
+    written and synced before the first is."""
+    with open(collection.state_dir / JOURNAL, "w", encoding="utf-8") as fh:
+        json.dump(entries, fh)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def apply_journal(collection: Collection, entries: list[dict]) -> None:
+    """Each copy linked under its name (a link never replaces a file) and recorded in the fixity
+    manifest with the SHA-256 checked before it was copied (the copy's own, verified)."""
+    archive = collection.archive_dir
+    for entry in entries:
+        target = archive / entry["name"]
+        if not target.exists():
+            os.link(archive / entry["tmp"], target)
+    fd = os.open(archive, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    fixity = Fixity(collection.fixity_dir)
+    for entry in entries:
+        fixity.add(entry["name"], entry["size"], entry["sha256"], "import")
 
 
 @dataclasses.dataclass
@@ -442,4 +494,13 @@ def add_missing_captures(collection: Collection, state: HarvestState, name: str)
     return added
 
 
-__all__ = ["IMPORTED_MODE", "add_missing_captures", "arc_record_id", "finish_interrupted", "rebuild_state"]
+__all__ = [
+    "IMPORTED_MODE",
+    "add_missing_captures",
+    "apply_journal",
+    "arc_record_id",
+    "finish_interrupted",
+    "rebuild_if_outdated",
+    "rebuild_state",
+    "write_journal",
+]

@@ -191,7 +191,7 @@ def test_a_refused_command_creates_nothing(tmp_path, root):
     missing = tmp_path / "missing.warc.gz"
     result = strata_import(root, "fresh", bad, missing)
     assert result.returncode == 1 and "Traceback" not in result.stderr
-    assert f"refused {bad}: damaged at byte " in result.stderr and "cut short" in result.stderr
+    assert f"refused {bad}: damaged at byte " in result.stderr and "truncated" in result.stderr
     assert f"refused {missing}: no such file" in result.stderr
     assert not (root / "fresh").exists()
 
