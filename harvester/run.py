@@ -362,7 +362,7 @@ class Harvest:
         self.figures.bytes_stored = self.roller.bytes_written
         run = {
             "run_id": self.run_id,
-            "job": self.job.name,
+            "job": self.job_key,  # None for a run from --seed URLs, as its row and its warcinfo say
             "mode": self.mode,
             "status": self.status,
             "started": started,
