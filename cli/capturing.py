@@ -20,6 +20,7 @@ def captures_command(collection, url, as_json, root) -> None:
     digest, run, WARC file and offset, and for a revisit the date and URL of its original."""
     from index import state
     from index.collection import Collection
+    from index.versions import original_finder
 
     coll = Collection.open(root, collection)
     conn = state.open_readonly(coll.db_path)
@@ -32,7 +33,7 @@ def captures_command(collection, url, as_json, root) -> None:
         found = state.find_captured_url(conn, url)
         if found is None:
             raise StrataError(f"no capture of {url} in {collection}")
-        entries = state.capture_entries(conn, found)
+        entries = state.capture_entries(conn, found, original_finder(coll))
     finally:
         conn.close()
     if as_json:

@@ -10,6 +10,7 @@ import itertools
 from flask import jsonify, render_template
 
 from index import state
+from index.versions import original_finder
 from replay import access
 from replay.address import Address
 from replay.asof import pad_as_of
@@ -71,8 +72,11 @@ def _captures(addr: Address) -> tuple[list, list[dict]]:
     cdx_lines = engine.captures(addr.coll, addr.url, limit=settings["calendar_limit"], level=access.level())
     if not cdx_lines:  # hidden captures are absent, blocked or excluded: as for a URL never archived
         raise engine.not_archived(addr, access.level())
-    with ext()["collections"].db(addr.coll) as conn:
-        details = state.capture_entries_by_location(conn, [c["url"] for c in cdx_lines]) if conn is not None else {}
+    collections = ext()["collections"]
+    with collections.db(addr.coll) as conn:
+        finder = original_finder(collections.require(addr.coll))  # a revisit's original as replay finds it
+        urls = [c["url"] for c in cdx_lines]
+        details = state.capture_entries_by_location(conn, urls, finder) if conn is not None else {}
     return cdx_lines, [_capture(cdx, details) for cdx in cdx_lines]
 
 
