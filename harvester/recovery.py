@@ -33,7 +33,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from harvester.warcfile import OPEN_SUFFIX, seal_file
-from index import cdxj, importing, rebuild
+from index import cdxj, rebuild
 from index.collection import Collection
 from index.fixity import Fixity
 from index.rebuild import add_missing_captures
@@ -112,7 +112,7 @@ def leftover_temp_files(collection: Collection) -> list[Path]:
     copies are the import journal's, finished by ``index.rebuild.finish_interrupted`` first)."""
     found = sorted(collection.indexes_dir.glob(f"{cdxj.TEMP_PREFIX}*{cdxj.TEMP_SUFFIX}"))
     if not (collection.state_dir / rebuild.JOURNAL).exists():  # else the journal's, to finish the import
-        found += sorted(collection.archive_dir.glob(f"{importing.TEMP_PREFIX}*.tmp"))
+        found += sorted(collection.archive_dir.glob(f"{rebuild.IMPORT_TEMP_PREFIX}*.tmp"))
     sort_dir = collection.state_dir / rebuild.SORT_DIR
     found += sorted(sort_dir.iterdir()) if sort_dir.is_dir() else []
     return found + sorted(collection.state_dir.glob(collection.db_path.name + ".rebuild*"))

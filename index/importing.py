@@ -40,7 +40,7 @@ from strata.errors import ArchiveError
 ProgressFn = Callable[[dict], None]
 _CHUNK = 1 << 20
 _SUFFIXES = (".warc.gz", ".arc.gz", ".warc", ".arc")
-TEMP_PREFIX = ".import-"  # in archive/: a copy being made (never a name a WARC file can have)
+TEMP_PREFIX = rebuild.IMPORT_TEMP_PREFIX  # in archive/: a copy being made
 
 
 @dataclasses.dataclass

@@ -35,7 +35,7 @@ import shutil
 import sqlite3
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from warcio.archiveiterator import ArchiveIterator
 
@@ -46,13 +46,16 @@ from index.collection import Collection
 from index.decision import NOT_MODIFIED_PROFILE, Observation, decide
 from index.fixity import Fixity
 from index.state import SCHEMA_VERSION, Capture, HarvestState, Original, schema_version
-from index.wacz.extsort import ExternalSort
 from index.warcscan import Damage
 from strata.times import digits14
+
+if TYPE_CHECKING:
+    from index.wacz.extsort import ExternalSort
 
 IMPORTED_MODE = "imported"  # the mode of a run made from another tool's file
 PENDING = "rebuild.pending"  # in strata/: a rebuild's swap is under way
 JOURNAL = "import.journal"  # in strata/: an import's files being linked into archive/
+IMPORT_TEMP_PREFIX = ".import-"  # in archive/: an import's copy being made (no WARC file has such a name)
 FACTS_SUFFIX = ".rebuild-facts"  # beside harvest.sqlite: the facts of the rebuild under way
 SORT_DIR = "rebuild.sort"  # in strata/: its CDXJ lines being sorted
 _FACT_FIELDS = [f.name for f in dataclasses.fields(Fact)]
@@ -170,6 +173,10 @@ def rebuild_state(
             + ", ".join(_FACT_FIELDS)
             + ")"
         )
+        # here, not at the top: index.wacz's package imports pywb and the full-text engine, which a
+        # harvest (importing this module for rebuild_if_outdated) must not pay for at every start
+        from index.wacz.extsort import ExternalSort
+
         sort_dir = collection.state_dir / SORT_DIR
         shutil.rmtree(sort_dir, ignore_errors=True)
         sort_dir.mkdir(parents=True)

@@ -3,7 +3,8 @@
 Three depths (``MODES``):
 
 - ``quick``: every file in ``archive/`` is in the fixity manifest and every manifest entry has its
-  file, of the recorded size. No file is read.
+  file, of the recorded size, and the SHA-256 its ingest recorded (``index.fixitycheck``, which
+  ``Verifier`` builds on). No file is read.
 - ``fixity``: as ``quick``, and every file is hashed (SHA-256) against the manifest.
 - ``full`` (the default): as ``fixity``, in the same read of each file every record is parsed and its
   block and payload digests checked (``index.digestscan``); every revisit's original is looked for in
@@ -26,7 +27,6 @@ logged in the collection's fixity events (``index.fixity``), and the verificatio
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import os
@@ -34,21 +34,18 @@ import queue
 import sqlite3
 import tempfile
 import threading
-import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from index.collection import Collection
 from index.digestscan import Damage, Record, bare_digest, scan
-from index.fixity import ALGORITHM, Fixity, now_iso
+from index.fixitycheck import WARC_SUFFIXES, ArchiveCheck, Problem, VerifyReport, _payload
 from index.revisits import Candidate, Revisit, original_of
 from index.state import open_readonly, record_locations
 from index.surtkey import surt_key
 from strata.times import digits14
 
-MODES = ("quick", "fixity", "full")
-OPEN_SUFFIX = ".open"
 _BATCH = 2000
 _QUEUE_BATCHES = 16  # batches of records waiting for this thread: bounds memory
 _MAX_WORKERS = 4
@@ -60,55 +57,6 @@ _ORIGINAL_TYPES = ("response", "resource")  # records a revisit's payload may be
 _ORIGINAL_SQL = "('response', 'resource')"
 # What keeps a file out of the manifest under --adopt: damage to its bytes (not, say, a missing index).
 _DAMAGE_KINDS = frozenset({"damaged-record", "damaged-region", "truncated", "size-mismatch", "unreadable-file"})
-WARC_SUFFIXES = (".warc.gz", ".warc")
-ARCHIVE_SUFFIXES = WARC_SUFFIXES + (".arc.gz", ".arc")
-
-
-@dataclasses.dataclass
-class Problem:
-    kind: str
-    file: str | None  # "archive/<name>", or a fixity/ or indexes/ file
-    offset: int | None = None
-    url: str | None = None
-    detail: str = ""
-    dependents: list[dict] = dataclasses.field(default_factory=list)  # revisits that need this record
-
-    def as_dict(self) -> dict:
-        return dataclasses.asdict(self)
-
-
-@dataclasses.dataclass
-class VerifyReport:
-    collection: str
-    mode: str
-    started: str = ""
-    finished: str = ""
-    seconds: float = 0.0
-    files: int = 0
-    bytes: int = 0
-    records: int = 0
-    revisits: int = 0
-    cdxj_lines: int = 0
-    problems: list[Problem] = dataclasses.field(default_factory=list)
-    adopted: list[str] = dataclasses.field(default_factory=list)
-    notes: list[str] = dataclasses.field(default_factory=list)
-    deviations: list[Problem] = dataclasses.field(default_factory=list)  # tolerated: see the module's docstring
-    strict: bool = False  # deviations count as problems
-
-    @property
-    def intact(self) -> bool:
-        return not self.problems and not (self.strict and self.deviations)
-
-    def as_dict(self) -> dict:
-        data = dataclasses.asdict(self)
-        data["intact"] = self.intact
-        data["problems"] = [p.as_dict() for p in self.problems]
-        data["deviations"] = [p.as_dict() for p in self.deviations]
-        return data
-
-
-def _payload(name: str) -> str:
-    return f"archive/{name}"
 
 
 _SCHEMA = """
@@ -129,7 +77,7 @@ CREATE INDEX cdx_url ON cdx (url, ts);
 """
 
 
-class Verifier:
+class Verifier(ArchiveCheck):
     def __init__(
         self,
         collection: Collection,
@@ -138,168 +86,28 @@ class Verifier:
         progress: Callable[[dict], None] | None = None,
         strict: bool = False,
     ):
-        if mode not in MODES:
-            raise ValueError(mode)
-        self.coll = collection
-        self.mode = mode
-        self.adopt = adopt and mode == "full"
-        self.progress = progress
-        self.fixity = Fixity(collection.fixity_dir)
-        self.report = VerifyReport(collection.name, mode, strict=strict)
+        super().__init__(collection, mode, adopt, progress, strict)
+        self._damage: dict[str, list[tuple[int, int, Problem]]] = {}  # file -> (start, end, problem)
         # (file, kind) -> (the reported deviation, how many records, the first one's detail)
         self._deviations: dict[tuple[str, str], tuple[Problem, int, str]] = {}
-        self._events: list[dict] = []
-        self._damage: dict[str, list[tuple[int, int, Problem]]] = {}  # file -> (start, end, problem)
-        self._missing: dict[str, Problem] = {}  # file name -> problem
 
-    # -- the run -------------------------------------------------------------------------------
-    def run(self) -> VerifyReport:
-        report = self.report
-        report.started = now_iso()
-        clock = time.monotonic()
-        if self.coll.is_locked():
-            report.notes.append("a harvest is running: files it seals meanwhile are not checked")
-        files = self._list_archive()
-        recorded = self._read_manifest()
-        sizes = self.fixity.sizes()
-        present = {name: size for name, size in files.items() if not name.endswith(OPEN_SUFFIX)}
-        for name in sorted(set(recorded) - set(present)):
-            problem = Problem("missing-file", _payload(name), detail="listed in the fixity manifest, not in archive/")
-            self._missing[name] = problem
-            self._problem(problem)
-            self._event(name, "missing")
-        for name, size in sorted(present.items()):
-            if name in sizes and sizes[name] != size:
-                what = "shorter" if size < sizes[name] else "longer"
-                self._problem(
-                    Problem(
-                        "size-mismatch",
-                        _payload(name),
-                        detail=f"{size} bytes, {what} than the {sizes[name]} recorded when it was sealed",
-                    )
-                )
-        report.files = len(present)
-        report.bytes = sum(present.values())
-        if self.mode == "quick":
-            for name in sorted(present):
-                if name in recorded:
-                    ok = sizes.get(name) in (None, present[name])
-                    self._event(name, "pass" if ok else "fail", algorithm="size")
-        else:
-            with tempfile.TemporaryDirectory(prefix="strata-verify-") as tmp:
-                self.db = sqlite3.connect(os.path.join(tmp, "verify.sqlite"))
-                self.db.executescript(
-                    "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-32000;" + _SCHEMA
-                )
-                try:
-                    full = self.mode == "full"
-                    # the CDXJ is read while the workers read the files
-                    digests = self._read_files(present, recorded, full, self._load_cdxj if full else None)
-                    if full:
-                        self.db.executescript(_INDEXES)
-                        self._check_cdxj(present)
-                        self._check_revisits()
-                        self._adopt(present, recorded, digests)
-                finally:
-                    self.db.close()
-        self._not_in_manifest(present)
-        report.problems.sort(key=lambda p: (p.file or "", p.offset or 0, p.kind))
-        report.deviations.sort(key=lambda p: (p.file or "", p.offset or 0, p.kind))
-        report.finished = now_iso()
-        report.seconds = round(time.monotonic() - clock, 3)
-        self._events.append(
-            {
-                "type": "verification",
-                "file": None,
-                "algorithm": ALGORITHM if self.mode != "quick" else "size",
-                "outcome": "intact" if report.intact else "problems",
-                "mode": self.mode,
-                "files": report.files,
-                "records": report.records,
-                "problems": len(report.problems),
-                "kinds": sorted({p.kind for p in report.problems}),
-                "deviations": len(report.deviations),
-                "strict": report.strict,
-                "started": report.started,
-            }
-        )
-        self.fixity.log(self._events)
-        return report
-
-    def _problem(self, problem: Problem) -> Problem:
-        self.report.problems.append(problem)
-        return problem
-
-    def _event(self, name: str, outcome: str, algorithm: str = ALGORITHM) -> None:
-        self._events.append(
-            {"type": "fixity-check", "file": _payload(name), "algorithm": algorithm, "outcome": outcome}
-        )
-
-    def _tick(self, **figures) -> None:
-        if self.progress:
-            self.progress({"files": self.report.files, "bytes_total": self.report.bytes, **figures})
-
-    # -- archive/ and the manifest -------------------------------------------------------------
-    def _list_archive(self) -> dict[str, int]:
-        out: dict[str, int] = {}
-        archive = self.coll.archive_dir
-        if not archive.is_dir():
-            return out
-        busy = None
-        for entry in os.scandir(archive):
-            if not entry.is_file(follow_symlinks=False):
-                self._problem(Problem("unexpected-entry", _payload(entry.name), detail="not a regular file"))
-                continue
-            if entry.name.endswith(OPEN_SUFFIX):
-                busy = self.coll.is_locked() if busy is None else busy
-                if not busy:
-                    self._problem(
-                        Problem(
-                            "unsealed-file",
-                            _payload(entry.name),
-                            detail=f"left by a harvest that died; run: strata recover {self.coll.name}",
-                        )
-                    )
-                continue
-            out[entry.name] = entry.stat().st_size
-        return out
-
-    def _read_manifest(self) -> dict[str, str]:
-        recorded: dict[str, str] = {}
-        manifest = "fixity/" + self.fixity.manifest_path.name
-        for entry in self.fixity.entries():
-            if entry.name is None:
-                self._problem(
-                    Problem(
-                        "manifest-malformed",
-                        manifest,
-                        detail=f"line {entry.line_no} is not '<sha256>  archive/<file>': {entry.text[:120]!r}",
-                    )
-                )
-            elif entry.name in recorded and recorded[entry.name] != entry.sha256:
-                self._problem(
-                    Problem(
-                        "manifest-conflict",
-                        _payload(entry.name),
-                        detail=f"line {entry.line_no} gives the file a second, different digest",
-                    )
-                )
-            else:
-                recorded[entry.name] = entry.sha256 or ""
-        return recorded
-
-    def _not_in_manifest(self, present: dict[str, int]) -> None:
-        recorded = self.fixity.digests()  # read again: a harvest may have sealed a file meanwhile
-        for name in sorted(set(present) - set(recorded)):
-            if name in self.report.adopted:
-                continue
-            hint = (
-                f"written before the manifest existed? adopt it with: strata verify {self.coll.name} --adopt"
-                if name.endswith(ARCHIVE_SUFFIXES)
-                else "not a WARC file"
+    def _read(self, present: dict[str, int], recorded: dict[str, str]) -> None:
+        with tempfile.TemporaryDirectory(prefix="strata-verify-") as tmp:
+            self.db = sqlite3.connect(os.path.join(tmp, "verify.sqlite"))
+            self.db.executescript(
+                "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-32000;" + _SCHEMA
             )
-            self._problem(Problem("not-in-manifest", _payload(name), detail=hint))
-            self._event(name, "not-in-manifest")
+            try:
+                full = self.mode == "full"
+                # the CDXJ is read while the workers read the files
+                digests = self._read_files(present, recorded, full, self._load_cdxj if full else None)
+                if full:
+                    self.db.executescript(_INDEXES)
+                    self._check_cdxj(present)
+                    self._check_revisits()
+                    self._adopt(present, recorded, digests)
+            finally:
+                self.db.close()
 
     # -- reading every file --------------------------------------------------------------------
     def _read_files(
