@@ -23,7 +23,7 @@ from pywb.apps.rewriterapp import RewriterApp
 from pywb.utils.io import no_except_close
 from pywb.utils.wbexception import NotFoundException
 
-from replay.asof import ACCESS_PARAM, pad_as_of
+from replay.asof import ACCESS_PARAM, POSTED_PARAM, RAW_PARAM, pad_as_of
 from replay.contentrw import PageContentRewriter
 from replay.errors import CaptureDeleted
 from replay.transport import LocalClient
@@ -62,7 +62,9 @@ class StrataRewriterApp(RewriterApp):
         # Every revisit's original is found by the one rule of index.revisits (replay.warcserver), as
         # verify and the other surfaces find it: not from this list (pywb's resolveRevisits takes the
         # first earlier capture with the digest, whatever the revisit names).
-        params = {"url": wb_url.url, "closest": closest, "matchType": "exact"}
+        params = {"url": wb_url.url, "closest": closest, "matchType": "exact", POSTED_PARAM: "1"}
+        if wb_url.mod == "id_":
+            params[RAW_PARAM] = "1"
         if wb_url.mod == "id_" and not wb_url.is_latest_replay():
             params["to"] = pad_as_of(wb_url.timestamp)
         if wb_url.mod == "vi_":

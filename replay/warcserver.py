@@ -51,7 +51,7 @@ from index.collection import Collection
 from index.digestscan import check_member, check_record_at, read_member
 from index.revisits import Candidate, Revisit, rank
 from index.state import indexed_original, open_readonly
-from replay.asof import AsOfIndexSource
+from replay.asof import RAW_PARAM, AsOfIndexSource
 from replay.recordload import PayloadRecordLoader, RecordLoader
 from replay.recordmemo import RecordMemo
 from strata.errors import CollectionError
@@ -278,6 +278,15 @@ class _StrataWARCPathLoader(WARCPathLoader):
     def __init__(self, paths, cdx_source, root: Path):
         super().__init__(paths, cdx_source)
         self.resolve_loader = _RevisitLoader(self.resolvers, root)
+
+    def raise_on_self_redirect(self, params, cdx, status_code, location_url):
+        """pywb refuses a redirect to the URL asked for (``http://x`` to ``https://x`` is one: the
+        index does not tell the schemes apart), because a replayed page would follow its rewritten
+        ``Location`` back to itself. The archived bytes (``id_``) are not rewritten and lead nowhere
+        but where they say: served as they are (they answered 400 when no other capture was there)."""
+        if params.get(RAW_PARAM):
+            return
+        super().raise_on_self_redirect(params, cdx, status_code, location_url)
 
 
 def make_warcserver(root: Path, rules_for=None) -> tuple[BaseWarcServer, AsOfIndexSource]:
