@@ -129,9 +129,11 @@ def harvest(collection, seeds, job_name, depth, delay, concurrency, mode, wait_f
     if summary["urls_fetched"] == 0 and summary["errors"]:
         click.echo("Error: no URL could be fetched; see the errors above.", err=True)
         sys.exit(1)
-    if summary.get("failed_hosts"):
+    if summary.get("failed_hosts"):  # the run is finished, but these sites were not harvested
         click.echo(
-            f"Error: every request to {', '.join(summary['failed_hosts'])} failed; see the errors above.", err=True
+            f"Error: {', '.join(summary['failed_hosts'])} could not be harvested (every request failed, or "
+            "robots.txt could not be read); the other sites were; see the notes above.",
+            err=True,
         )
         sys.exit(1)
 

@@ -132,6 +132,7 @@ class Harvest:
         self._seeds_answered: set[str] = set()
         self._seed_errors: dict[str, str] = {}
         self._robots_unread: dict[str, str] = {}  # origin -> why its robots.txt could not be read
+        self._robots_unread_hosts: set[str] = set()  # their host[:port]s, as the run's URLs name them
         self._proxy_failures: dict[str, int] = {}  # proxy (no credentials) -> failures seen
         #: The worker's label in its WARC file names and warcinfo (None: this host's name); set by
         #: ``harvester.shared_harvest`` for one of several workers on a run.
@@ -346,14 +347,17 @@ class Harvest:
         return list(self.roller.files), self.roller.bytes_written
 
     def _note_failed_hosts(self) -> None:
-        """Hosts every request to which failed: a figure of the run, a note, and (CLI) a non-zero exit."""
-        failed = sorted(h for h in self.host_errors if h not in self.hosts_answered)
-        self.figures.failed_hosts = failed
-        for host in failed:
+        """Hosts the run could not harvest (every request to them failed, or their robots.txt could not
+        be read, so RFC 9309 disallowed them): a figure of the run, a note, and (CLI) a non-zero exit."""
+        unanswered = {h for h in self.host_errors if h not in self.hosts_answered}
+        self.figures.failed_hosts = sorted(unanswered | self._robots_unread_hosts)
+        for host in sorted(unanswered):
             count, first = self.host_errors[host]
             self.notes.append(
                 f"every request to {host or 'a URL without a host'} failed ({count} request(s); first error: {first})"
             )
+        for origin, why in sorted(self._robots_unread.items()):
+            self.notes.append(f"nothing on {origin} was fetched: its robots.txt could not be read ({why}; RFC 9309)")
 
     def _write_run_record(self, started: str, finished: datetime, figures: dict) -> None:
         """The run's report as a WARC metadata record, last in its last file (``index.runhistory``):
@@ -407,11 +411,14 @@ class Harvest:
     def _failure(self) -> str | None:
         """Why this run must count as failed though it ran to its end, or None.
 
-        RFC 9309: a robots.txt that cannot be read (5xx, unreachable) disallows the whole site, so
-        a seed's site with one was not harvested at all; and a run none of whose seeds answered
-        harvested nothing. Both used to end as "finished" with a few skipped URLs."""
+        A run none of whose seeds answered harvested nothing; RFC 9309: a robots.txt that cannot be
+        read (5xx, unreachable) disallows the whole site, so a seed's site with one was not harvested
+        at all. A run that harvested some of its seeds' sites is finished: the sites it could not
+        harvest are named in its ``failed_hosts`` (``_note_failed_hosts``), and the CLI exits 1."""
         if self._proxy_pool is not None and self._proxy_pool.exhausted:
             return self._proxy_pool.exhausted
+        if self._seeds_answered:
+            return None  # its other sites were harvested: finished, those it could not in failed_hosts
         seed_origins = {url_origin(seed) for seed in self.job.seeds}
         unread = [(origin, why) for origin, why in self._robots_unread.items() if origin in seed_origins]
         if unread:
@@ -421,8 +428,6 @@ class Harvest:
                 f"robots.txt of {origin} could not be read ({why}), so nothing there was fetched "
                 f"(RFC 9309: disallow all until it can be read){more}"
             )
-        if self._seeds_answered:
-            return None
         seed = self.job.seeds[0]
         if seed in self._seed_errors:
             return f"no seed could be fetched: {seed}: {self._seed_errors[seed]}"
@@ -502,6 +507,7 @@ class Harvest:
         why = rules.reason.removesuffix(": disallow all")
         if origin not in self._robots_unread:
             self._robots_unread[origin] = why
+            self._robots_unread_hosts.add(urlsplit(url).netloc)
             self.recent_errors = (
                 self.recent_errors
                 + [
