@@ -28,6 +28,7 @@ from harvester.change import NoiseRules, content_digest, main_text, main_text_an
 from harvester.fetchproc import FetchProcess
 from harvester.fetchresult import FetchResult
 from harvester.frontier import Frontier, Item
+from harvester.hostgate import HostGate
 from harvester.job import JobSettings
 from harvester.links import LINK_TYPES, Link, links_of_payload
 from harvester.recovery import recover
@@ -213,6 +214,7 @@ class Harvest:
         # Connections stay at `concurrency` (the fetch slots below and the client's pool).
         self.frontier = self._make_frontier()
         self._fetch_slots = asyncio.Semaphore(job.concurrency)
+        self._gate = HostGate()  # when this process fetches itself
         self.kinds = PageKinds(job.index_patterns, job.content_patterns, job.default_page_kind, job.seeds)
         self.noise = NoiseRules(job.noise_selectors, job.noise_patterns)
         self.paging = PagingStrategy(
@@ -546,12 +548,18 @@ class Harvest:
     async def _fetch(self, url: str, extra_headers: dict[str, str]) -> FetchResult:
         headers = {"Accept-Encoding": ACCEPT_ENCODING, **extra_headers}
         self.figures.requests += 1
+        # politeness from the previous request actually sent to the host (harvester.hostgate): by the
+        # process that sends it; across a shared run's workers, by Redis first
+        host = url_host(url)
+        interval = self.frontier.interval(host)
+        await self.frontier.before_send(host)
         if self.fetcher is not None and self.fetcher.alive:
-            result = await self.fetcher.fetch(url, headers, self.job.timeout, self.job.max_resource_size)
+            result = await self.fetcher.fetch(url, headers, self.job.timeout, self.job.max_resource_size, interval)
         else:
             from harvester.fetch import fetch
 
             async with self._fetch_slots:  # a request waits for a connection before its deadline starts
+                await self._gate.open(host, interval)
                 result = await fetch(
                     self._in_process_client(),
                     url,
