@@ -298,8 +298,12 @@ class Harvest:
         """Name the run, choose its mode, record its start; when it started."""
         self.run_id = new_run_id(started)
         # Incremental once this job has a finished full run: an interrupted or cancelled first run is no
-        # baseline, and another job's runs are not this job's.
-        self.mode = self.requested_mode or ("incremental" if self.state.has_full_baseline(self.job_key) else "full")
+        # baseline, and another job's runs are not this job's. Until then a run is full, whoever asked
+        # for an incremental one (the console's "Harvest now (incremental)" as the command line).
+        baseline = self.state.has_full_baseline(self.job_key)
+        self.mode = "full" if not baseline else self.requested_mode or "incremental"
+        if self.requested_mode == "incremental" and not baseline:
+            self.notes.append("an incremental run was asked for, but this job has no full run yet: this run is full")
         self.state.begin_run(self.run_id, self.job_key, self.mode, iso(started), os.getpid())
         return started
 
