@@ -122,6 +122,7 @@ def read_file(path: Path, name: str, hasher=None) -> FileFacts:
                     hasher.update(chunk)
         return out
     indexer: _FactLines | None = _FactLines(name)
+    starts: list[int] = []  # where each whole record begins (to find one pywb's indexer cannot read)
     for item in digestscan.scan(path, hasher, facts=True):
         if type(item) is Damage:
             out.damage, out.good_end = warcscan.Damage(name, item.offset, item.reason), item.offset
@@ -132,6 +133,7 @@ def read_file(path: Path, name: str, hasher=None) -> FileFacts:
             out.good_end = item.offset
             break
         out.records += 1
+        starts.append(item.offset)
         out.versions.add(item.version)
         if item.note and len(out.notes) < 3:
             out.notes.append(f"@{item.offset}: {item.note}")
@@ -147,8 +149,36 @@ def read_file(path: Path, name: str, hasher=None) -> FileFacts:
     if indexer is not None:
         out.lines = sorted(indexer.lines)
     else:
-        out.lines = cdxj.index_warc(path, name, out.good_end)
+        _pywb_lines(path, out, starts)
     return out
+
+
+def _pywb_lines(path: Path, out: FileFacts, starts: list[int]) -> None:
+    """The file's lines from pywb's indexer; when it cannot read the file (folded header lines in
+    WARC/0.17, dates it cannot parse), the first record it cannot read is the file's damage: found
+    by indexing ever longer prefixes of whole records (a few runs, in a file that is refused anyway)."""
+    try:
+        out.lines = cdxj.index_warc(path, out.name, out.good_end)
+        return
+    except Exception as exc:  # noqa: BLE001 (whatever pywb raises on a third-party file)
+        failure = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+    ends = [*starts[1:], out.good_end if out.good_end is not None else out.size]
+    lo, hi = 0, len(starts) - 1  # the first record whose prefix fails is in [lo, hi]
+    while lo < hi:
+        mid = (lo + hi) // 2
+        try:
+            cdxj.index_warc(path, out.name, ends[mid])
+        except Exception:  # noqa: BLE001 (as above)
+            hi = mid
+        else:
+            lo = mid + 1
+    offset = starts[lo]
+    reason = f"pywb's indexer (which replay uses) cannot read this record: {failure}"
+    out.damage = warcscan.Damage(out.name, offset, reason.encode("ascii", "backslashreplace").decode("ascii")[:200])
+    out.good_end = offset
+    out.records = lo
+    out.facts = [f for f in out.facts if f.offset < offset]
+    out.lines = cdxj.index_warc(path, out.name, offset) if offset else []
 
 
 def _take(out: FileFacts, r: Record, http: StatusAndHeaders | None) -> None:

@@ -304,7 +304,13 @@ def _scan(
     insert = f"INSERT INTO facts VALUES ({', '.join('?' * (len(_FACT_FIELDS) + 1))})"
     for index, (path, name) in enumerate(zip(paths, files, strict=True)):
         # a damaged file is read up to its damage: every whole record before it is indexed
-        read = capture_facts.read_file(path, name)
+        try:
+            read = capture_facts.read_file(path, name)
+        except Exception as exc:  # noqa: BLE001 (a file nothing can read is damaged from its first byte)
+            read = FileFacts(name, path.stat().st_size, good_end=0)
+            read.damage = Damage(
+                name, 0, f"cannot be read: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+            )
         if read.damage:
             scan.damage.append(read.damage)
         for line in read.lines:
