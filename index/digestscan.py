@@ -231,8 +231,9 @@ class _Pending:
             self.payload = _DigestCheck(payload)
             if self.payload.hash is None:
                 self.payload = None
-        # with ``facts``: the SHA-1 pywb's indexer computes for a payload that has no digest
-        self.sha1 = hashlib.sha1() if facts and not payload and self.rec_type in ("response", "resource") else None
+        # the SHA-1 pywb's indexer computes (and indexes) for a payload that has no digest: what a
+        # revisit's digest is matched against (verify, the rebuild)
+        self.sha1 = hashlib.sha1() if not payload and self.rec_type in ("response", "resource") else None
 
     def feed(self, data: bytes, i: int, j: int) -> None:
         """Take ``data[i:j]``, the next bytes of the block."""
@@ -326,8 +327,8 @@ class _Pending:
             record.http_head = self.kept_head if self.http_done else bytes(self.http_head[:FACTS_HEAD_LIMIT])
             record.payload_length = self.payload_length
             record.plain_headers, record.version = self.plain, self.version
-            if self.sha1 is not None:
-                record.payload_sha1 = "sha1:" + base64.b32encode(self.sha1.digest()).decode("ascii")
+        if self.sha1 is not None:
+            record.payload_sha1 = "sha1:" + base64.b32encode(self.sha1.digest()).decode("ascii")
         return record
 
     def _dechunked_matches(self) -> bool:

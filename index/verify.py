@@ -511,7 +511,8 @@ def _key(uri: str) -> str:
 
 
 def _rec_row(name: str, r: Record) -> tuple:
-    digest = bare_digest(r.payload_digest) if r.payload_digest else ""
+    # a payload without WARC-Payload-Digest: the SHA-1 pywb's indexer gives it in the CDXJ
+    digest = bare_digest(r.payload_digest or r.payload_sha1) if r.payload_digest or r.payload_sha1 else ""
     return (
         name,
         r.offset,
