@@ -140,7 +140,6 @@ def index_group() -> None:
 def index_rebuild(collection, as_json, root, only) -> None:
     """Rebuild COLLECTION's indexes (CDXJ, harvest state, digests, full text) from its WARC files."""
     from index.collection import Collection
-    from index.fulltext.rebuild import rebuild
     from index.rebuild import finish_interrupted, rebuild_state
 
     coll = Collection.open(root, collection)
@@ -169,6 +168,8 @@ def index_rebuild(collection, as_json, root, only) -> None:
                 click.echo(json.dumps(state_figures, ensure_ascii=False))
             _fail_if_damaged(damaged)
             return
+
+    from index.fulltext.rebuild import rebuild  # not for --only state: the engine's imports take a while
 
     def progress(p: dict) -> None:
         if as_json:

@@ -260,15 +260,18 @@ class _RecordView:
 
 
 class _Headers:
-    __slots__ = ("_headers", "_uri")
+    __slots__ = ("_headers", "_uri", "_sha1")
 
     def __init__(self, r: Record):
         self._headers = r.headers or {}
         self._uri = r.uri
+        self._sha1 = r.payload_sha1
 
     def get_header(self, name: str, default=None):
         if name == "WARC-Target-URI":
             return self._uri
+        if name == "WARC-Payload-Digest":  # none written: the SHA-1 pywb's indexer computes instead
+            return self._headers.get("warc-payload-digest") or self._sha1 or default
         return self._headers.get(name.lower(), default)
 
 
@@ -293,6 +296,13 @@ class _FactLines:
             return
         if kind == "metadata" and not r.uri.startswith(runhistory.RUN_URI_PREFIX):
             raise cdxj.NeedsFileIndex("metadata")
+        if kind == "resource" and is_web(r.uri):
+            # pywb reads a resource with the HTTP headers it makes up: its type is the record's
+            view = _RecordView(r, None)
+            mime = cdxj.pywb_mime(headers.get("content-type"), "unk")
+            fields = {"url": r.uri, "mime": mime, "mime-detected": headers.get("warc-identified-payload-type")}
+            self.lines.append(self.indexer._line(view, fields, r.offset, r.length, self.name))
+            return
         if kind not in ("response", "revisit", "metadata") or (kind != "metadata" and not is_web(r.uri)):
             raise cdxj.NeedsFileIndex(kind)
         if kind != "metadata" and (not r.http_head or not r.http_head.isascii()):

@@ -63,7 +63,11 @@ class RecordIndexer:
             return None
         http = record.http_headers
         if record.rec_type == "metadata" and url.isascii() and http is None:
-            fields = {"metadata": None, "url": url, "mime": _mime(record.rec_headers.get_header("Content-Type"), "unk")}
+            fields = {
+                "metadata": None,
+                "url": url,
+                "mime": pywb_mime(record.rec_headers.get_header("Content-Type"), "unk"),
+            }
             return self._line(record, fields, offset, length, filename)
         if record.rec_type not in ("response", "revisit") or not url.isascii():
             raise NeedsFileIndex(record.rec_type)
@@ -78,7 +82,7 @@ class RecordIndexer:
         else:
             fields = {
                 "url": url,
-                "mime": _mime(http.get_header("Content-Type"), "unk"),
+                "mime": pywb_mime(http.get_header("Content-Type"), "unk"),
                 "mime-detected": record.rec_headers.get_header("WARC-Identified-Payload-Type"),
                 "status": _status(http),
             }
@@ -111,7 +115,7 @@ class RecordIndexer:
 _MIME_END = re.compile("[; ]")
 
 
-def _mime(content_type: str | None, default: str) -> str:
+def pywb_mime(content_type: str | None, default: str) -> str:
     """pywb's ``extract_mime``: the type before any parameter; ``default`` without one."""
     return _MIME_END.split(content_type, 1)[0] if content_type else default
 
