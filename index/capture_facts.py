@@ -212,9 +212,7 @@ def _take(out: FileFacts, r: Record, http: StatusAndHeaders | None) -> None:
         mime = headers.get("content-type", "")
     else:
         mime = (http.get_header("Content-Type") or "") if http is not None else ""
-    digest = r.payload_digest or None
-    if digest is None and r.rec_type != "revisit" and r.payload_sha1:
-        digest = r.payload_sha1  # as pywb's indexer computes it: SHA-1 of the payload as stored
+    digest = r.indexed_digest or None  # as pywb's indexer gives it
     out.facts.append(
         Fact(
             date_key(r.date),

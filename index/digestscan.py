@@ -83,6 +83,12 @@ class Record:
     def damaged(self) -> bool:
         return bool(self.problem)
 
+    @property
+    def indexed_digest(self) -> str:
+        """The payload digest pywb's indexer gives the record: its own, else (a response or resource
+        without one) the SHA-1 of its payload as stored; "" for none."""
+        return self.payload_digest or (self.payload_sha1 if self.rec_type != "revisit" else "")
+
 
 @dataclasses.dataclass(slots=True)
 class Damage:

@@ -511,8 +511,7 @@ def _key(uri: str) -> str:
 
 
 def _rec_row(name: str, r: Record) -> tuple:
-    # a payload without WARC-Payload-Digest: the SHA-1 pywb's indexer gives it in the CDXJ
-    digest = bare_digest(r.payload_digest or r.payload_sha1) if r.payload_digest or r.payload_sha1 else ""
+    digest = bare_digest(r.indexed_digest) if r.indexed_digest else ""  # as the CDXJ has it
     return (
         name,
         r.offset,

@@ -14,12 +14,9 @@ found the same way everywhere, deviations every reader tolerates noted but not c
 
 from __future__ import annotations
 
-import base64
 import gzip
-import hashlib
 import json
 import subprocess
-import uuid
 import zipfile
 from pathlib import Path
 
@@ -29,7 +26,7 @@ from index import rebuild
 from index.collection import Collection
 from index.importing import import_files
 from tests.conftest import VENV_BIN
-from tests.support.warc_makers import pywb_cdxj
+from tests.support.warc_makers import gzip_records, pywb_cdxj, raw_record, sha1_digest
 
 STRATA = str(VENV_BIN / "strata")
 
@@ -38,22 +35,8 @@ def strata(root: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([STRATA, *args, "--root", str(root)], capture_output=True, text=True, timeout=300)
 
 
-def _sha1(data: bytes) -> str:
-    return "sha1:" + base64.b32encode(hashlib.sha1(data).digest()).decode("ascii")
-
-
-def record(kind: str, url: str, date: str, block: bytes, ctype: str, **extra: str) -> bytes:
-    headers = {
-        "WARC-Type": kind,
-        "WARC-Record-ID": f"<urn:uuid:{uuid.uuid5(uuid.NAMESPACE_URL, url + date + kind)}>",
-        "WARC-Date": date,
-        "WARC-Target-URI": url,
-        "Content-Type": ctype,
-        "WARC-Block-Digest": _sha1(block),
-        **extra,
-        "Content-Length": str(len(block)),
-    }
-    return ("WARC/1.0\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n").encode() + block
+record = raw_record
+_sha1 = sha1_digest
 
 
 HTTP = "application/http; msgtype=response"
@@ -65,9 +48,7 @@ def response(url: str, date: str, body: bytes = BODY) -> bytes:
     return record("response", url, date, http + body, HTTP, **{"WARC-Payload-Digest": _sha1(body)})
 
 
-def gz_file(path: Path, *records: bytes, trailer: bytes = b"\r\n\r\n") -> Path:
-    path.write_bytes(b"".join(gzip.compress(r + trailer, mtime=0) for r in records))
-    return path
+gz_file = gzip_records
 
 
 def index_lines(coll: Collection) -> list[str]:

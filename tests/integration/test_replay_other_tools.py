@@ -11,10 +11,7 @@ holds (and, where pywb agrees, with an unmodified pywb):
 
 from __future__ import annotations
 
-import base64
-import gzip
 import hashlib
-import uuid
 from pathlib import Path
 
 import httpx
@@ -22,28 +19,18 @@ import httpx
 from index.collection import Collection
 from index.importing import import_files
 from replay import create_app
+from tests.support.warc_makers import gzip_records, raw_record, sha1_digest
 
 
 def _record(kind: str, url: str, date: str, block: bytes, ctype: str, **extra: str) -> bytes:
-    headers = {
-        "WARC-Type": kind,
-        "WARC-Record-ID": f"<urn:uuid:{uuid.uuid5(uuid.NAMESPACE_URL, kind + url + date)}>",
-        "WARC-Date": date,
-        "WARC-Target-URI": url,
-        "Content-Type": ctype,
-        **extra,
-        "Content-Length": str(len(block)),
-    }
-    return ("WARC/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n").encode() + block
+    return raw_record(kind, url, date, block, ctype, version="WARC/1.1", **extra)
 
 
-def _sha1(data: bytes) -> str:
-    return "sha1:" + base64.b32encode(hashlib.sha1(data).digest()).decode("ascii")
+_sha1 = sha1_digest
 
 
 def _write(path: Path, *records: bytes) -> Path:
-    path.write_bytes(b"".join(gzip.compress(r + b"\r\n\r\n", mtime=0) for r in records))
-    return path
+    return gzip_records(path, *records)
 
 
 RESPONSE = "application/http; msgtype=response"
