@@ -365,14 +365,6 @@ def _copy(source: Path, target: Path) -> str:
     return hasher.hexdigest()
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 __all__ = [
     "Checked",
     "ImportReport",
