@@ -13,11 +13,11 @@ payload. From those come, without reading the file again:
   URI (what replay serves), and every Strata run report (``urn:strata:run:``);
 - its CDXJ lines, built as pywb's indexer writes them (``index.cdxj.RecordIndexer``, the same bytes)
   for the records Strata and most tools write; any record that builder cannot vouch for (a POST, a
-  header that is not ASCII, a record type it does not know, no payload digest...) has the whole
-  file indexed by pywb's own indexer instead.
+  header that is not ASCII or folded, a record type it does not know, WARC/0.17...) has the whole
+  file indexed by pywb's own indexer instead; if that indexer cannot read the file, the first record
+  it cannot read is the file's damage.
 
-An ARC file (and a WARC that ``digestscan`` cannot read at all) is read the old way, with warcio and
-pywb's indexer.
+An ARC file is read the old way: ``index.warcscan``'s check, warcio, and pywb's indexer.
 """
 
 from __future__ import annotations
