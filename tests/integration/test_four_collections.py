@@ -125,7 +125,8 @@ COMMANDS = {
     "diff": lambda root, coll, url: ["diff", coll, url, *_first_and_last(root, coll, url)],
     "verify": lambda root, coll, url: ["verify", coll],
     "verify-quick": lambda root, coll, url: ["verify", coll, "--quick"],
-    "search": lambda root, coll, url: ["search", coll, "sample"],
+    # every hit (more than the page of 20): which of two equal hits makes the page depends on ports
+    "search": lambda root, coll, url: ["search", coll, "sample", "--limit", "100"],
     "access-list": lambda root, coll, url: ["access", coll, "list"],
     "export-wacz": lambda root, coll, url: ["export", "wacz", coll, "--out", str(root.parent / f"{coll}.wacz")],
     "recover": lambda root, coll, url: ["recover", coll],
