@@ -200,9 +200,9 @@ def runs(collection, as_json, root) -> None:
 def recover(collection, root) -> None:
     """Repair COLLECTION after a crash: seal torn WARCs, re-index, mark interrupted runs."""
     from harvester.recovery import recover as do_recover
+    from index.capture.rebuild import finish_interrupted
     from index.collection import Collection
-    from index.rebuild import finish_interrupted
-    from index.statestore import open_harvest_state
+    from index.storage.statestore import open_harvest_state
 
     coll = Collection.open(root, collection)
     with coll.harvest_lock():

@@ -139,8 +139,8 @@ def index_group() -> None:
 )
 def index_rebuild(collection, as_json, root, only) -> None:
     """Rebuild COLLECTION's indexes (CDXJ, harvest state, digests, full text) from its WARC files."""
+    from index.capture.rebuild import finish_interrupted, rebuild_state
     from index.collection import Collection
-    from index.rebuild import finish_interrupted, rebuild_state
 
     coll = Collection.open(root, collection)
     finish_interrupted(coll)  # an import or rebuild killed half way through: finished first

@@ -1,4 +1,4 @@
-"""``strata verify``: fixity and consistency of a collection (``index.verify``)."""
+"""``strata verify``: fixity and consistency of a collection (``index.integrity.verify``)."""
 
 from __future__ import annotations
 
@@ -102,7 +102,7 @@ def verify(collection, quick, fixity_only, adopt, strict, as_json, root) -> None
 
             report = quick_verify(coll, strict=strict)
         else:
-            from index.verify import verify as run_verify
+            from index.integrity.verify import verify as run_verify
 
             report = run_verify(coll, mode, adopt=adopt, progress=progress, strict=strict)
     except OSError as exc:  # the collection's own directories cannot be read or written

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 
 from harvester.change_rates import KINDS
 from harvester.schedule import due_at, parse_iso
-from index.rebuild import IMPORTED_MODE
+from index.capture.rebuild import IMPORTED_MODE
 from index.state import HarvestState, full_harvest_estimate
 
 

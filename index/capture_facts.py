@@ -1,7 +1,7 @@
 """What a rebuild needs of one WARC or ARC file, from one read of it: its CDXJ lines, its run, and
 one ``Fact`` per capture record.
 
-A WARC file is read by ``index.digestscan`` (the reader ``strata verify`` and replay check records
+A WARC file is read by ``index.integrity.digestscan`` (the reader ``strata verify`` and replay check records
 with), which keeps, for each record, its WARC headers, its HTTP header block and the length of its
 payload. From those come, without reading the file again:
 
@@ -17,7 +17,7 @@ payload. From those come, without reading the file again:
   file indexed by pywb's own indexer instead; if that indexer cannot read the file, the first record
   it cannot read is the file's damage.
 
-An ARC file is read the old way: ``index.warcscan``'s check, warcio, and pywb's indexer.
+An ARC file is read the old way: ``index.integrity.warcscan``'s check, warcio, and pywb's indexer.
 """
 
 from __future__ import annotations
@@ -31,8 +31,10 @@ from pathlib import Path
 from warcio.archiveiterator import ArchiveIterator
 from warcio.statusandheaders import StatusAndHeaders, StatusAndHeadersParser
 
-from index import cdxj, digestscan, runhistory, warcscan
-from index.digestscan import Damage, Record
+from index.capture import runhistory
+from index.cdx import cdxj
+from index.integrity import digestscan, warcscan
+from index.integrity.digestscan import Damage, Record
 
 _HTTP_PARSER = StatusAndHeadersParser(["HTTP/1.0", "HTTP/1.1"], verify=False)  # as warcio's reader
 CAPTURE_TYPES = ("response", "revisit", "resource")
@@ -311,7 +313,7 @@ class _FactLines:
 
 
 def _read_with_warcio(path: Path, out: FileFacts) -> None:
-    """An ARC file (or a WARC digestscan cannot read): checked by ``index.warcscan``, read with warcio
+    """An ARC file (or a WARC digestscan cannot read): checked by ``index.integrity.warcscan``, read with warcio
     up to its damage, indexed by pywb's indexer."""
     checked = warcscan.scan_file(path, out.name)
     out.damage = checked.damage

@@ -6,7 +6,7 @@ and the manifest against the record of each file's ingest.
 manifest entry has its file, of the size recorded, and every manifest line gives the SHA-256 that
 ``fixity/events.jsonl`` recorded when the file was ingested (sealed, imported or adopted): a manifest
 line changed since is noticed, without hashing a file. It imports nothing that reads a WARC, so it
-costs a small part of a full verification (``index.verify``, which builds on ``ArchiveCheck``).
+costs a small part of a full verification (``index.integrity.verify``, which builds on ``ArchiveCheck``).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 
 from index.collection import Collection
-from index.fixity import ALGORITHM, Fixity, now_iso
+from index.integrity.fixity import ALGORITHM, Fixity, now_iso
 
 MODES = ("quick", "fixity", "full")
 OPEN_SUFFIX = ".open"
@@ -74,7 +74,7 @@ def _payload(name: str) -> str:
 
 
 class ArchiveCheck:
-    """The listing, manifest and ingest checks; ``index.verify.Verifier`` reads the files too."""
+    """The listing, manifest and ingest checks; ``index.integrity.verify.Verifier`` reads the files too."""
 
     def __init__(
         self,
@@ -168,7 +168,7 @@ class ArchiveCheck:
             self.progress({"files": self.report.files, "bytes_total": self.report.bytes, **figures})
 
     def _read(self, present: dict[str, int], recorded: dict[str, str]) -> None:
-        """The files read (``index.verify``)."""
+        """The files read (``index.integrity.verify``)."""
         raise NotImplementedError
 
     # -- archive/ and the manifest -------------------------------------------------------------

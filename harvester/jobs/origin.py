@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from harvester.jobs.queue import QueuedRun, RunQueue, open_queue
+from index.capture.rebuild import IMPORTED_MODE
 from index.collection import root_state_dir
-from index.rebuild import IMPORTED_MODE
 
 COMMAND_LINE = "command line"
 IMPORT = "import"  # a run made of another tool's files by ``strata import`` (or a rebuild of them)

@@ -10,7 +10,7 @@ import itertools
 from flask import jsonify, render_template
 
 from index import state
-from index.versions import original_finder
+from index.cdx.versions import original_finder
 from replay import access
 from replay.address import Address
 from replay.asof import pad_as_of

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from index import rebuild
+from index.capture import rebuild
+from index.capture.importing import import_files
 from index.collection import Collection
-from index.importing import import_files
 from tests.conftest import VENV_BIN
 from tests.support.warc_makers import gzip_records, pywb_cdxj, raw_record, sha1_digest
 

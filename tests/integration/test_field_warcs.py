@@ -29,11 +29,11 @@ from pathlib import Path
 import httpx
 import pytest
 
+from index.capture.importing import import_files
+from index.capture.rebuild import rebuild_state
 from index.collection import Collection
-from index.importing import import_files
-from index.rebuild import rebuild_state
+from index.integrity.verify import verify
 from index.state import HarvestState
-from index.verify import verify
 from tests.conftest import REPO, VENV_BIN
 from tests.support.warc_makers import pywb_cdxj
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import httpx
 
+from index.capture.importing import import_files
 from index.collection import Collection
-from index.importing import import_files
 from replay import create_app
 from tests.support.warc_makers import gzip_records, raw_record, sha1_digest
 
@@ -104,6 +104,6 @@ def test_a_revisit_of_a_404_whose_payload_is_another_url_s_is_served_as_archived
     raw = create_app(root).test_client().get("/c/20210520221524id_/https://site.test/favicon.ico")
     assert (raw.status_code, raw.data) == (404, body)
     coll = Collection.open(root, "c")
-    from index.verify import verify
+    from index.integrity.verify import verify
 
     assert verify(coll).intact

@@ -27,12 +27,12 @@ from pathlib import Path
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from index import cdxj
+from index.capture.importing import import_files
+from index.capture.rebuild import rebuild_state
+from index.cdx import cdxj
 from index.collection import Collection
-from index.importing import import_files
-from index.rebuild import rebuild_state
+from index.integrity.verify import verify
 from index.state import HarvestState
-from index.verify import verify
 
 URLS = ["http://example.test/", "https://example.test/", "http://example.test/a.html", "http://other.test/b.png"]
 BODIES = [b"<html><p>one</p></html>", b"<html><p>two</p></html>", b"\x89PNG fake image", b""]

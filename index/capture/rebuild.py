@@ -3,7 +3,7 @@
 WARC files are the single source of truth. This re-derives, in a fresh database swapped in at the
 end: WARC files, runs (from each file's ``warcinfo``: run id, job, mode), captures and their classes
 and per-URL state (payload, original, validators, where it was found: the request's ``Referer``)
-through ``index.decision``, the digest index, and the CDXJ. Captures are applied in capture-time
+through ``index.capture.decision``, the digest index, and the CDXJ. Captures are applied in capture-time
 order (WARC-Date) across all files, never in file-name order: other tools' file names do not sort
 by capture date.
 
@@ -13,7 +13,7 @@ whatever the collection's size; the captures are then derived from the facts in 
 reading any record again. Every record pywb's indexer indexes is in the CDXJ; every ``response``,
 ``revisit`` and ``resource`` record of an http(s) URI is a capture, a record written twice included.
 
-Each run's report (a ``metadata`` record, ``index.runhistory``) restores the run's row and figures,
+Each run's report (a ``metadata`` record, ``index.capture.runhistory``) restores the run's row and figures,
 its checks, the soft changes it stored, and the URL fields no capture holds (where and when each URL
 was first seen, depth, page kind, fingerprint). A Strata run without one (killed before writing
 it) comes back as ``interrupted``, as recovery marks it; another tool's file becomes a run of its
@@ -39,18 +39,21 @@ from typing import TYPE_CHECKING, cast
 
 from warcio.archiveiterator import ArchiveIterator
 
-from index import backendcopy, capture_facts, cdxj, redisdb, runhistory
-from index.backend import backend_of
+from index import capture_facts
+from index.capture import runhistory
+from index.capture.decision import NOT_MODIFIED_PROFILE, Observation, decide
 from index.capture_facts import Fact, FileFacts, arc_record_id
+from index.cdx import cdxj
 from index.collection import Collection
-from index.decision import NOT_MODIFIED_PROFILE, Observation, decide
-from index.fixity import Fixity
+from index.integrity.fixity import Fixity
+from index.integrity.warcscan import Damage
 from index.state import SCHEMA_VERSION, Capture, HarvestState, Original, schema_version
-from index.warcscan import Damage
+from index.storage import backendcopy, redisdb
+from index.storage.backend import backend_of
 from strata.times import digits14
 
 if TYPE_CHECKING:
-    from index.wacz.extsort import ExternalSort
+    from index.export.wacz.extsort import ExternalSort
 
 IMPORTED_MODE = "imported"  # the mode of a run made from another tool's file
 PENDING = "rebuild.pending"  # in strata/: a rebuild's swap is under way
@@ -160,7 +163,7 @@ def rebuild_state(
     (the import puts its files in place there). Two passes: every file is read once
     (``index.capture_facts``); the captures are then derived in WARC-Date order across all files,
     whatever the file names, from the facts alone, and each run's report applied where the run ended
-    (``index.runhistory``)."""
+    (``index.capture.runhistory``)."""
     extra = dict(extra or {})
     with collection.harvest_lock():
         tmp = collection.state_dir / "harvest.sqlite.rebuild"
@@ -173,9 +176,9 @@ def rebuild_state(
             + ", ".join(_FACT_FIELDS)
             + ")"
         )
-        # here, not at the top: index.wacz's package imports pywb and the full-text engine, which a
+        # here, not at the top: index.export.wacz's package imports pywb and the full-text engine, which a
         # harvest (importing this module for rebuild_if_outdated) must not pay for at every start
-        from index.wacz.extsort import ExternalSort
+        from index.export.wacz.extsort import ExternalSort
 
         sort_dir = collection.state_dir / SORT_DIR
         shutil.rmtree(sort_dir, ignore_errors=True)
@@ -355,7 +358,7 @@ def _derive_all(
     facts: sqlite3.Connection,
     progress: Callable[[dict], None] | None,
 ) -> dict[str, dict]:
-    """Every capture in WARC-Date order (ties: file, then offset), through ``index.decision``; each
+    """Every capture in WARC-Date order (ties: file, then offset), through ``index.capture.decision``; each
     run's report where it comes in that order (at the run's end)."""
     runs: dict[str, dict] = {}
     for info in scan.files:
@@ -411,7 +414,7 @@ def derive_capture(
     soft: set[str] | tuple[str, ...] = (),
     job: str | None = None,
 ) -> None:
-    """One capture record through ``index.decision``, as the harvest did when it wrote it."""
+    """One capture record through ``index.capture.decision``, as the harvest did when it wrote it."""
     url, date = fact.url, fact.warc_date
     not_modified = fact.rec_type == "revisit" and NOT_MODIFIED_PROFILE in (fact.profile or "")
     status = 304 if not_modified else fact.status

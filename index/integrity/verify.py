@@ -7,7 +7,7 @@ Three depths (``MODES``):
   ``Verifier`` builds on). No file is read.
 - ``fixity``: as ``quick``, and every file is hashed (SHA-256) against the manifest.
 - ``full`` (the default): as ``fixity``, in the same read of each file every record is parsed and its
-  block and payload digests checked (``index.digestscan``); every revisit's original is looked for in
+  block and payload digests checked (``index.integrity.digestscan``); every revisit's original is looked for in
   the collection (by ``WARC-Refers-To``, else ``WARC-Refers-To-Target-URI`` and ``-Date``, else, as
   pywb would, that URI with the same payload digest) and must be intact with the same payload digest;
   every CDXJ line (``indexes/*.cdxj``) must point at a record at its offset, of its length, and every
@@ -22,7 +22,7 @@ records not followed by the spec's CRLF CRLF, say) is reported once per file and
 A missing file or a damaged record lists the revisits that depend on it (found through the CDXJ lines
 and the harvest state that still point there). Memory stays bounded: files are streamed, and the
 records, revisits and CDXJ lines go to a temporary SQLite database, joined there. Every check is
-logged in the collection's fixity events (``index.fixity``), and the verification itself last.
+logged in the collection's fixity events (``index.integrity.fixity``), and the verification itself last.
 """
 
 from __future__ import annotations
@@ -38,12 +38,12 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from index.cdx.surtkey import surt_key
 from index.collection import Collection
-from index.digestscan import Damage, Record, bare_digest, scan
 from index.fixitycheck import WARC_SUFFIXES, ArchiveCheck, Problem, VerifyReport, _payload
+from index.integrity.digestscan import Damage, Record, bare_digest, scan
 from index.revisits import Candidate, Revisit, original_of
 from index.state import open_readonly, record_locations
-from index.surtkey import surt_key
 from strata.times import digits14
 
 _BATCH = 2000

@@ -1,11 +1,11 @@
 """Taking WARC and ARC files written by other tools into a collection (``strata import``).
 
 Each file is checked whole before anything of it enters the collection, by the reader ``strata
-verify`` and replay use (``index.capture_facts``, over ``index.digestscan``): every record read
+verify`` and replay use (``index.capture_facts``, over ``index.integrity.digestscan``): every record read
 back whole, its block and payload digests checked, one record per gzip member; what every reader
 tolerates (a record not followed by CRLF CRLF) is accepted, as ``verify`` notes it; and, where its
 CDXJ lines cannot be built from the records, pywb's own indexer must read it. An ARC file is checked
-by ``index.warcscan`` and pywb's indexer. A file that fails is refused with the file, the byte
+by ``index.integrity.warcscan`` and pywb's indexer. A file that fails is refused with the file, the byte
 offset and the reason; the other files are still imported.
 
 A file that passes is copied, never modified: to a temporary name in ``archive/``, synced, its
@@ -14,7 +14,7 @@ already has it; then it gets ``<stem>-<first 12 hex digits of its SHA-256><suffi
 at every import of the same bytes. A file whose bytes are already in the collection is skipped.
 
 Then the collection's CDXJ index and harvest state are derived again from all its files, the copies
-included under their final names (``index.rebuild.rebuild_state``), so that an import gives exactly
+included under their final names (``index.capture.rebuild.rebuild_state``), so that an import gives exactly
 the state ``strata index rebuild`` gives over the same files. Only when that has succeeded are the
 copies linked under their names and added to the fixity manifest, and the new index and state
 swapped in: a file is fully imported (copied, indexed, in the manifest) or not at all, and a file
@@ -32,9 +32,11 @@ import shutil
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from index import capture_facts, rebuild, warcscan
+from index import capture_facts
+from index.capture import rebuild
 from index.collection import Collection
 from index.fulltext.update import index_run
+from index.integrity import warcscan
 from strata.errors import ArchiveError
 
 ProgressFn = Callable[[dict], None]
