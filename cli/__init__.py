@@ -7,21 +7,8 @@ import sys
 
 import click
 
-# Each module adds its commands to the group.
-from cli import (  # noqa: E402,F401,I001
-    access,
-    backend,
-    capturing,
-    comparing,
-    describing,
-    exporting,
-    harvesting,
-    importing,
-    searching,
-    serving,
-    staffing,
-    verifying,
-)
+# Each module adds its commands to the group when the group first asks for one of them
+# (``cli._base.COMMAND_MODULES``).
 from cli._base import cli, root_option
 from strata.errors import StrataError
 

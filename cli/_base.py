@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
 import time
 from pathlib import Path
@@ -37,7 +38,47 @@ level_option = click.option(
 )
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+# Where each command is defined. A command's module is imported when the command is run (or listed
+# with its help), not before: ``strata verify --quick`` does not pay for the harvester's imports.
+# ``tests/unit/strata/test_cli_commands.py`` holds this table equal to what the modules define.
+COMMAND_MODULES = {
+    "access": "cli.access",
+    "backend": "cli.backend",
+    "captures": "cli.capturing",
+    "collection": "cli.describing",
+    "demo": "cli.harvesting",
+    "diff": "cli.comparing",
+    "export": "cli.exporting",
+    "harvest": "cli.harvesting",
+    "import": "cli.importing",
+    "index": "cli.searching",
+    "recover": "cli.harvesting",
+    "report": "cli.harvesting",
+    "runs": "cli.harvesting",
+    "scheduler": "cli.staffing",
+    "search": "cli.searching",
+    "serve": "cli.serving",
+    "settings": "cli.harvesting",
+    "user": "cli.staffing",
+    "verify": "cli.verifying",
+    "worker": "cli.staffing",
+}
+
+
+class _LazyGroup(click.Group):
+    """A group whose commands' modules are imported when first asked for (each module adds its
+    commands to the group as before)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(COMMAND_MODULES) | set(self.commands))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in COMMAND_MODULES:
+            importlib.import_module(COMMAND_MODULES[cmd_name])
+        return self.commands.get(cmd_name)
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="strata-archive")
 def cli() -> None:
     """Strata: incremental web archiving (harvest, replay, search)."""

@@ -19,6 +19,7 @@ def captures_command(collection, url, as_json, root) -> None:
     """Every capture of URL in COLLECTION, oldest first: time, kind, HTTP status, record, payload
     digest, run, WARC file and offset, and for a revisit the date and URL of its original."""
     from index import state
+    from index.cdx.versions import original_finder
     from index.collection import Collection
 
     coll = Collection.open(root, collection)
@@ -32,7 +33,7 @@ def captures_command(collection, url, as_json, root) -> None:
         found = state.find_captured_url(conn, url)
         if found is None:
             raise StrataError(f"no capture of {url} in {collection}")
-        entries = state.capture_entries(conn, found)
+        entries = state.capture_entries(conn, found, original_finder(coll))
     finally:
         conn.close()
     if as_json:

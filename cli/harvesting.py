@@ -129,9 +129,11 @@ def harvest(collection, seeds, job_name, depth, delay, concurrency, mode, wait_f
     if summary["urls_fetched"] == 0 and summary["errors"]:
         click.echo("Error: no URL could be fetched; see the errors above.", err=True)
         sys.exit(1)
-    if summary.get("failed_hosts"):
+    if summary.get("failed_hosts"):  # the run is finished, but these sites were not harvested
         click.echo(
-            f"Error: every request to {', '.join(summary['failed_hosts'])} failed; see the errors above.", err=True
+            f"Error: {', '.join(summary['failed_hosts'])} could not be harvested (every request failed, or "
+            "robots.txt could not be read); the other sites were; see the notes above.",
+            err=True,
         )
         sys.exit(1)
 
@@ -142,7 +144,7 @@ def harvest(collection, seeds, job_name, depth, delay, concurrency, mode, wait_f
 @root_option
 def runs(collection, as_json, root) -> None:
     """List the harvest runs of COLLECTION with their figures, job and who started them."""
-    from harvester.jobs.origin import COMMAND_LINE, run_origins
+    from harvester.jobs.origin import run_origins, started_by
     from index.collection import Collection
     from index.fulltext.captures import CaptureStore, read_existing
     from index.state import HarvestState
@@ -158,13 +160,13 @@ def runs(collection, as_json, root) -> None:
                 "run_id": run["run_id"],
                 "collection": collection,
                 "job": run["job"],
-                "started_by": origins.get(run["run_id"], COMMAND_LINE),
+                "started_by": origins.get(run["run_id"]) or started_by(None, run["mode"]),
                 "mode": run["mode"],
                 "status": run["status"],
                 "started": run["started"],
                 "finished": run["finished"],
                 "snapshot": run["snapshot"],
-                **run["figures"],
+                **(run["figures"] or {}),
             }
         )
     if as_json:
@@ -183,11 +185,11 @@ def runs(collection, as_json, root) -> None:
     )
     for r in out:
         click.echo(
-            f"{r['run_id']:<20} {r['job'] or '-':<12} {r['started_by'][:16]:<16} {r['mode']:<11} {r['status']:<11} "
-            f"{r.get('urls_fetched', 0):>7} "
-            f"{r.get('new', 0):>5} {r.get('changed', 0):>5} {r.get('unchanged', 0):>5} "
-            f"{r.get('not_modified', 0):>5} {r.get('deleted', 0):>4} {r.get('errors', 0):>4} "
-            f"{human_size(r.get('bytes_stored', 0)):>9} {human_size(r.get('bytes_saved', 0)):>9}  "
+            f"{r['run_id']:<20} {r['job'] or '-':<12} {r['started_by'][:16]:<16} {r['mode'] or '-':<11} "
+            f"{r['status'] or '-':<11} {r.get('urls_fetched') or 0:>7} "
+            f"{r.get('new') or 0:>5} {r.get('changed') or 0:>5} {r.get('unchanged') or 0:>5} "
+            f"{r.get('not_modified') or 0:>5} {r.get('deleted') or 0:>4} {r.get('errors') or 0:>4} "
+            f"{human_size(r.get('bytes_stored') or 0):>9} {human_size(r.get('bytes_saved') or 0):>9}  "
             + ("yes" if r["run_id"] in searchable else "no")
         )
 
@@ -198,13 +200,18 @@ def runs(collection, as_json, root) -> None:
 def recover(collection, root) -> None:
     """Repair COLLECTION after a crash: seal torn WARCs, re-index, mark interrupted runs."""
     from harvester.recovery import recover as do_recover
+    from index.capture.rebuild import finish_interrupted
     from index.collection import Collection
     from index.storage.statestore import open_harvest_state
 
     coll = Collection.open(root, collection)
-    with coll.harvest_lock(), open_harvest_state(coll) as state:
-        report = do_recover(coll, state)
-    if not report:
+    with coll.harvest_lock():
+        finished = finish_interrupted(coll)  # an import or rebuild killed half way through
+        with open_harvest_state(coll) as state:
+            report = do_recover(coll, state)
+    if finished:
+        click.echo(f"{collection}: an interrupted import or index rebuild was finished.")
+    if not report and not finished:
         click.echo(f"{collection}: nothing to recover.")
     for name, old, new in report.repaired:
         click.echo(f"repaired {name}: {old} -> {new} bytes")
@@ -260,7 +267,7 @@ def report(collection, run_id, as_json, root) -> None:
         cmp = f"storage x{vs['storage']}, bandwidth x{vs['bandwidth']}, time x{vs['time']}" if vs else ""
         secs = f"{r['seconds']:.1f}" if r["seconds"] is not None else "-"
         click.echo(
-            f"{r['run_id']:<20} {r['mode']:<11} {secs:>6} {r['requests']:>6} {human_size(r['bytes_stored']):>9} "
+            f"{r['run_id']:<20} {r['mode'] or '-':<11} {secs:>6} {r['requests']:>6} {human_size(r['bytes_stored']):>9} "
             f"{human_size(r['bytes_saved']):>9} {human_size(r['full_estimate']):>9} "
             f"{r['vs_estimate'] if r['vs_estimate'] is not None else '-':>6}  {cmp}"
         )

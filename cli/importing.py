@@ -45,6 +45,8 @@ def import_command(collection, paths, as_json, no_fulltext, root) -> None:
                 f"imported {item.source} as archive/{item.name}{renamed}: {item.records} records, "
                 f"{'/'.join(item.versions)}, {human_size(item.size)}, sha256 {item.sha256}"
             )
+            for note in item.notes:  # deviations every reader tolerates, as strata verify notes them
+                click.echo(f"  note: {note}")
         for skipped in report.skipped:
             click.echo(f"skipped {skipped.source}: the same bytes are already in archive/{skipped.same_as}")
         for refused in report.refused:

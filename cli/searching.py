@@ -139,11 +139,11 @@ def index_group() -> None:
 )
 def index_rebuild(collection, as_json, root, only) -> None:
     """Rebuild COLLECTION's indexes (CDXJ, harvest state, digests, full text) from its WARC files."""
-    from index.capture.rebuild import rebuild_state
+    from index.capture.rebuild import finish_interrupted, rebuild_state
     from index.collection import Collection
-    from index.fulltext.rebuild import rebuild
 
     coll = Collection.open(root, collection)
+    finish_interrupted(coll)  # an import or rebuild killed half way through: finished first
     line = ProgressLine()
     damaged: list[str] = []  # one line per damaged file: what was read of it, and where it stops
     if only in ("all", "state"):
@@ -168,6 +168,8 @@ def index_rebuild(collection, as_json, root, only) -> None:
                 click.echo(json.dumps(state_figures, ensure_ascii=False))
             _fail_if_damaged(damaged)
             return
+
+    from index.fulltext.rebuild import rebuild  # not for --only state: the engine's imports take a while
 
     def progress(p: dict) -> None:
         if as_json:

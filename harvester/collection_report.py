@@ -2,7 +2,9 @@
 fetched, stored and saved, per site the share of its pages of each kind that changed (over time,
 run by run), how that compares with what a full harvest would have stored instead
 (``index.state.full_harvest_estimate``, the console's storage chart shows the same figure), and how
-each incremental run compares with the last full run before it."""
+each incremental run compares with the last full run of the same job before it (another job's runs
+harvest other sites: comparing with them says nothing). An imported run (another tool's files) has
+no duration of its own: its start and end are its first and last capture."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from datetime import UTC, datetime
 
 from harvester.change_rates import KINDS
 from harvester.schedule import due_at, parse_iso
+from index.capture.rebuild import IMPORTED_MODE
 from index.state import HarvestState, full_harvest_estimate
 
 
@@ -53,11 +56,11 @@ def build_report(
         )
 
     runs = []
-    last_full = None
+    last_full: dict[str | None, dict] = {}  # job (None: runs of no job) -> its last finished full run
     for run in state.runs():
-        fig = run["figures"]
+        fig = run["figures"] or {}
         seconds = None
-        if run["started"] and run["finished"]:
+        if run["started"] and run["finished"] and run["mode"] != IMPORTED_MODE:
             seconds = (parse_iso(run["finished"]) - parse_iso(run["started"])).total_seconds()
         row = {
             "run_id": run["run_id"],
@@ -67,25 +70,29 @@ def build_report(
             "snapshot": run["snapshot"],
             "full_estimate": full_harvest_estimate(state.conn, run),
             "seconds": seconds,
-            "requests": fig.get("requests", 0),
-            "urls_fetched": fig.get("urls_fetched", 0),
-            "bytes_downloaded": fig.get("bytes_downloaded", 0),
-            "bytes_stored": fig.get("bytes_stored", 0),
-            "bytes_saved": fig.get("bytes_saved", 0),
-            "skipped": fig.get("skipped", 0),
-            "failed_hosts": fig.get("failed_hosts", []),
-            **{k: fig.get(k, 0) for k in ("new", "changed", "soft", "unchanged", "not_modified", "deleted", "errors")},
+            "requests": fig.get("requests") or 0,
+            "urls_fetched": fig.get("urls_fetched") or 0,
+            "bytes_downloaded": fig.get("bytes_downloaded") or 0,
+            "bytes_stored": fig.get("bytes_stored") or 0,
+            "bytes_saved": fig.get("bytes_saved") or 0,
+            "skipped": fig.get("skipped") or 0,
+            "failed_hosts": fig.get("failed_hosts") or [],
+            **{
+                k: fig.get(k) or 0
+                for k in ("new", "changed", "soft", "unchanged", "not_modified", "deleted", "redirect", "errors")
+            },
         }
         row["vs_estimate"] = _ratio(row["bytes_stored"], row["full_estimate"])
+        full = last_full.get(run["job"])
         if run["mode"] == "full" and run["status"] == "finished":
-            last_full = row
-        elif last_full:
+            last_full[run["job"]] = row
+        elif full is not None and run["mode"] == "incremental":
             row["vs_full"] = {
-                "full_run": last_full["run_id"],
-                "storage": _ratio(row["bytes_stored"], last_full["bytes_stored"]),
-                "bandwidth": _ratio(row["bytes_downloaded"], last_full["bytes_downloaded"]),
-                "requests": _ratio(row["requests"], last_full["requests"]),
-                "time": _ratio(row["seconds"], last_full["seconds"]),
+                "full_run": full["run_id"],
+                "storage": _ratio(row["bytes_stored"], full["bytes_stored"]),
+                "bandwidth": _ratio(row["bytes_downloaded"], full["bytes_downloaded"]),
+                "requests": _ratio(row["requests"], full["requests"]),
+                "time": _ratio(row["seconds"], full["seconds"]),
             }
         runs.append(row)
     return {"sites": site_rows, "runs": runs, "change_rates": change_rates_over_time(state.runs())}

@@ -35,7 +35,9 @@ import tempfile
 from collections.abc import Callable
 
 from harvester.fetchresult import FetchResult
+from harvester.hostgate import HostGate
 from strata import eventloop
+from strata.urls import url_host
 
 INLINE_MAX = 2 * 1024 * 1024  # bodies larger than this travel as a temporary file
 ANSWER_GRACE = 15.0  # seconds past a fetch's deadline before the child is given up on
@@ -97,14 +99,18 @@ class FetchProcess:
         assert self._proc is not None and self._proc.stdout is not None  # started, with a pipe
         return self._proc.stdout
 
-    async def fetch(self, url: str, headers: dict[str, str], deadline: float, max_size: int) -> FetchResult:
+    async def fetch(
+        self, url: str, headers: dict[str, str], deadline: float, max_size: int, interval: float = 0.0
+    ) -> FetchResult:
+        """``interval``: seconds between this host's requests, counted there from the last one sent
+        (``harvester.hostgate``)."""
         if not self.alive:
             return FetchResult(url=url, error="the fetch process has exited")
         fetch_id = next(self._ids)
         answer = asyncio.get_running_loop().create_future()
         self._pending[fetch_id] = (answer, url)
         try:
-            self._outbox.put(_frame(("fetch", fetch_id, url, headers, deadline, max_size)))
+            self._outbox.put(_frame(("fetch", fetch_id, url, headers, deadline, max_size, interval)))
             # The child may hold it until a connection is free (at most one fetch's deadline), then fetches.
             async with asyncio.timeout(2 * deadline + ANSWER_GRACE):
                 return await answer
@@ -192,14 +198,17 @@ class _Outbox:
 async def _answer(
     fetch: Callable,
     slots: asyncio.Semaphore,
+    gate: HostGate,
     outbox: _Outbox,
     fetch_id: int,
     url: str,
     headers: dict,
     deadline: float,
     max_size: int,
+    interval: float = 0.0,
 ) -> None:
     async with slots:  # one request per connection: a fetch waits for one before its deadline starts
+        await gate.open(url_host(url), interval)  # this host's last request here, sent interval ago
         result = await fetch(url, headers, deadline, max_size)
     body = body_path = None
     try:
@@ -237,6 +246,7 @@ async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> 
     )
     fetch = DirectFetcher(client, transport).fetch
     slots = asyncio.Semaphore(settings["concurrency"])
+    gate = HostGate()
     outbox = _Outbox(lambda: writer)
     tasks: set[asyncio.Task] = set()
     try:
@@ -244,7 +254,7 @@ async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> 
             message = await _read_frame(reader)
             if message is None:
                 break
-            task = asyncio.create_task(_answer(fetch, slots, outbox, *message[1:]))
+            task = asyncio.create_task(_answer(fetch, slots, gate, outbox, *message[1:]))
             tasks.add(task)
             task.add_done_callback(tasks.discard)
     finally:

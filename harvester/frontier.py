@@ -8,7 +8,8 @@ A host whose robots.txt asks for a longer ``Crawl-delay`` gets its own delay (``
 That is learnt only once the first URLs of the host may already be handed out, so for such a host
 hand-outs are spaced by its delay and each fetch also waits for its turn (``pace``), counted from
 the robots.txt request itself. Hosts without one never reach ``pace``: the per-request path is
-unchanged for them.
+unchanged for them. Whatever the frontier plans, the process that sends a request spaces it from
+the previous one actually sent to the host (``harvester.hostgate``).
 """
 
 from __future__ import annotations
@@ -136,12 +137,23 @@ class Frontier:
         return host in self._host_delay
 
     async def pace(self, host: str) -> None:
-        """Wait for this fetch's turn on a host with a delay of its own, and book the next turn."""
+        """Wait for this fetch's turn on a host with a delay of its own, and book the next turn: from
+        when this one goes on (a late wake-up moves it), not from when it was planned. The exact
+        spacing is the sending process's ``harvester.hostgate``; this keeps workers from queueing there."""
         now = time.monotonic()
         start = max(now, self._next_fetch[host])
         self._next_fetch[host] = start + self._host_delay[host]
         if start > now:
             await asyncio.sleep(start - now)
+            self._next_fetch[host] = max(self._next_fetch[host], time.monotonic() + self._host_delay[host])
+
+    def interval(self, host: str) -> float:
+        """Seconds between requests to ``host``: its own delay (Crawl-delay), else the job's."""
+        return self._host_delay.get(host, self.delay)
+
+    async def before_send(self, host: str) -> None:
+        """Nothing here: in one process the sending process's gate spaces the requests
+        (``harvester.hostgate``); a shared run's frontier claims the host in Redis."""
 
     async def done(self, item: Item) -> None:
         async with self._cond:

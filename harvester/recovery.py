@@ -16,7 +16,10 @@ Run under the collection's harvest lock, before every harvest (and by ``strata r
    and files (``index.capture.runhistory.interrupted_run``: the rebuild restores such a run the same way),
    unless the run had written its report to its last file: then it ended as the report says.
 5. temp files a killed writer left (``indexes/.index.*.tmp`` from a CDXJ merge, the rebuild's
-   ``strata/harvest.sqlite.rebuild``) are removed: their writers run under the same lock, so none is live.
+   ``strata/harvest.sqlite.rebuild*`` and ``strata/rebuild.sort/``, an import's ``archive/.import-*.tmp``)
+   are removed: their writers run under the same lock, so none is live. An import or a rebuild killed
+   half way through is finished before the state is opened, by whoever opens it
+   (``index.capture.rebuild.rebuild_if_outdated``).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from harvester.warcfile import OPEN_SUFFIX, seal_file
+from index.capture import rebuild
 from index.capture.rebuild import add_missing_captures
 from index.capture.runhistory import interrupted_run, report_in, reported_run
 from index.capture.seal import index_sealed_file
@@ -105,8 +109,13 @@ def _record_verifies(record: bytes) -> bool:
 
 
 def leftover_temp_files(collection: Collection) -> list[Path]:
-    """Temp files of writers that hold the harvest lock, which a kill can leave behind."""
+    """Temp files of writers that hold the harvest lock, which a kill can leave behind (an import's
+    copies are the import journal's, finished by ``index.capture.rebuild.finish_interrupted`` first)."""
     found = sorted(collection.indexes_dir.glob(f"{cdxj.TEMP_PREFIX}*{cdxj.TEMP_SUFFIX}"))
+    if not (collection.state_dir / rebuild.JOURNAL).exists():  # else the journal's, to finish the import
+        found += sorted(collection.archive_dir.glob(f"{rebuild.IMPORT_TEMP_PREFIX}*.tmp"))
+    sort_dir = collection.state_dir / rebuild.SORT_DIR
+    found += sorted(sort_dir.iterdir()) if sort_dir.is_dir() else []
     return found + sorted(collection.state_dir.glob(collection.db_path.name + ".rebuild*"))
 
 

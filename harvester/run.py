@@ -28,6 +28,7 @@ from harvester.change import NoiseRules, content_digest, main_text, main_text_an
 from harvester.fetchproc import FetchProcess
 from harvester.fetchresult import FetchResult
 from harvester.frontier import Frontier, Item
+from harvester.hostgate import HostGate
 from harvester.job import JobSettings
 from harvester.links import LINK_TYPES, Link, links_of_payload
 from harvester.recovery import recover
@@ -133,6 +134,7 @@ class Harvest:
         self._seeds_answered: set[str] = set()
         self._seed_errors: dict[str, str] = {}
         self._robots_unread: dict[str, str] = {}  # origin -> why its robots.txt could not be read
+        self._robots_unread_hosts: set[str] = set()  # their host[:port]s, as the run's URLs name them
         self._proxy_failures: dict[str, int] = {}  # proxy (no credentials) -> failures seen
         #: The worker's label in its WARC file names and warcinfo (None: this host's name); set by
         #: ``harvester.shared_harvest`` for one of several workers on a run.
@@ -213,6 +215,7 @@ class Harvest:
         # Connections stay at `concurrency` (the fetch slots below and the client's pool).
         self.frontier = self._make_frontier()
         self._fetch_slots = asyncio.Semaphore(job.concurrency)
+        self._gate = HostGate()  # when this process fetches itself
         self.kinds = PageKinds(job.index_patterns, job.content_patterns, job.default_page_kind, job.seeds)
         self.noise = NoiseRules(job.noise_selectors, job.noise_patterns)
         self.paging = PagingStrategy(
@@ -296,8 +299,12 @@ class Harvest:
         """Name the run, choose its mode, record its start; when it started."""
         self.run_id = new_run_id(started)
         # Incremental once this job has a finished full run: an interrupted or cancelled first run is no
-        # baseline, and another job's runs are not this job's.
-        self.mode = self.requested_mode or ("incremental" if self.state.has_full_baseline(self.job_key) else "full")
+        # baseline, and another job's runs are not this job's. Until then a run is full, whoever asked
+        # for an incremental one (the console's "Harvest now (incremental)" as the command line).
+        baseline = self.state.has_full_baseline(self.job_key)
+        self.mode = "full" if not baseline else self.requested_mode or "incremental"
+        if self.requested_mode == "incremental" and not baseline:
+            self.notes.append("an incremental run was asked for, but this job has no full run yet: this run is full")
         self.state.begin_run(self.run_id, self.job_key, self.mode, iso(started), os.getpid())
         return started
 
@@ -347,14 +354,17 @@ class Harvest:
         return list(self.roller.files), self.roller.bytes_written
 
     def _note_failed_hosts(self) -> None:
-        """Hosts every request to which failed: a figure of the run, a note, and (CLI) a non-zero exit."""
-        failed = sorted(h for h in self.host_errors if h not in self.hosts_answered)
-        self.figures.failed_hosts = failed
-        for host in failed:
+        """Hosts the run could not harvest (every request to them failed, or their robots.txt could not
+        be read, so RFC 9309 disallowed them): a figure of the run, a note, and (CLI) a non-zero exit."""
+        unanswered = {h for h in self.host_errors if h not in self.hosts_answered}
+        self.figures.failed_hosts = sorted(unanswered | self._robots_unread_hosts)
+        for host in sorted(unanswered):
             count, first = self.host_errors[host]
             self.notes.append(
                 f"every request to {host or 'a URL without a host'} failed ({count} request(s); first error: {first})"
             )
+        for origin, why in sorted(self._robots_unread.items()):
+            self.notes.append(f"nothing on {origin} was fetched: its robots.txt could not be read ({why}; RFC 9309)")
 
     def _write_run_record(self, started: str, finished: datetime, figures: dict) -> None:
         """The run's report as a WARC metadata record, last in its last file (``index.capture.runhistory``):
@@ -363,7 +373,7 @@ class Harvest:
         self.figures.bytes_stored = self.roller.bytes_written
         run = {
             "run_id": self.run_id,
-            "job": self.job.name,
+            "job": self.job_key,  # None for a run from --seed URLs, as its row and its warcinfo say
             "mode": self.mode,
             "status": self.status,
             "started": started,
@@ -408,11 +418,14 @@ class Harvest:
     def _failure(self) -> str | None:
         """Why this run must count as failed though it ran to its end, or None.
 
-        RFC 9309: a robots.txt that cannot be read (5xx, unreachable) disallows the whole site, so
-        a seed's site with one was not harvested at all; and a run none of whose seeds answered
-        harvested nothing. Both used to end as "finished" with a few skipped URLs."""
+        A run none of whose seeds answered harvested nothing; RFC 9309: a robots.txt that cannot be
+        read (5xx, unreachable) disallows the whole site, so a seed's site with one was not harvested
+        at all. A run that harvested some of its seeds' sites is finished: the sites it could not
+        harvest are named in its ``failed_hosts`` (``_note_failed_hosts``), and the CLI exits 1."""
         if self._proxy_pool is not None and self._proxy_pool.exhausted:
             return self._proxy_pool.exhausted
+        if self._seeds_answered:
+            return None  # its other sites were harvested: finished, those it could not in failed_hosts
         seed_origins = {url_origin(seed) for seed in self.job.seeds}
         unread = [(origin, why) for origin, why in self._robots_unread.items() if origin in seed_origins]
         if unread:
@@ -422,8 +435,6 @@ class Harvest:
                 f"robots.txt of {origin} could not be read ({why}), so nothing there was fetched "
                 f"(RFC 9309: disallow all until it can be read){more}"
             )
-        if self._seeds_answered:
-            return None
         seed = self.job.seeds[0]
         if seed in self._seed_errors:
             return f"no seed could be fetched: {seed}: {self._seed_errors[seed]}"
@@ -503,6 +514,7 @@ class Harvest:
         why = rules.reason.removesuffix(": disallow all")
         if origin not in self._robots_unread:
             self._robots_unread[origin] = why
+            self._robots_unread_hosts.add(urlsplit(url).netloc)
             self.recent_errors = (
                 self.recent_errors
                 + [
@@ -541,12 +553,18 @@ class Harvest:
     async def _fetch(self, url: str, extra_headers: dict[str, str]) -> FetchResult:
         headers = {"Accept-Encoding": ACCEPT_ENCODING, **extra_headers}
         self.figures.requests += 1
+        # politeness from the previous request actually sent to the host (harvester.hostgate): by the
+        # process that sends it; across a shared run's workers, by Redis first
+        host = url_host(url)
+        interval = self.frontier.interval(host)
+        await self.frontier.before_send(host)
         if self.fetcher is not None and self.fetcher.alive:
-            result = await self.fetcher.fetch(url, headers, self.job.timeout, self.job.max_resource_size)
+            result = await self.fetcher.fetch(url, headers, self.job.timeout, self.job.max_resource_size, interval)
         else:
             from harvester.fetch import fetch
 
             async with self._fetch_slots:  # a request waits for a connection before its deadline starts
+                await self._gate.open(host, interval)
                 result = await fetch(
                     self._in_process_client(),
                     url,

@@ -8,6 +8,7 @@ Keys, under ``strata:<coll>:run:<run_id>:``:
     ready       sorted set: hosts with queued items, score = when the next request may start (ms)
     next        hash host -> when the next request may start, for hosts with nothing queued
     delay       hash host -> seconds between request starts (the job's delay, or Crawl-delay)
+    sent        hash host -> when a worker last sent a request to it (ms, Redis's clock): ``before_send``
     inflight    hash host -> items leased out now
     leases      sorted set: lease id -> expiry (ms)
     leased      hash lease id -> "<host>\\t<item JSON>"
@@ -15,7 +16,10 @@ Keys, under ``strata:<coll>:run:<run_id>:``:
     expired     leases that expired (their URL handed out again), and ``expired_urls`` (set)
 
 Every step is one Lua script, so two workers never take the same item and a host's politeness
-(at most ``per_host`` leases at once, request starts ``delay`` apart) holds across all of them. A
+(at most ``per_host`` leases at once, request starts ``delay`` apart) holds across all of them: the
+hand-outs are spaced so, and each worker claims the host again just before it sends the request
+(``before_send``), counted from the last request any worker sent, on Redis's clock (workers' clocks
+differ), not from when it was handed out. A
 worker that dies keeps its leases until they expire; any worker then puts them back (``reclaim``)
 and counts them. The run is settled when nothing is queued and nothing is leased.
 """
@@ -97,6 +101,20 @@ return {'', '', first[2] or '', left, out}
 """
 )
 
+_GATE = """
+local sent, delay = KEYS[1], KEYS[2]
+local host, default_delay = ARGV[1], tonumber(ARGV[2])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local d = tonumber(redis.call('HGET', delay, host) or default_delay)
+local last = tonumber(redis.call('HGET', sent, host) or '0')
+if last == 0 or now >= last + d then
+  redis.call('HSET', sent, host, now)
+  return 0
+end
+return last + d - now
+"""
+
 _DONE = """
 local leases, leased, inflight = KEYS[1], KEYS[2], KEYS[3]
 """ + _RELEASE.replace("FIRST", "1")
@@ -162,11 +180,13 @@ class SharedFrontier:
         self.lease_ms = int(lease_seconds * 1000)
         self.poll = poll
         self._do = do or (lambda call: call())
-        names = ("seen", "ready", "next", "delay", "inflight", "leases", "leased", "queued", "seq", "expired")
+        names = ("seen", "ready", "next", "delay", "inflight", "leases", "leased", "queued", "seq", "expired", "sent")
         self.keys = {name: run_key(coll, run_id, name) for name in (*names, "expired_urls")}
         self.q_prefix = run_key(coll, run_id, "q") + ":"
         self._add = client.register_script(_ADD)
         self._take = client.register_script(_TAKE)
+        self._gate = client.register_script(_GATE)
+        self._paced_hosts: set[str] = set()  # hosts with a delay of their own (Crawl-delay)
         self._done = client.register_script(_DONE)
         self._reclaim = client.register_script(_RECLAIM)
         self._lease_of: dict[int, str] = {}
@@ -290,6 +310,7 @@ class SharedFrontier:
         """A host's own delay (Crawl-delay), for every worker: request starts to it spaced by ``seconds``."""
         if seconds <= self.delay:
             return
+        self._paced_hosts.add(host)  # every worker reads the host's robots.txt, and so learns it too
         k = self.keys
         first = _ms() + int(seconds * 1000)
 
@@ -307,6 +328,24 @@ class SharedFrontier:
 
     def paced(self, host: str) -> bool:
         return False  # spacing is in the hand-out itself (the ``ready`` scores), for all workers at once
+
+    def interval(self, host: str) -> float:
+        """The job's delay: a host's own (Crawl-delay) is Redis's, which ``before_send`` reads."""
+        return self.delay
+
+    async def before_send(self, host: str) -> None:
+        """Claim ``host`` for a request to be sent now: wait until its delay after the last request
+        any worker of the run sent to it (see the module's docstring)."""
+        if self.delay <= 0 and host not in self._paced_hosts:
+            return  # no delay to keep: no round trip
+        k = self.keys
+        for _ in range(10_000):  # bounded: each round waits for the turn Redis names
+            wait_ms = int(
+                self._do(lambda: self._gate(keys=[k["sent"], k["delay"]], args=[host, int(self.delay * 1000)]))
+            )
+            if wait_ms <= 0 or self._stopping:
+                return
+            await asyncio.sleep(wait_ms / 1000.0)
 
     async def pace(self, host: str) -> None:
         return None

@@ -3,6 +3,8 @@ index (SQLite), the full-text index (Whoosh), reports; all rebuildable (``index.
 
 Other packages use: ``collection.Collection``, ``state.HarvestState``, ``cdxj``, ``payload``,
 ``fulltext.index_run``, ``query.search``, ``report.build_report``, ``rebuild.rebuild_state``,
-``fixity.Fixity`` (and ``HashingFile``), ``verify.verify``, ``digestscan.scan`` / ``check_record_at``,
-``capture_index`` (where a collection's CDXJ lines are read from: files, or Redis on a Redis root).
+``fixity.Fixity`` (and ``HashingFile``), ``verify.verify``, ``fixitycheck.quick_verify``,
+``digestscan.scan`` / ``check_record_at``, ``revisits`` (where a revisit's payload is: one rule for
+every surface), ``importing.import_files``, ``capture_index`` (where a collection's CDXJ lines are
+read from: files, or Redis on a Redis root).
 """

@@ -65,6 +65,16 @@ class Collection:
             coll.create()
         return coll
 
+    @classmethod
+    def existing(cls, root: Path, name: str) -> Collection:
+        """The collection ``name``, or ``CollectionError`` naming the known ones: for what readers
+        ask (search, its export), so nothing of the server's paths or commands is in the message."""
+        coll = cls(root, name)
+        if not coll.path.is_dir():
+            known = ", ".join(list_collections(root)) or "none"
+            raise CollectionError(f"there is no collection {name!r}; the collections are: {known}")
+        return coll
+
     def create(self) -> None:
         for sub in (self.archive_dir, self.indexes_dir, self.jobs_dir, self.state_dir):
             sub.mkdir(parents=True, exist_ok=True)

@@ -4,8 +4,9 @@
 does: the latest at or before it), then:
 
 - same payload digest: ``identical``, read from the index alone (no body is fetched); when one
-  record is a revisit, which capture it is a revisit of (its ``WARC-Refers-To-*`` headers, else
-  the latest response with that digest before it);
+  record is a revisit, which capture it is a revisit of: its original as replay finds it
+  (``index.revisits``: the capture of the URI its ``WARC-Refers-To-*`` headers name, else of its
+  own, any scheme, with that digest, closest to the date named);
 - HTML or plain text: the main text of each (``index.fulltext.text.extract``: no scripts, menus,
   page header or footer) compared line by line with ``difflib``, changed lines word by word, as
   ``Chunk`` rows (equal, insert, delete) that a page shows side by side or inline;
@@ -23,11 +24,12 @@ from collections.abc import Mapping
 
 from index.access.rules import rules_for
 from index.cdx.pid import capture_pid
-from index.cdx.versions import NoSuchCapture, Version, as_of, read_versions
+from index.cdx.versions import NoSuchCapture, Version, as_of, original_finder, read_versions
 from index.collection import Collection
 from index.fulltext.text import extract, mime_group
 from index.image_size import image_size
 from index.payload import read_record
+from index.revisits import Candidate, Revisit
 from strata.errors import ArchiveError
 
 MAX_LINES = 5000  # per side: difflib is quadratic in the worst case
@@ -47,6 +49,7 @@ class Side:
     size: int | None = None  # payload bytes (when read)
     title: str = ""
     dimensions: tuple[int, int] | None = None  # an image's width and height in pixels (when read)
+    payload: Candidate | None = None  # a revisit's original: the record its payload is read from
 
     def as_dict(self) -> dict:
         v = self.version
@@ -165,22 +168,23 @@ def _side(collection: Collection, version: Version, versions: list[Version]) -> 
     side = Side(version, capture_pid(collection.name, version.url, version.timestamp), "response")
     if version.revisit:
         side.record = "revisit"
-        side.original = _original(collection, version, versions)
+        revisit = _revisit(collection, version)
+        side.payload = original_finder(collection)(revisit)
+        if side.payload is not None:
+            side.original = {"url": side.payload.url, "timestamp": side.payload.timestamp}
+        elif revisit.refers_to_uri and revisit.refers_to_date:
+            side.original = {"url": revisit.refers_to_uri, "timestamp": revisit.when}
     return side
 
 
-def _original(collection: Collection, version: Version, versions: list[Version]) -> dict | None:
-    """What the revisit refers to: its WARC-Refers-To-Target-URI and -Date (headers only, no
-    payload is read), else the latest response of this URL with the same digest before it."""
+def _revisit(collection: Collection, version: Version) -> Revisit:
+    """What the revisit record says of its original (its WARC headers only: no payload is read)."""
     try:
         rec_headers, _, _ = read_record(collection.archive_dir / version.filename, version.offset)
-        uri, date = rec_headers.get_header("WARC-Refers-To-Target-URI"), rec_headers.get_header("WARC-Refers-To-Date")
     except (OSError, ValueError, EOFError):
-        uri = date = None
-    if uri and date:
-        return {"url": uri, "timestamp": "".join(ch for ch in date if ch.isdigit())[:14]}
-    earlier = [v for v in versions if not v.revisit and v.same_payload(version) and v.timestamp <= version.timestamp]
-    return {"url": earlier[-1].url, "timestamp": earlier[-1].timestamp} if earlier else None
+        return Revisit(version.url, version.timestamp, version.digest)
+    headers = {name.lower(): value for name, value in rec_headers.headers}
+    return Revisit.from_headers(headers, version.timestamp, url=version.url)
 
 
 def _relation(left: Side, right: Side) -> str:
@@ -199,20 +203,9 @@ def _relation(left: Side, right: Side) -> str:
     return "; ".join(said)
 
 
-def _payload_location(collection: Collection, side: Side, versions: list[Version]) -> Version | None:
-    """The response record holding the side's payload: itself, or a revisit's original."""
-    v = side.version
-    if not v.revisit:
-        return v
-    candidates = [c for c in versions if not c.revisit and c.same_payload(v)]
-    if side.original and side.original["url"] != v.url:
-        held = read_versions(collection, side.original["url"], filtered=False)
-        candidates = [c for c in held if not c.revisit and c.same_payload(v)]
-    if not candidates:
-        return None
-    at = (side.original or {}).get("timestamp") or v.timestamp
-    before = [c for c in candidates if c.timestamp <= at]
-    return (before or candidates)[-1]
+def _payload_location(collection: Collection, side: Side, versions: list[Version]) -> Version | Candidate | None:
+    """The record holding the side's payload: itself, or a revisit's original (``_side``)."""
+    return side.version if not side.version.revisit else side.payload
 
 
 def _payload_mime(collection: Collection, side: Side, versions: list[Version]) -> str:

@@ -20,6 +20,7 @@ import sqlite3
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
+from index.revisits import Candidate, Revisit
 from index.storage.backend import backend_of
 from index.storage.db import connect, immediate_transaction
 from strata.errors import StrataError
@@ -206,6 +207,8 @@ class HarvestState:
         )
 
     def update_run(self, run_id: str, **fields) -> None:
+        if not fields:
+            return
         if "figures" in fields and not isinstance(fields["figures"], str):
             fields["figures"] = json.dumps(fields["figures"], ensure_ascii=False)
         cols = ", ".join(f"{k}=?" for k in fields)
@@ -361,6 +364,8 @@ class HarvestState:
         )
 
     def update_url(self, url: str, **fields) -> None:
+        if not fields:  # nothing to change (an error's decision): no statement to make
+            return
         cols = ", ".join(f"{k}=?" for k in fields)
         self.conn.execute(f"UPDATE urls SET {cols} WHERE url=?", (*fields.values(), url))
 
@@ -848,10 +853,10 @@ def indexed_original(conn: sqlite3.Connection, record_id: str) -> sqlite3.Row | 
 # Read from the harvest state (``captures`` rows, over a read-only connection): for
 # each capture its 14-digit timestamp and WARC-Date, kind (the class the harvest or the rebuild gave
 # it), HTTP status, record type, payload digest, MIME type, run, WARC file, offset and length; for a
-# revisit, its original: the URL and date the revisit refers to (``WARC-Refers-To-Target-URI`` and
-# ``-Date``), or, for a revisit that does not say (wget's, wpull's), the latest response with the
-# same payload at or before it, this URL first; and where that original is, when the collection
-# holds it (``warc``/``offset`` None when it does not: a revisit of nothing).
+# revisit, its original as replay finds it: ``find_original`` (``index.cdx.versions.original_finder``,
+# the one rule of ``index.revisits`` over the collection's CDXJ) gives the record, any scheme of the
+# URI it names, else of its own; the URL and date shown are that record's, or, when the collection
+# holds none (a revisit of nothing: ``warc``/``offset`` None), what the revisit names.
 
 CAPTURE_FIELDS = (
     "timestamp",
@@ -872,21 +877,24 @@ _CAPTURE_COLUMNS = (
     "id, url, timestamp, warc_date, record_type, class, status, digest, mime, run_id, warc, offset, "
     "length, refers_to_uri, refers_to_date"
 )
+FindOriginal = Callable[[Revisit], Candidate | None]
 
 
-def capture_entries(conn: sqlite3.Connection, url: str) -> list[dict]:
+def capture_entries(conn: sqlite3.Connection, url: str, find_original: FindOriginal | None = None) -> list[dict]:
     """Every capture of exactly ``url``, oldest first (same second: in the order written)."""
     rows = conn.execute(
         f"SELECT {_CAPTURE_COLUMNS} FROM captures WHERE url=? ORDER BY timestamp, id", (url,)
     ).fetchall()
-    return [_capture_entry(conn, row) for row in rows]
+    return [_capture_entry(conn, row, find_original) for row in rows]
 
 
-def capture_entries_by_location(conn: sqlite3.Connection, urls: Iterable[str]) -> dict[tuple[str, int], dict]:
+def capture_entries_by_location(
+    conn: sqlite3.Connection, urls: Iterable[str], find_original: FindOriginal | None = None
+) -> dict[tuple[str, int], dict]:
     """(WARC file, offset) -> capture entry, for the captures of ``urls`` (to label CDX lines)."""
     out: dict[tuple[str, int], dict] = {}
     for url in dict.fromkeys(urls):
-        for entry in capture_entries(conn, url):
+        for entry in capture_entries(conn, url, find_original):
             out[(entry["warc"], entry["offset"])] = entry
     return out
 
@@ -903,7 +911,9 @@ def capture_marks(conn: sqlite3.Connection, urls: Iterable[str]) -> dict[tuple[s
     return out
 
 
-def capture_entries_in(conn: sqlite3.Connection, urls: Iterable[str], prefix: str) -> dict[tuple[str, int], dict]:
+def capture_entries_in(
+    conn: sqlite3.Connection, urls: Iterable[str], prefix: str, find_original: FindOriginal | None = None
+) -> dict[tuple[str, int], dict]:
     """(WARC file, offset) -> capture entry, for the captures of ``urls`` whose timestamp starts
     with ``prefix`` (a month or a day): the calendar's table, without reading every capture."""
     out: dict[tuple[str, int], dict] = {}
@@ -915,7 +925,7 @@ def capture_entries_in(conn: sqlite3.Connection, urls: Iterable[str], prefix: st
             (url, low, high),
         ).fetchall()
         for row in rows:
-            entry = _capture_entry(conn, row)
+            entry = _capture_entry(conn, row, find_original)
             out[(entry["warc"], entry["offset"])] = entry
     return out
 
@@ -933,7 +943,7 @@ def find_captured_url(conn: sqlite3.Connection, url: str) -> str | None:
     return None
 
 
-def _capture_entry(conn: sqlite3.Connection, row) -> dict:
+def _capture_entry(conn: sqlite3.Connection, row, find_original: FindOriginal | None) -> dict:
     entry = {
         "timestamp": row["timestamp"],
         "date": row["warc_date"],
@@ -950,37 +960,31 @@ def _capture_entry(conn: sqlite3.Connection, row) -> dict:
         "original": None,
     }
     if row["record_type"] == "revisit":
-        entry["original"] = _capture_original(conn, row)
+        entry["original"] = _capture_original(conn, row, find_original)
     return entry
 
 
-def _capture_original(conn: sqlite3.Connection, row) -> dict:
-    uri, date = row["refers_to_uri"], row["refers_to_date"]
-    held = None
-    if uri and date:
-        # by its timestamp first (the index on url and timestamp finds it among a URL's 10,000 captures)
-        for where, args in (("AND timestamp=?", (uri, date, ts14_of(date))), ("", (uri, date))):
-            held = conn.execute(
-                "SELECT url, warc_date, timestamp, warc, offset FROM captures WHERE url=? AND warc_date=? "
-                f"AND record_type='response' {where} ORDER BY id LIMIT 1",
-                args,
-            ).fetchone()
-            if held is not None:
-                break
-    elif row["digest"]:
-        held = conn.execute(
-            "SELECT url, warc_date, timestamp, warc, offset FROM captures WHERE digest=? AND record_type='response' "
-            "AND timestamp<=? ORDER BY url=? DESC, timestamp DESC, id DESC LIMIT 1",
-            (row["digest"], row["timestamp"], row["url"]),
-        ).fetchone()
-        if held is not None:
-            uri, date = held["url"], held["warc_date"]
+def _capture_original(conn: sqlite3.Connection, row, find_original: FindOriginal | None) -> dict:
+    revisit = Revisit(row["url"], row["timestamp"], row["digest"], row["refers_to_uri"], row["refers_to_date"], None)
+    found = find_original(revisit) if find_original is not None else None
+    if found is None:
+        return {
+            "url": revisit.refers_to_uri,
+            "date": revisit.refers_to_date,
+            "timestamp": ts14_of(revisit.refers_to_date) if revisit.refers_to_date else None,
+            "warc": None,
+            "offset": None,
+        }
+    held = conn.execute(
+        "SELECT warc_date FROM captures WHERE warc=? AND offset=? LIMIT 1", (found.filename, found.offset)
+    ).fetchone()
+    date = held["warc_date"] if held is not None else found.timestamp
     return {
-        "url": uri,
+        "url": found.url,
         "date": date,
-        "timestamp": ts14_of(date) if date else None,
-        "warc": held["warc"] if held is not None else None,
-        "offset": held["offset"] if held is not None else None,
+        "timestamp": found.timestamp,
+        "warc": found.filename,
+        "offset": found.offset,
     }
 
 

@@ -113,13 +113,35 @@ class AsOfIndexSource(DirectoryIndexSource):
             params["filter"] = "=mime:" + params["content_type"]
         query = CDXQuery(params)
         cdx_iter, errs = self.load_index(query.params)
+        if params.get(POSTED_PARAM):
+            cdx_iter = self._or_posted(cdx_iter, params)
         level = params.get(ACCESS_PARAM)
         rules = self.rules_for(params.get("param.coll", "")) if level and self.rules_for else None
         if not query.page_count:
             cdx_iter = _process(cdx_iter, query, rules, level)
         return cdx_iter, dict(errs)
 
+    def _or_posted(self, cdx_iter, params: dict):
+        """The captures of exactly the URL asked for; when it has none, those of the same URL made
+        by a request with a body (POST, PUT): pywb keys them with the body's parameters
+        (``__wb_method=post&...``), so asking for the URL alone does not find them, though it is
+        their own URL. pywb's fuzzy match (the first capture of any query on the path) is left for
+        when there is none of those either."""
+        lines = list(cdx_iter)
+        url = params.get("url") or ""
+        if lines or not url or params.get("matchType", "exact") != "exact":
+            return iter(lines)
+        asked = {k: v for k, v in params.items() if k not in ("key", "end_key", "alt_url")}
+        query = CDXQuery({**asked, "url": url.split("?", 1)[0], "matchType": "prefix"})
+        try:
+            found, _ = self.load_index(query.params)
+        except NotFoundException:
+            return iter(())
+        return iter([cdx for cdx in found if cdx.get("method") and cdx.get("url") == url])
 
+
+POSTED_PARAM = "strata.posted"  # a replay lookup: a URL's POST captures count as its own (_or_posted)
+RAW_PARAM = "strata.raw"  # a replay lookup for the archived bytes (id_): replay.warcserver serves them as they are
 ACCESS_PARAM = "strata.access"  # the request's access level, set by Strata's own queries only
 ACCESS_MARKER = "strata-access-blocked"
 

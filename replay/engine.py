@@ -18,7 +18,7 @@ from pywb.utils.wbexception import NotFoundException, UpstreamException, WbExcep
 
 from replay.access import CaptureBlocked
 from replay.address import Address
-from replay.asof import ACCESS_MARKER, ACCESS_PARAM, pad_as_of
+from replay.asof import ACCESS_MARKER, ACCESS_PARAM, POSTED_PARAM, pad_as_of
 from replay.contentrw import PAGE_KEY
 from replay.errors import CaptureDamaged, NotArchived
 from replay.isolation import policy
@@ -138,9 +138,11 @@ class ReplayEngine:
         """Every capture of ``url`` (pywb's canonical match) that ``level`` may see, oldest first
         (``level`` None: every capture)."""
         rules = self._rules(coll, level)
+        # a URL's POST captures count as its own, as replay finds them (replay.asof)
+        asked = {"url": url, "matchType": "exact", POSTED_PARAM: "1"}
         if rules is None:
-            return self._query(coll, {"url": url, "matchType": "exact"}, limit)
-        shown = rules.filter_cdx(self._query(coll, {"url": url, "matchType": "exact"}, None, lazy=True), level)
+            return self._query(coll, asked, limit)
+        shown = rules.filter_cdx(self._query(coll, asked, None, lazy=True), level)
         return list(itertools.islice(shown, limit) if limit else shown)
 
     def prefix(self, coll: str, url: str, limit: int, level: str | None = None) -> list[dict]:

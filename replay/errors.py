@@ -14,7 +14,22 @@ handler with its status. Anything else becomes a plain 500 page, never a traceba
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 from strata.errors import StrataError
+
+
+def public_message(message: str, root: Path | str | None) -> str:
+    """A message fit for any reader: the collections root's place on the server (as given, absolute
+    or resolved) never appears in a page or an API answer."""
+    if root is None:
+        return message
+    forms = {str(root), os.path.abspath(root), str(Path(root).resolve())}
+    for form in sorted(forms, key=len, reverse=True):
+        if len(form) > 1 and form in message:
+            message = message.replace(form, "the archive")
+    return message
 
 
 class ReplayError(StrataError):

@@ -1,7 +1,7 @@
 """pywb's ``RewriterApp`` talking to the in-process warcserver, with Strata's replay rules.
 
 - Upstream calls go through ``LocalClient`` instead of HTTP to a second server.
-- Same-URL revisits are resolved from the capture list already read (``resolveRevisits``).
+- Every revisit's original is the one ``index.revisits`` gives (``replay.warcserver``).
 - ``id_`` (the archived bytes) never falls back to a later capture: a raw response claims to be
   the resource as it was at the requested time, and there is no banner to say otherwise. The
   index is clamped to ``to=<ts>``; nothing at or before means 404.
@@ -23,7 +23,7 @@ from pywb.apps.rewriterapp import RewriterApp
 from pywb.utils.io import no_except_close
 from pywb.utils.wbexception import NotFoundException
 
-from replay.asof import ACCESS_PARAM, pad_as_of
+from replay.asof import ACCESS_PARAM, POSTED_PARAM, RAW_PARAM, pad_as_of
 from replay.contentrw import PageContentRewriter
 from replay.errors import CaptureDeleted
 from replay.transport import LocalClient
@@ -59,11 +59,12 @@ class StrataRewriterApp(RewriterApp):
         if skip_record:
             headers["Recorder-Skip"] = "1"
         closest = "now" if wb_url.is_latest_replay() else wb_url.timestamp
-        # resolveRevisits: a revisit whose original is an earlier capture of the same URL gets the
-        # original's location (orig.*) from this one index read, so pywb loads the payload without
-        # a second lookup (pywb's cdx_resolve_revisits; same digest, so the same bytes). Revisits of
-        # other URLs keep pywb's lookup by WARC-Refers-To-Target-URI and -Date.
-        params = {"url": wb_url.url, "closest": closest, "matchType": "exact", "resolveRevisits": "true"}
+        # Every revisit's original is found by the one rule of index.revisits (replay.warcserver), as
+        # verify and the other surfaces find it: not from this list (pywb's resolveRevisits takes the
+        # first earlier capture with the digest, whatever the revisit names).
+        params = {"url": wb_url.url, "closest": closest, "matchType": "exact", POSTED_PARAM: "1"}
+        if wb_url.mod == "id_":
+            params[RAW_PARAM] = "1"
         if wb_url.mod == "id_" and not wb_url.is_latest_replay():
             params["to"] = pad_as_of(wb_url.timestamp)
         if wb_url.mod == "vi_":

@@ -30,6 +30,7 @@ from flask import Blueprint, Response, current_app, jsonify, render_template, re
 
 from index.fulltext.query import MAX_PER_PAGE, SearchParams, search
 from index.fulltext.text import MIME_GROUPS
+from replay.errors import public_message
 from replay.histogram_chart import histogram_chart
 from strata.errors import QueryError, StrataError
 
@@ -103,7 +104,7 @@ def api():
     try:
         result = search(_root(), _params(per_page_default=20), access_level=_level())
     except StrataError as exc:
-        return jsonify({"error": exc.message}), exc.http_status
+        return jsonify({"error": public_message(exc.message, _root())}), exc.http_status
     _links(result)
     return jsonify(result)
 
@@ -128,7 +129,7 @@ def export(fmt: str):
             raise QueryError("give a query or a filter (q, from, to, site, type) to export its hits")
         hits = all_hits(_root(), _params(per_page_default=1), time_limit=EXPORT_TIME_LIMIT, level=_level())
     except StrataError as exc:
-        return jsonify({"error": exc.message}), exc.http_status
+        return jsonify({"error": public_message(exc.message, _root())}), exc.http_status
     base = request.host_url.rstrip("/") + request.script_root  # absolute: the file leaves the site
     lines = csv_lines(hits, limit, base) if fmt == "csv" else jsonl_lines(hits, limit, base)
     mime = "text/csv; charset=utf-8" if fmt == "csv" else "application/x-ndjson; charset=utf-8"
@@ -158,7 +159,7 @@ def page():
             result = search(root, _params(per_page_default=10), access_level=_level())
             _links(result)
         except StrataError as exc:
-            error, status = exc.message, exc.http_status
+            error, status = public_message(exc.message, root), exc.http_status
     return render_template(
         "search/results.html",
         result=result,

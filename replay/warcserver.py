@@ -5,14 +5,12 @@ It is pywb's auto-collection handler (index ``<root>/<coll>/indexes/*.cdxj``, WA
 
 - the index answers ``closest=`` as of that time (``replay.asof``);
 - only the WARC loader: no live-web or video loader, so nothing is ever fetched from the live web;
-- the original of a revisit of another URL is looked up by its record ID (``WARC-Refers-To``) in the
-  collection's harvest state (``strata/harvest.sqlite``) and loaded directly, instead of by pywb's
-  second CDX query (``WARC-Refers-To-Target-URI`` closest to ``WARC-Refers-To-Date``, same digest).
-  Only a response in an indexed WARC with the revisit's digest is taken: a record pywb's query could
-  find. On any miss (no database, no row, a WARC not indexed, a record that does not load or is not
-  that record) pywb's own lookup runs, so collections written by other tools replay as before.
-  (A revisit of the same URL needs neither: the replay query resolves it from the capture list it
-  reads anyway, ``resolveRevisits`` in ``replay.rewriter``);
+- the original of every revisit is the one ``index.revisits`` gives, the rule verify, ``strata
+  captures``, diff and the WACZ export follow too: pywb's second CDX query (the captures of
+  ``WARC-Refers-To-Target-URI`` closest to ``WARC-Refers-To-Date``, not revisits, same digest),
+  with the revisit's own URI when it names none, digests compared as digests, and among equally
+  close candidates the record its ``WARC-Refers-To`` names (located in the harvest state). The
+  first that loads is served;
 - a revisit of a redirect is served with its original's body. pywb skips loading the payload of a
   3xx revisit ("ignored by browser") and sends an empty body, so ``id_`` would not return the
   archived bytes.
@@ -36,14 +34,13 @@ loaded for its payload only, its HTTP header block stepped over unparsed.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sqlite3
 from pathlib import Path
 
-from pywb.utils.io import no_except_close
 from pywb.warcserver.basewarcserver import BaseWarcServer
 from pywb.warcserver.handlers import ResourceHandler
-from pywb.warcserver.index.cdxobject import CDXObject
 from pywb.warcserver.resource.blockrecordloader import BlockArcWarcRecordLoader
 from pywb.warcserver.resource.resolvingloader import ResolvingLoader
 from pywb.warcserver.resource.responseloader import WARCPathLoader
@@ -52,8 +49,9 @@ from warcio.recordloader import ArchiveLoadFailed
 from index.cdx.capture_index import root_cdx
 from index.collection import Collection
 from index.integrity.digestscan import check_member, check_record_at, read_member
+from index.revisits import Candidate, Revisit, rank
 from index.state import indexed_original, open_readonly
-from replay.asof import AsOfIndexSource
+from replay.asof import RAW_PARAM, AsOfIndexSource
 from replay.recordload import PayloadRecordLoader, RecordLoader
 from replay.recordmemo import RecordMemo
 from strata.errors import CollectionError
@@ -217,12 +215,6 @@ class _RevisitLoader(_CheckedResolvingLoader):
         return self
 
     def load_headers_and_payload(self, cdx, failed_files, cdx_loader):
-        orig_filename = cdx.get("orig.filename")
-        if cdx["filename"] != "-" and orig_filename and orig_filename != "-" and cdx.get("mime") != "warc/revisit":
-            # pywb's case 3, a revisit of the same URL resolved by the index: the revisit, then
-            # its original from the orig.* fields.
-            headers = self._resolve_path_load(cdx, False, failed_files)
-            return headers, self._original_loader(headers)._resolve_path_load(cdx, True, failed_files)
         headers, payload = super().load_headers_and_payload(cdx, failed_files, cdx_loader)
         if headers is None or headers is not payload or cdx.get("mime") != "warc/revisit":
             return headers, payload
@@ -241,45 +233,60 @@ class _RevisitLoader(_CheckedResolvingLoader):
         return headers, payload
 
     def _load_different_url_payload(self, cdx, headers_record, failed_files, cdx_loader):
-        original = self._load_original(cdx, headers_record)
-        if original is not None:
-            return original
-        return super()._load_different_url_payload(cdx, headers_record, failed_files, cdx_loader)
+        """The revisit's original, as ``index.revisits`` ranks the captures of the URI it names (of
+        its own URI when it names none), any scheme: the first that loads. pywb's own lookup needs
+        ``WARC-Refers-To-Target-URI`` and compares digests as strings; the rule is otherwise pywb's."""
+        headers = {name.lower(): value for name, value in headers_record.rec_headers.headers}
+        revisit = Revisit.from_headers(headers, cdx["timestamp"])
+        if not revisit.digest:
+            revisit = dataclasses.replace(revisit, digest=cdx.get("digest") or None)
+        if revisit.empty:
+            return headers_record  # pywb's: an empty payload's revisit is its own payload
+        if cdx_loader is None:
+            raise ArchiveLoadFailed(self.MISSING_REVISIT_MSG)
+        candidates = [Candidate.from_cdx(c) for c in cdx_loader({"url": revisit.target, "matchType": "exact"})]
+        named = self._named_location(cdx, revisit)
+        if named is not None:
+            candidates = [
+                dataclasses.replace(c, record_id=revisit.refers_to) if (c.filename, c.offset) == named else c
+                for c in candidates
+            ]
+        loader = self._original_loader(headers_record)
+        for candidate in rank(revisit, candidates):
+            try:
+                return loader._resolve_path_load(candidate.source, False, failed_files)
+            except ArchiveLoadFailed:
+                continue  # pywb's: the next one (a damaged record raises DamagedCapture instead)
+        raise ArchiveLoadFailed(self.MISSING_REVISIT_MSG)
 
-    def _load_original(self, cdx, headers_record):
-        """The revisit's original record found through the harvest state, or None."""
-        record_id = headers_record.rec_headers.get_header("WARC-Refers-To")
-        digest = _bare_digest(cdx.get("digest"))
+    def _named_location(self, cdx, revisit: Revisit) -> tuple[str, int] | None:
+        """Where the harvest state says the record the revisit's ``WARC-Refers-To`` names is."""
         formatter = getattr(cdx, "_formatter", None)
-        if not record_id or not digest or digest in ("-", self.EMPTY_DIGEST) or formatter is None:
+        if not revisit.refers_to or formatter is None:
             return None
         conn = self.harvest_dbs.get(formatter.format("{coll}"))
         if conn is None:
             return None
         try:
-            row = indexed_original(conn, record_id)
+            row = indexed_original(conn, revisit.refers_to)
         except sqlite3.Error:
             return None
-        if row is None or _bare_digest(row["digest"]) != digest:
-            return None
-        location = CDXObject()
-        location.update(filename=row["warc"], offset=str(row["offset"]), length=str(row["length"]))
-        location._formatter = formatter
-        try:
-            # A private failed-files list: a miss here must not stop pywb's lookup using that file.
-            record = self._original_loader(headers_record)._resolve_path_load(location, False, [])
-        except Exception:  # any failure means "not found here": pywb's lookup decides
-            return None
-        if record.rec_headers.get_header("WARC-Record-ID") != record_id:
-            no_except_close(record.raw_stream)
-            return None
-        return record
+        return None if row is None else (row["warc"], int(row["offset"]))
 
 
 class _StrataWARCPathLoader(WARCPathLoader):
     def __init__(self, paths, cdx_source, root: Path):
         super().__init__(paths, cdx_source)
         self.resolve_loader = _RevisitLoader(self.resolvers, root)
+
+    def raise_on_self_redirect(self, params, cdx, status_code, location_url):
+        """pywb refuses a redirect to the URL asked for (``http://x`` to ``https://x`` is one: the
+        index does not tell the schemes apart), because a replayed page would follow its rewritten
+        ``Location`` back to itself. The archived bytes (``id_``) are not rewritten and lead nowhere
+        but where they say: served as they are (they answered 400 when no other capture was there)."""
+        if params.get(RAW_PARAM):
+            return
+        super().raise_on_self_redirect(params, cdx, status_code, location_url)
 
 
 def make_warcserver(root: Path, rules_for=None) -> tuple[BaseWarcServer, AsOfIndexSource]:

@@ -1,19 +1,23 @@
 """Who started a harvest run: the scheduler, a staff member in the console (both through the run
-queue and the worker), or ``strata harvest`` on the command line (no queue entry)."""
+queue and the worker), or ``strata harvest`` on the command line (no queue entry); a run made of
+another tool's files came with ``strata import``."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from harvester.jobs.queue import QueuedRun, RunQueue, open_queue
+from index.capture.rebuild import IMPORTED_MODE
 from index.collection import root_state_dir
 
 COMMAND_LINE = "command line"
+IMPORT = "import"  # a run made of another tool's files by ``strata import`` (or a rebuild of them)
 
 
-def started_by(entry: QueuedRun | None) -> str:
+def started_by(entry: QueuedRun | None, mode: str | None = None) -> str:
+    """``mode``: the run's (an ``imported`` run without a queue entry came with ``strata import``)."""
     if entry is None:
-        return COMMAND_LINE
+        return IMPORT if mode == IMPORTED_MODE else COMMAND_LINE
     if entry.reason == "schedule":
         return "scheduler"
     return f"console ({entry.requested_by})" if entry.requested_by else "console"

@@ -12,12 +12,21 @@ the harvest can see: the page kind, the main-text fingerprint, and ``main_text_s
 detection (the payload differs, the main text does not). The result is the capture's class, the
 fields to write to the URL's row, and the digest-index entry the capture provides, if any.
 
-Classes: ``new`` (first capture of the URL), ``changed`` (payload differs from the last one),
+Classes (the README's table "How a run decides what to write" is this function in words):
+``new`` (first capture of the URL), ``changed`` (payload differs from the last one),
 ``soft`` (payload differs, main text the same: enters only through ``main_text_same``),
 ``unchanged`` (same payload), ``not_modified`` (the server answered 304), ``deleted`` (2xx before,
 404/410 now), ``redirect`` (a 3xx other than 304, written in full; it counts as a change of the URL
 when its payload, the redirect itself, differs from the one held; ``Decision.redirect`` carries its
 target), ``error`` (no HTTP response: nothing is written and the row does not change).
+
+A revisit record is ``unchanged`` (or ``not_modified``) whatever the URL held before: its payload is
+one the collection holds already, under this URL or another (a URL whose first capture is a
+URL-agnostic revisit is not ``new``), so the revisits a run wrote are exactly its ``unchanged`` and
+``not_modified`` captures (Strata writes no revisit of a 404; another tool's revisit of a 404 where
+the URL answered 2xx before is ``deleted``). A record whose block has no HTTP status line (a ``resource`` record, a
+``response`` whose block is not HTTP, a revisit of either) is a payload like a 2xx's: classed by
+its payload digest; its row keeps no status.
 
 ``not_stored(previous, outcome, at, run_id)`` is the same for looks that wrote no record: a soft
 change the job does not store, and a content page found vanished from every listing.
@@ -108,11 +117,26 @@ def compares_main_text(previous: dict | None, status: int | None, digest: str | 
     return classify(previous, status, digest) == "changed"
 
 
+def record_class(previous: dict | None, capture: Observation) -> str:
+    """The capture's class (see the module's docstring)."""
+    if capture.record_type == "revisit":
+        if capture.not_modified_revisit or capture.status == 304:
+            return "not_modified"
+        # another tool's revisit of a 404 page the collection holds, where the URL answered 2xx before
+        gone = capture.status in GONE_STATUSES and is_success((previous or {}).get("last_status"))
+        return "deleted" if gone else "unchanged"
+    if capture.status is None and capture.record_type is not None:  # a payload without an HTTP status
+        return payload_class(previous, 200, capture.digest, capture.main_text_same)
+    return classify(previous, capture.status, capture.digest, capture.main_text_same)
+
+
 def decide(previous: dict | None, capture: Observation) -> Decision:
-    cls = classify(previous, capture.status, capture.digest, capture.main_text_same)
+    cls = record_class(previous, capture)
     if cls == "error":
         return Decision(cls, {})
     status = capture.status
+    # a record with a payload and no HTTP status counts as a success for the URL's state
+    succeeded = is_success(status) or (status is None and capture.record_type is not None)
     state: dict = {"last_checked": capture.at, "last_run": capture.run_id, "last_class": cls}
     if capture.page_kind is not None:
         state["page_kind"] = capture.page_kind
@@ -125,7 +149,7 @@ def decide(previous: dict | None, capture: Observation) -> Decision:
         if capture.holds_payload and capture.record_id and capture.warc_date
         else None
     )
-    if is_success(status) or status == 304:
+    if succeeded or status == 304:
         state["digest"] = capture.digest
         if capture.holds_payload:
             state.update(
@@ -153,11 +177,13 @@ def decide(previous: dict | None, capture: Observation) -> Decision:
         )
     if cls == "deleted":
         state["deleted_at"] = capture.at
-    elif is_success(status) or status == 304:
+    elif succeeded or status == 304:
         state["deleted_at"] = None
     state["checks"] = ((previous or {}).get("checks") or 0) + 1
     if cls in ("changed", "deleted") or (
-        cls == "redirect" and status is not None and payload_class(previous, status, capture.digest) == "changed"
+        cls in ("redirect", "unchanged")  # a redirect that changed; a payload the URL did not have, held elsewhere
+        and previous is not None
+        and payload_class(previous, status if status is not None else 200, capture.digest) == "changed"
     ):
         state["changes"] = ((previous or {}).get("changes") or 0) + 1
     if capture.digest != (previous or {}).get("digest") and capture.fingerprint is None:

@@ -7,41 +7,62 @@ through ``index.capture.decision``, the digest index, and the CDXJ. Captures are
 order (WARC-Date) across all files, never in file-name order: other tools' file names do not sort
 by capture date.
 
+Each file is read once (``index.capture_facts``): its CDXJ lines and one small ``Fact`` per capture
+record. The facts wait in a temporary database, the lines in an on-disk sort, so memory stays bounded
+whatever the collection's size; the captures are then derived from the facts in time order without
+reading any record again. Every record pywb's indexer indexes is in the CDXJ; every ``response``,
+``revisit`` and ``resource`` record of an http(s) URI is a capture, a record written twice included.
+
 Each run's report (a ``metadata`` record, ``index.capture.runhistory``) restores the run's row and figures,
 its checks, the soft changes it stored, and the URL fields no capture holds (where and when each URL
 was first seen, depth, page kind, fingerprint). A Strata run without one (killed before writing
-it) comes back as ``interrupted``, as recovery marks it; another tool's file becomes a ``finished``
-run of its own. The README (Rebuilding) lists what cannot be restored.
+it) comes back as ``interrupted``, as recovery marks it; another tool's file becomes a run of its
+own, of mode ``imported``. The README (Rebuilding) lists what cannot be restored.
+
+Nothing is changed until everything is derived: the new CDXJ and database are written beside the
+old ones and replace them at the end (``os.replace``), with a marker file (``rebuild.pending``) held
+while they do, so that a rebuild killed between the two is run again (``finish_interrupted``)
+rather than leaving an index and a state that disagree.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
+import operator
 import os
-import uuid
-from collections.abc import Callable
+import shutil
+import sqlite3
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 from warcio.archiveiterator import ArchiveIterator
 
+from index import capture_facts
 from index.capture import runhistory
 from index.capture.decision import NOT_MODIFIED_PROFILE, Observation, decide
+from index.capture_facts import Fact, FileFacts, arc_record_id
 from index.cdx import cdxj
 from index.collection import Collection
-from index.integrity import warcscan
+from index.integrity.fixity import Fixity
+from index.integrity.warcscan import Damage
 from index.state import SCHEMA_VERSION, Capture, HarvestState, Original, schema_version
 from index.storage import backendcopy, redisdb
 from index.storage.backend import backend_of
 from strata.times import digits14
 
+if TYPE_CHECKING:
+    from index.export.wacz.extsort import ExternalSort
 
-def _warcinfo_fields(block: bytes) -> dict[str, str]:
-    fields = {}
-    for line in block.decode("utf-8", "replace").splitlines():
-        name, sep, value = line.partition(":")
-        if sep:
-            fields[name.strip()] = value.strip()
-    return fields
+IMPORTED_MODE = "imported"  # the mode of a run made from another tool's file
+PENDING = "rebuild.pending"  # in strata/: a rebuild's swap is under way
+JOURNAL = "import.journal"  # in strata/: an import's files being linked into archive/
+IMPORT_TEMP_PREFIX = ".import-"  # in archive/: an import's copy being made (no WARC file has such a name)
+FACTS_SUFFIX = ".rebuild-facts"  # beside harvest.sqlite: the facts of the rebuild under way
+SORT_DIR = "rebuild.sort"  # in strata/: its CDXJ lines being sorted
+_FACT_FIELDS = [f.name for f in dataclasses.fields(Fact)]
+_FACT_VALUES = operator.attrgetter(*_FACT_FIELDS)  # a fact's values in column order
 
 
 def _iso(warc_date: str) -> str:
@@ -49,8 +70,12 @@ def _iso(warc_date: str) -> str:
 
 
 def rebuild_if_outdated(collection: Collection) -> bool:
-    """Rebuild a database made by an older Strata (``index.state.SCHEMA_VERSION``) before it is
-    used: the schema is rebuilt from the WARCs rather than migrated. True when it was rebuilt."""
+    """Before the state is used: finish an import or a rebuild that was killed half way through
+    (``finish_interrupted``), and rebuild a database made by an older Strata
+    (``index.state.SCHEMA_VERSION``): the schema is rebuilt from the WARCs rather than migrated.
+    True when it was rebuilt."""
+    if finish_interrupted(collection):
+        return True
     version = schema_version(collection.db_path)
     if version is None or version >= SCHEMA_VERSION:
         return False
@@ -58,64 +83,162 @@ def rebuild_if_outdated(collection: Collection) -> bool:
     return True
 
 
-def _date_key(warc_date: str) -> str:
-    """A WARC-Date as a string that sorts in time order whatever its precision (``...00Z`` and
-    ``...00.5Z`` do not sort as strings): its digits, the fraction last."""
-    return "".join(ch for ch in warc_date if ch.isdigit())
+def finish_interrupted(collection: Collection) -> bool:
+    """Finish what a killed import or rebuild left half done. An import's journal (``JOURNAL``): its
+    files (checked whole before it was written) are linked, put in the manifest and indexed. A
+    rebuild's marker (``PENDING``): the rebuild runs again. True if there was anything to finish."""
+    state_dir = collection.state_dir
+    if not (state_dir / JOURNAL).exists() and not (state_dir / PENDING).exists():
+        return False
+    with collection.harvest_lock():
+        journal = state_dir / JOURNAL
+        entries: list[dict] = []
+        if journal.exists():
+            try:
+                entries = json.loads(journal.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                entries = []
+            archive = collection.archive_dir
+            apply_journal(
+                collection, [e for e in entries if (archive / e["name"]).exists() or (archive / e["tmp"]).exists()]
+            )
+        rebuild_state(collection)
+        journal.unlink(missing_ok=True)
+        for entry in entries:
+            (collection.archive_dir / entry["tmp"]).unlink(missing_ok=True)
+    return True
+
+
+def write_journal(collection: Collection, entries: list[dict]) -> None:
+    """An import's files about to be linked into ``archive/`` (``{tmp, name, sha256, size}`` each),
+    written and synced before the first is."""
+    with open(collection.state_dir / JOURNAL, "w", encoding="utf-8") as fh:
+        json.dump(entries, fh)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def apply_journal(collection: Collection, entries: list[dict]) -> None:
+    """Each copy linked under its name (a link never replaces a file) and recorded in the fixity
+    manifest with the SHA-256 checked before it was copied (the copy's own, verified)."""
+    archive = collection.archive_dir
+    for entry in entries:
+        target = archive / entry["name"]
+        if not target.exists():
+            os.link(archive / entry["tmp"], target)
+    fd = os.open(archive, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    fixity = Fixity(collection.fixity_dir)
+    for entry in entries:
+        fixity.add(entry["name"], entry["size"], entry["sha256"], "import")
 
 
 @dataclasses.dataclass
 class _Scan:
-    """What the first pass over every file keeps: one small key per capture record and per run
-    report (date, file, offset, length, the report's run id or None), per file its run (from its
-    ``warcinfo``), and the reports."""
+    """What the pass over every file keeps: per file its run (from its ``warcinfo``), the reports,
+    the first ``Referer`` of each URL, the damage found; the facts and lines themselves are on disk."""
 
-    keys: list[tuple[str, int, int, int, str | None]] = dataclasses.field(default_factory=list)
-    file_runs: list[dict] = dataclasses.field(default_factory=list)
+    files: list[FileFacts] = dataclasses.field(default_factory=list)
     referers: dict[str, tuple[str, str]] = dataclasses.field(default_factory=dict)  # url -> (date, referer)
     reports: dict[str, dict] = dataclasses.field(default_factory=dict)  # run id -> report
-    lines: list[bytes] = dataclasses.field(default_factory=list)
     captures: int = 0
-    damage: list[warcscan.Damage] = dataclasses.field(default_factory=list)  # where files are damaged
+    lines: int = 0
+    damage: list[Damage] = dataclasses.field(default_factory=list)  # where files are damaged
 
 
-def rebuild_state(collection: Collection, progress: Callable[[dict], None] | None = None) -> dict:
+def rebuild_state(
+    collection: Collection,
+    progress: Callable[[dict], None] | None = None,
+    extra: Mapping[str, Path] | None = None,
+    before_swap: Callable[[], None] | None = None,
+) -> dict:
     """Rebuild ``harvest.sqlite`` and ``indexes/index.cdxj`` from ``archive/``. Takes the harvest lock.
 
-    Two passes: every file is read once for its ``warcinfo``, its CDXJ lines, its run reports and
-    one key per capture (WARC-Date, file, offset); the captures are then derived in WARC-Date
-    order across all files, whatever the file names, each record read again at its offset, and
-    each run's report applied where the run ended (``index.capture.runhistory``)."""
+    ``extra``: files not in ``archive/`` yet (an import's copies, ``name -> path``), derived as if they
+    were there under ``name``. ``before_swap`` runs once everything is derived and written beside the
+    collection's files, before they are replaced: an exception there leaves the collection as it was
+    (the import puts its files in place there). Two passes: every file is read once
+    (``index.capture_facts``); the captures are then derived in WARC-Date order across all files,
+    whatever the file names, from the facts alone, and each run's report applied where the run ended
+    (``index.capture.runhistory``)."""
+    extra = dict(extra or {})
     with collection.harvest_lock():
         tmp = collection.state_dir / "harvest.sqlite.rebuild"
-        for suffix in ("", "-wal", "-shm"):
-            Path(str(tmp) + suffix).unlink(missing_ok=True)
+        facts_path = Path(str(collection.db_path) + FACTS_SUFFIX)
+        _remove(tmp, facts_path)
         state = HarvestState(tmp)
-        files = collection.warc_files()
+        facts = sqlite3.connect(facts_path)
+        facts.executescript(
+            "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; CREATE TABLE facts (file INTEGER, "
+            + ", ".join(_FACT_FIELDS)
+            + ")"
+        )
+        # here, not at the top: index.export.wacz's package imports pywb and the full-text engine, which a
+        # harvest (importing this module for rebuild_if_outdated) must not pay for at every start
+        from index.export.wacz.extsort import ExternalSort
+
+        sort_dir = collection.state_dir / SORT_DIR
+        shutil.rmtree(sort_dir, ignore_errors=True)
+        sort_dir.mkdir(parents=True)
+        lines = ExternalSort(sort_dir)
+        files = sorted(set(collection.warc_files()) | set(extra))
+        index_tmp: str | None = None
         try:
-            scan = _scan(collection, files, progress)
-            runs = _derive_all(collection, state, files, scan, progress)
+            paths = [extra.get(name) or collection.archive_dir / name for name in files]
+            scan = _scan(paths, files, facts, lines, progress)
+            runs = _derive_all(state, files, scan, facts, progress)
             with state.transaction():
                 for run_id, run in runs.items():
                     _restore_run(state, collection, run_id, run, scan.reports.get(run_id))
             state.close()
-            cdxj.write_index(collection.cdxj_path, scan.lines)
-            for suffix in ("-wal", "-shm"):
-                Path(str(collection.db_path) + suffix).unlink(missing_ok=True)
-            os.replace(tmp, collection.db_path)
-            _refresh_redis(collection)
+            facts.close()
+            index_tmp = cdxj.write_temp(collection.cdxj_path, iter(lines))
+            if before_swap is not None:
+                before_swap()
+            _swap_in(collection, tmp, index_tmp)
+            index_tmp = None
         except BaseException:
             state.close()
-            for suffix in ("", "-wal", "-shm"):
-                Path(str(tmp) + suffix).unlink(missing_ok=True)
+            facts.close()
+            _remove(tmp)
+            if index_tmp is not None:
+                Path(index_tmp).unlink(missing_ok=True)
             raise
+        finally:
+            lines.close()
+            shutil.rmtree(sort_dir, ignore_errors=True)
+            facts_path.unlink(missing_ok=True)
         return {
             "files": len(files),
             "records": scan.captures,
             "runs": len(runs),
-            "cdxj_lines": len(scan.lines),
+            "cdxj_lines": scan.lines,
             "damage": [d.as_dict() for d in scan.damage],
         }
+
+
+def _remove(*paths: Path) -> None:
+    for path in paths:
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            Path(str(path) + suffix).unlink(missing_ok=True)
+
+
+def _swap_in(collection: Collection, db_tmp: Path, index_tmp: str) -> None:
+    """The new CDXJ, then the new database, in place; the marker says a swap is under way."""
+    marker = collection.state_dir / PENDING
+    with open(marker, "wb") as fh:
+        fh.write(b"a rebuild is replacing indexes/index.cdxj and strata/harvest.sqlite\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(index_tmp, collection.cdxj_path)
+    for suffix in ("-wal", "-shm"):
+        Path(str(collection.db_path) + suffix).unlink(missing_ok=True)
+    os.replace(db_tmp, collection.db_path)
+    _refresh_redis(collection)
+    marker.unlink()
 
 
 def _refresh_redis(collection: Collection) -> None:
@@ -133,14 +256,20 @@ def _refresh_redis(collection: Collection) -> None:
 
 def _restore_run(state: HarvestState, collection: Collection, run_id: str, run: dict, report: dict | None) -> None:
     """The run's row: from its report; else, for a Strata run (its warcinfo names it), as
-    ``interrupted``, as recovery marks a run that died; else (another tool's file) ``finished``,
-    from its captures."""
+    ``interrupted``, as recovery marks a run that died; else (another tool's file) ``finished``, of
+    mode ``imported``, from its captures. A Strata run's job is its warcinfo's (none for a run from
+    ``--seed`` URLs), whatever its report says: reports written before that was mended named such
+    runs' job ``cli``."""
     size = sum(run["sizes"])
     if report is not None:
-        state.add_run(runhistory.reported_run(report, run["files"], size))
+        row = runhistory.reported_run(report, run["files"], size)
+        if run["strata"]:
+            row["job"] = run["job"]
+        state.add_run(row)
         return
+    started = run["started"] or (_iso(run["first"]) if run["first"] else None)
+    restored = runhistory.interrupted_run(state, run_id, started, run["files"], collection.archive_dir, size)
     if run["strata"]:
-        started = run["started"] or (_iso(run["first"]) if run["first"] else None)
         state.add_run(
             {
                 "run_id": run_id,
@@ -149,213 +278,146 @@ def _restore_run(state: HarvestState, collection: Collection, run_id: str, run: 
                 "status": "interrupted",
                 "started": started,
                 "finished": None,
-                **runhistory.interrupted_run(state, run_id, started, run["files"], collection.archive_dir),
+                **restored,
             }
         )
         return
-    counts = {}
-    for cls, count in state.capture_counts(run_id).items():
-        counts["errors" if cls == "error" else cls] = count
-    revisits, saved = state.revisit_totals(run_id)
-    figures = {
-        "urls_fetched": sum(counts.values()),
-        **counts,
-        "warc_files": run["files"],
-        "bytes_stored": size,
-        "revisits": revisits,
-        "bytes_saved": saved,
-        "rebuilt": True,
-    }
     state.add_run(
         {
             "run_id": run_id,
             "job": run["job"],
-            "mode": run["mode"],
+            "mode": IMPORTED_MODE,
             "status": "finished",
             "started": _iso(run["first"]) if run["first"] else None,
             "finished": _iso(run["last"]) if run["last"] else None,
             "snapshot": digits14(run["last"]) if run["last"] else None,
-            "figures": figures,
+            "figures": {**restored["figures"], "rebuilt": True},
         }
     )
 
 
-def _scan(collection: Collection, files: list[str], progress: Callable[[dict], None] | None) -> _Scan:
+def _scan(
+    paths: list[Path],
+    files: list[str],
+    facts: sqlite3.Connection,
+    lines: ExternalSort,
+    progress: Callable[[dict], None] | None,
+) -> _Scan:
     scan = _Scan()
-    for index, name in enumerate(files):
-        path = collection.archive_dir / name
+    insert = f"INSERT INTO facts VALUES ({', '.join('?' * (len(_FACT_FIELDS) + 1))})"
+    for index, (path, name) in enumerate(zip(paths, files, strict=True)):
         # a damaged file is read up to its damage: every whole record before it is indexed
-        checked = warcscan.scan_file(path, name)
-        limit = None if checked.whole else checked.good_end
-        if checked.damage:
-            scan.damage.append(checked.damage)
-        info: dict = {
-            "run_id": None,
-            "job": None,
-            "mode": None,
-            "started": None,
-            "strata": False,
-            "name": name,
-            "size": path.stat().st_size,
-            "limit": limit,
-            "arc": warcscan.file_format(path) == "arc",
-            "readable": checked.records > 0,
-        }
-        with warcscan.open_prefix(path, limit) as fh:
-            iterator = ArchiveIterator(fh, arc2warc=True)  # an ARC record reads as a WARC response
-            for record in iterator:
-                kind = record.rec_type
-                headers = record.rec_headers
-                if kind == "warcinfo" and info["run_id"] is None:
-                    fields = _warcinfo_fields(record.content_stream().read())
-                    info.update(
-                        run_id=fields.get("run-id") or name,
-                        job=fields.get("job") or None,
-                        mode=fields.get("mode"),
-                        started=fields.get("started"),
-                        strata=bool(fields.get("run-id")),
-                    )
-                elif kind == "request" and record.http_headers:
-                    referer = record.http_headers.get_header("Referer")
-                    url = headers.get_header("WARC-Target-URI")
-                    date = _date_key(headers.get_header("WARC-Date") or "")
-                    if referer and (url not in scan.referers or date < scan.referers[url][0]):
-                        scan.referers[url] = (date, referer)
-                elif (
-                    kind in ("response", "revisit") and _is_web(headers.get_header("WARC-Target-URI"))
-                ) or runhistory.is_run_record(record):
-                    report = runhistory.decode(record.content_stream().read()) if kind == "metadata" else None
-                    iterator.read_to_end(record)
-                    if kind == "metadata" and report is None:
-                        continue
-                    run_id = report["run"]["run_id"] if report else None
-                    if report and run_id:
-                        scan.reports[run_id] = report
-                    else:
-                        scan.captures += 1
-                    scan.keys.append(
-                        (
-                            _date_key(headers.get_header("WARC-Date") or ""),
-                            index,
-                            iterator.get_record_offset(),
-                            iterator.get_record_length(),
-                            run_id,
-                        )
-                    )
-        info["run_id"] = info["run_id"] or name
-        scan.file_runs.append(info)
-        scan.lines.extend(cdxj.index_warc(path, name, limit))
+        try:
+            read = capture_facts.read_file(path, name)
+        except Exception as exc:  # noqa: BLE001 (a file nothing can read is damaged from its first byte)
+            read = FileFacts(name, path.stat().st_size, good_end=0)
+            read.damage = Damage(
+                name, 0, f"cannot be read: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+            )
+        if read.damage:
+            scan.damage.append(read.damage)
+        for line in read.lines:
+            lines.add(line)
+        scan.lines += len(read.lines)
+        for url, seen in read.referers.items():
+            if url not in scan.referers or seen[0] < scan.referers[url][0]:
+                scan.referers[url] = seen
+        rows = []
+        for fact in read.facts:
+            if fact.report:
+                report = _report_at(path, fact.offset)
+                run_id = report["run"]["run_id"] if report else None
+                if not report or not run_id:
+                    continue
+                scan.reports[run_id] = report
+                fact.url = run_id  # the report's run, for the pass in time order
+            else:
+                scan.captures += 1
+            rows.append((index, *_FACT_VALUES(fact)))
+        facts.executemany(insert, rows)
+        read.facts, read.lines, read.referers = [], [], {}  # what the second pass needs is kept on disk
+        read.run_id = read.run_id or name
+        scan.files.append(read)
         if progress:
             progress({"phase": "scan", "files_done": index + 1, "files": len(files), "records": scan.captures})
     return scan
 
 
+def _report_at(path: Path, offset: int) -> dict | None:
+    """The run report written at ``offset`` (None when it is not one this version reads)."""
+    with open(path, "rb") as fh:
+        fh.seek(offset)
+        record = next(iter(ArchiveIterator(fh)))
+        return runhistory.decode(record.content_stream().read())
+
+
 def _derive_all(
-    collection: Collection, state: HarvestState, files: list[str], scan: _Scan, progress: Callable[[dict], None] | None
+    state: HarvestState,
+    files: list[str],
+    scan: _Scan,
+    facts: sqlite3.Connection,
+    progress: Callable[[dict], None] | None,
 ) -> dict[str, dict]:
     """Every capture in WARC-Date order (ties: file, then offset), through ``index.capture.decision``; each
     run's report where it comes in that order (at the run's end)."""
     runs: dict[str, dict] = {}
-    for info in scan.file_runs:
-        state.put_warc(info["name"], info["run_id"], "indexed", info["size"])
-        if not info["readable"]:  # nothing readable: known (so recovery leaves it alone), no run
+    for info in scan.files:
+        state.put_warc(info.name, info.run_id, "indexed", info.size)
+        if not info.readable:  # nothing readable: known (so recovery leaves it alone), no run
             continue
         run = runs.setdefault(
-            info["run_id"],
+            info.run_id or info.name,
             {
-                "job": info["job"],
-                "mode": info["mode"],
+                "job": info.job,
+                "mode": info.mode if info.strata else IMPORTED_MODE,
                 "files": [],
                 "sizes": [],
-                "started": info["started"],
-                "strata": info["strata"],
+                "started": info.started,
+                "strata": info.strata,
                 "first": "",
                 "last": "",
+                "first_key": "",
+                "last_key": "",
             },
         )
-        run["files"].append(info["name"])
-        run["sizes"].append(info["size"])
+        run["files"].append(info.name)
+        run["sizes"].append(info.size)
     referers = {url: referer for url, (_, referer) in scan.referers.items()}
     soft = {run_id: set(report.get("soft") or ()) for run_id, report in scan.reports.items()}
-    scan.keys.sort()
-    current, fh = -1, None
-    try:
-        with state.transaction():
-            for done, (_, index, offset, length, report_of) in enumerate(scan.keys, 1):
-                if report_of is not None:
-                    runhistory.apply_report(state, scan.reports[report_of])
-                    continue
-                if index != current:
-                    if fh is not None:
-                        fh.close()
-                    current, fh = index, open(collection.archive_dir / files[index], "rb")
-                assert fh is not None
-                fh.seek(offset)
-                record = next(iter(ArchiveIterator(fh, arc2warc=True)))
-                # a response's payload length: what follows its HTTP headers (an ARC record's digest too)
-                payload_length = warcscan.read_payload(record) if record.rec_type == "response" else None
-                if scan.file_runs[index]["arc"]:
-                    record.rec_headers.replace_header("WARC-Record-ID", arc_record_id(files[index], offset))
-                run_id = scan.file_runs[index]["run_id"]
-                _derive_capture(
-                    state,
-                    record,
-                    run_id,
-                    files[index],
-                    offset,
-                    length,
-                    payload_length,
-                    referers,
-                    soft.get(run_id, ()),
-                    scan.file_runs[index]["job"],
-                )
-                date = record.rec_headers.get_header("WARC-Date")
-                run = runs[run_id]
-                if not run["first"] or _date_key(date) < _date_key(run["first"]):
-                    run["first"] = date
-                if not run["last"] or _date_key(date) > _date_key(run["last"]):
-                    run["last"] = date
-                if progress and done % 5000 == 0:
-                    progress({"phase": "state", "files_done": len(files), "files": len(files), "records": done})
-    finally:
-        if fh is not None:
-            fh.close()
+    done = 0
+    with state.transaction():
+        for row in facts.execute(f"SELECT file, {', '.join(_FACT_FIELDS)} FROM facts ORDER BY date_key, file, offset"):
+            index, fact = row[0], Fact(*row[1:])
+            if fact.report:
+                runhistory.apply_report(state, scan.reports[fact.url])
+                continue
+            info = scan.files[index]
+            run_id = info.run_id or info.name
+            derive_capture(state, fact, run_id, files[index], referers, soft.get(run_id, ()), info.job)
+            run = runs[run_id]
+            if not run["first"] or fact.date_key < run["first_key"]:
+                run["first"], run["first_key"] = fact.warc_date, fact.date_key
+            if not run["last"] or fact.date_key > run["last_key"]:
+                run["last"], run["last_key"] = fact.warc_date, fact.date_key
+            done += 1
+            if progress and done % 5000 == 0:
+                progress({"phase": "state", "files_done": len(files), "files": len(files), "records": done})
     return runs
 
 
-def _is_web(url: str | None) -> bool:
-    """http(s) captures only, as pywb's indexer: not Heritrix's dns: records, not ARC file headers."""
-    return url is not None and url.split(":", 1)[0].lower() in ("http", "https")
-
-
-def arc_record_id(filename: str, offset: int) -> str:
-    """ARC records have no record id; warcio invents a random one. This one is the same at every
-    rebuild: a name-based UUID of the file and the record's offset."""
-    return f"<urn:uuid:{uuid.uuid5(uuid.NAMESPACE_URL, f'strata-arc:{filename}#{offset}')}>"
-
-
-def _derive_capture(
+def derive_capture(
     state: HarvestState,
-    record,
+    fact: Fact,
     run_id: str,
     warc: str,
-    offset: int,
-    length: int,
-    payload_length: int | None,
-    referers: dict[str, str],
+    referers: Mapping[str, str],
     soft: set[str] | tuple[str, ...] = (),
     job: str | None = None,
 ) -> None:
-    """One response or revisit record through ``index.capture.decision``, as the harvest did when it wrote it."""
-    headers = record.rec_headers
-    url = headers.get_header("WARC-Target-URI")
-    date = headers.get_header("WARC-Date")
-    record_id = headers.get_header("WARC-Record-ID")
-    digest = headers.get_header("WARC-Payload-Digest")
-    http = record.http_headers
-    profile = headers.get_header("WARC-Profile") if record.rec_type == "revisit" else None
-    not_modified = NOT_MODIFIED_PROFILE in (profile or "")
-    status = 304 if not_modified else (int(http.get_statuscode()) if http and http.get_statuscode() else None)
+    """One capture record through ``index.capture.decision``, as the harvest did when it wrote it."""
+    url, date = fact.url, fact.warc_date
+    not_modified = fact.rec_type == "revisit" and NOT_MODIFIED_PROFILE in (fact.profile or "")
+    status = 304 if not_modified else fact.status
     previous = state.url(url)
     state.see_url(
         url,
@@ -369,19 +431,22 @@ def _derive_capture(
     )  # known already: only the job is added
     if previous is None:
         previous = state.url(url)
-    mime = (http.get_header("Content-Type") or "").split(";")[0].strip().lower() if http else ""
-    refers_uri = headers.get_header("WARC-Refers-To-Target-URI")
-    refers_date = headers.get_header("WARC-Refers-To-Date")
-    refers_id = headers.get_header("WARC-Refers-To")
-    original = state.capture_by_record_id(refers_id) if refers_id else None
+    mime = fact.mime
+    original = state.capture_by_record_id(fact.refers_to) if fact.refers_to else None
     if not mime and original:
         mime = original["mime"]
+    payload_length = fact.payload_length
     if payload_length is None:  # a revisit: the payload is its original's
         payload_length = original["payload_length"] if original and not not_modified else 0
-    truncated = headers.get_header("WARC-Truncated") if record.rec_type == "response" else None
     refers = (
-        Original(refers_uri, refers_date, refers_id, original["warc"] if original else None)
-        if record.rec_type == "revisit" and refers_id
+        # as the record says, a missing Target-URI or Date left empty (NULL) as it was written
+        Original(
+            cast(str, fact.refers_to_uri),
+            cast(str, fact.refers_to_date),
+            fact.refers_to,
+            original["warc"] if original else None,
+        )
+        if fact.rec_type == "revisit" and fact.refers_to
         else None
     )
     capture = Observation(
@@ -389,17 +454,17 @@ def _derive_capture(
         at=_iso(date),
         run_id=run_id,
         status=status,
-        digest=digest,
-        record_type=record.rec_type,
-        profile=profile,
-        record_id=record_id,
+        digest=fact.digest,
+        record_type=fact.rec_type,
+        profile=fact.profile,
+        record_id=fact.record_id,
         warc_date=date,
         warc=warc,
-        holds_payload=record.rec_type == "response" and bool(digest) and not truncated and bool(payload_length),
+        holds_payload=fact.rec_type != "revisit" and bool(fact.digest) and not fact.truncated and bool(payload_length),
         refers_to=refers,
-        etag=http.get_header("ETag") if http else None,
-        last_modified=http.get_header("Last-Modified") if http else None,
-        location=http.get_header("Location") if http else None,
+        etag=fact.etag,
+        last_modified=fact.last_modified,
+        location=fact.location,
         main_text_same=url in soft,
     )
     decided = decide(previous, capture)
@@ -409,49 +474,49 @@ def _derive_capture(
             url=url,
             timestamp=digits14(date),
             warc_date=date,
-            record_type=record.rec_type,
+            record_type=fact.rec_type,
             cls=decided.cls,
             status=status,
-            digest=digest,
+            digest=fact.digest,
             mime=mime or "unknown",
             payload_length=payload_length,
             warc=warc,
-            offset=offset,
-            length=length,
-            record_id=record_id,
-            refers_to_uri=refers_uri,
-            refers_to_date=refers_date,
-            location=capture.location,
+            offset=fact.offset,
+            length=fact.length,
+            record_id=fact.record_id,
+            refers_to_uri=fact.refers_to_uri,
+            refers_to_date=fact.refers_to_date,
+            location=fact.location,
         )
     )
     state.update_url(url, **decided.state)
-    if decided.original:
-        state.add_digest(digest, decided.original)
+    if decided.original and fact.digest:
+        state.add_digest(fact.digest, decided.original)
 
 
 def add_missing_captures(collection: Collection, state: HarvestState, name: str) -> int:
-    """Capture rows, as the rebuild derives them, for the response and revisit records of ``name``
-    (a file recovery has just sealed) that have none: a harvest killed after writing a URL's
-    records and before committing its rows (``harvester.run.COMMIT_INTERVAL``) leaves exactly those. The
-    file's run and job are its ``warcinfo``'s. Returns the rows added."""
+    """Capture rows, as the rebuild derives them, for the capture records of ``name`` (a file
+    recovery has just sealed) that have none: a harvest killed after writing a URL's records and
+    before committing its rows (``harvester.run.COMMIT_INTERVAL``) leaves exactly those. The file's
+    run and job are its ``warcinfo``'s. Returns the rows added."""
+    read = capture_facts.read_file(collection.archive_dir / name, name)
     added = 0
-    run_id = job = None
-    with open(collection.archive_dir / name, "rb") as fh, state.transaction():
-        iterator = ArchiveIterator(fh)
-        for record in iterator:
-            headers = record.rec_headers
-            if record.rec_type == "warcinfo" and run_id is None:
-                fields = _warcinfo_fields(record.content_stream().read())
-                run_id, job = fields.get("run-id") or name, fields.get("job") or None
+    with state.transaction():
+        for fact in read.facts:
+            if fact.report or state.capture_by_record_id(fact.record_id) is not None:
                 continue
-            url = headers.get_header("WARC-Target-URI")
-            if record.rec_type not in ("response", "revisit") or not _is_web(url):
-                continue
-            if state.capture_by_record_id(headers.get_header("WARC-Record-ID")) is not None:
-                continue
-            payload_length = warcscan.read_payload(record) if record.rec_type == "response" else None
-            iterator.read_to_end(record)
-            offset, length = iterator.get_record_offset(), iterator.get_record_length()
-            _derive_capture(state, record, run_id or name, name, offset, length, payload_length, {}, (), job)
+            derive_capture(state, fact, read.run_id or name, name, {}, (), read.job)
             added += 1
     return added
+
+
+__all__ = [
+    "IMPORTED_MODE",
+    "add_missing_captures",
+    "apply_journal",
+    "arc_record_id",
+    "finish_interrupted",
+    "rebuild_if_outdated",
+    "rebuild_state",
+    "write_journal",
+]

@@ -165,14 +165,18 @@ def reported_run(report: dict, files: list[str], size: int) -> dict:
     return run
 
 
-def interrupted_run(state: HarvestState, run_id: str, started: str | None, files: list[str], archive: Path) -> dict:
-    """Snapshot and figures of a run that died before writing its report, from what its WARCs
-    hold: captures by class, revisits and the payload bytes they did not store again, files and
-    bytes. Requests count the captures; errors, skipped URLs and bytes downloaded are not in the
-    WARCs (0). The snapshot is its last capture's second (else its start's)."""
+def interrupted_run(
+    state: HarvestState, run_id: str, started: str | None, files: list[str], archive: Path, size: int | None = None
+) -> dict:
+    """Snapshot and figures of a run that died before writing its report (or of another tool's
+    files), from what its WARCs hold: captures by class, revisits and the payload bytes they did not
+    store again, files and bytes (``size``, else the files' in ``archive``). Requests count the
+    captures; errors, skipped URLs and bytes downloaded are not in the WARCs (0). The snapshot is its
+    last capture's second (else its start's)."""
     counts = state.capture_counts(run_id)
     revisits, saved = state.revisit_savings(run_id)
-    size = sum((archive / name).stat().st_size for name in files if (archive / name).exists())
+    if size is None:
+        size = sum((archive / name).stat().st_size for name in files if (archive / name).exists())
     figures = {
         "urls_fetched": sum(counts.values()),
         "requests": sum(counts.values()),

@@ -63,7 +63,11 @@ class RecordIndexer:
             return None
         http = record.http_headers
         if record.rec_type == "metadata" and url.isascii() and http is None:
-            fields = {"metadata": None, "url": url, "mime": _mime(record.rec_headers.get_header("Content-Type"), "unk")}
+            fields = {
+                "metadata": None,
+                "url": url,
+                "mime": pywb_mime(record.rec_headers.get_header("Content-Type"), "unk"),
+            }
             return self._line(record, fields, offset, length, filename)
         if record.rec_type not in ("response", "revisit") or not url.isascii():
             raise NeedsFileIndex(record.rec_type)
@@ -78,7 +82,7 @@ class RecordIndexer:
         else:
             fields = {
                 "url": url,
-                "mime": _mime(http.get_header("Content-Type"), "unk"),
+                "mime": pywb_mime(http.get_header("Content-Type"), "unk"),
                 "mime-detected": record.rec_headers.get_header("WARC-Identified-Payload-Type"),
                 "status": _status(http),
             }
@@ -111,7 +115,7 @@ class RecordIndexer:
 _MIME_END = re.compile("[; ]")
 
 
-def _mime(content_type: str | None, default: str) -> str:
+def pywb_mime(content_type: str | None, default: str) -> str:
     """pywb's ``extract_mime``: the type before any parameter; ``default`` without one."""
     return _MIME_END.split(content_type, 1)[0] if content_type else default
 
@@ -195,6 +199,23 @@ def remove_file_lines(index_path: Path, filename: str) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def write_temp(index_path: Path, sorted_lines: Iterable[bytes]) -> str:
+    """``sorted_lines`` (sorted, without duplicates) written and synced to a temp file beside
+    ``index_path``, which the caller moves into place (``os.replace``) or removes: its path."""
+    index_path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = _temp_beside(index_path)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            for line in sorted_lines:
+                out.write(line)
+            out.flush()
+            os.fsync(out.fileno())
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    return tmp
 
 
 def write_index(index_path: Path, lines: Iterable[bytes]) -> None:

@@ -17,13 +17,16 @@ from __future__ import annotations
 import dataclasses
 import json
 import operator
-from collections.abc import Iterable, Mapping
+import sqlite3
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 
 from index.access.rules import rules_for
 from index.cdx.capture_index import capture_lines
 from index.cdx.cdxj import parse_line
 from index.collection import Collection
+from index.revisits import Candidate, Revisit, original_of
+from index.state import record_locations
 from strata.errors import ConfigError, StrataError
 from strata.times import pad_as_of, pad_start
 
@@ -131,6 +134,37 @@ def _parse_lines(lines: list[bytes]) -> list[dict]:
             urlkey = keys[key] = key.decode("utf-8")
         cdx["urlkey"], cdx["timestamp"] = urlkey, stamp.decode("ascii")
     return fields
+
+
+def revisit_candidates(collection: Collection, url: str) -> list[Candidate]:
+    """Every capture of ``url``'s key as ``index.revisits`` ranks a revisit's originals: the CDXJ
+    lines replay's lookup reads, unfiltered (an access rule on a page does not move its payload)."""
+    try:
+        key = url_key(url).encode("utf-8")
+    except ConfigError:
+        return []
+    found = [Candidate.from_cdx(parse_line(line)) for line in capture_lines(collection, key + b" ", key + b"!")]
+    found.sort(key=lambda c: (c.timestamp, c.filename, c.offset))
+    return found
+
+
+def original_finder(
+    collection: Collection, conn: sqlite3.Connection | None = None
+) -> Callable[[Revisit], Candidate | None]:
+    """A revisit's original as replay finds it (``index.revisits``), from the collection's CDXJ; with
+    the harvest state (``conn``), the record its ``WARC-Refers-To`` names is known among equals."""
+
+    def find(revisit: Revisit) -> Candidate | None:
+        candidates = revisit_candidates(collection, revisit.target)
+        if conn is not None and revisit.refers_to:
+            where = {tuple(loc) for loc in record_locations(conn, revisit.refers_to)}
+            candidates = [
+                dataclasses.replace(c, record_id=revisit.refers_to) if (c.filename, c.offset) in where else c
+                for c in candidates
+            ]
+        return original_of(revisit, candidates)
+
+    return find
 
 
 def check_timestamp(ts: str) -> str:

@@ -100,7 +100,7 @@ def all_hits(
     private_views: list[IndexView] = []
     lo, hi = p.date_from, p.date_to
     for name in names:
-        coll = Collection.open(Path(root), name)
+        coll = Collection.existing(Path(root), name)
         view = _private_view(coll) if private else open_view(coll)
         if view is None:
             if coll.warc_files():

@@ -87,14 +87,19 @@ class IndexView:
         self.searcher = ix.searcher()
         reader = self.searcher.reader()
         self.reader = reader
-        self.leaves = list(reader.leaf_readers()) if not reader.is_atomic() else [(reader, 0)]
         self.count = reader.doc_count_all()
+        # an index without a document (a collection of resources or revisits only) is Whoosh's empty
+        # reader, which has no terms or columns to read: nothing is looked up in it
+        self.leaves = [] if not self.count else list(reader.leaf_readers()) if not reader.is_atomic() else [(reader, 0)]
         self._store = CaptureStore(coll.fulltext_dir, readonly=True)
         self._captures: CaptureTable | None = None
         self._postings: OrderedDict[str, Postings | None] = OrderedDict()
         self._cached = 0
         self._lock = threading.Lock()
-        self.columns = {name: reader.column_reader(name) for name in ("url", "host", "mtype", "parts")}
+        columns = ("url", "host", "mtype", "parts")
+        self.columns: dict = (
+            {name: reader.column_reader(name) for name in columns} if self.count else {name: () for name in columns}
+        )
         self._spans: dict[str, list[tuple[int, tuple]]] = {}
         self._published: list[tuple[str, int]] | None = None
 

@@ -442,7 +442,7 @@ def search(root: Path, params: SearchParams, time_limit: float = TIME_LIMIT, acc
     best: dict[tuple[str, str], tuple] = {}
     unindexed: list[str] = []
     for name in names:
-        coll = Collection.open(Path(root), name)
+        coll = Collection.existing(Path(root), name)
         view = open_view(coll)
         if view is None:
             if coll.warc_files():

@@ -18,9 +18,11 @@ chunked payload (up to ``DECHUNK_LIMIT``) is kept whole.
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import hashlib
 import os
+import re
 import types
 import zlib
 from collections import deque
@@ -66,10 +68,26 @@ class Record:
     refers_to_date: str = ""
     http_status: str = ""  # "200"; "" when the block has no HTTP status line
     problem: str = ""  # "" when every digest it carries matches
+    note: str = ""  # a deviation from the spec every reader tolerates (verify's notes), e.g. no CRLF CRLF
+    # with ``scan(..., facts=True)`` (what the rebuild derives a capture from): every WARC header
+    # (names lower-cased), the HTTP header block (or a warcinfo's block), the payload's length
+    headers: dict | None = None
+    http_head: bytes = b""
+    payload_length: int = 0
+    payload_sha1: str = ""  # a response or resource without WARC-Payload-Digest: pywb's indexer's digest
+    # with ``facts``: its WARC header block is ASCII and unfolded (every reader reads it alike), its version
+    plain_headers: bool = True
+    version: str = ""
 
     @property
     def damaged(self) -> bool:
         return bool(self.problem)
+
+    @property
+    def indexed_digest(self) -> str:
+        """The payload digest pywb's indexer gives the record: its own, else (a response or resource
+        without one) the SHA-1 of its payload as stored; "" for none."""
+        return self.payload_digest or (self.payload_sha1 if self.rec_type != "revisit" else "")
 
 
 @dataclasses.dataclass(slots=True)
@@ -141,6 +159,23 @@ class _DigestCheck:
         return value >> pad == int.from_bytes(digest, "big") and not value & ((1 << pad) - 1)
 
 
+_HTTP_SCHEMES = ("http:", "https:")
+_HTTP_RECORDS = ("response", "request", "revisit")
+# The end of an HTTP header block as warcio's parser finds it: the first line that is blank once
+# trailing whitespace is stripped (CRLF CRLF nearly always; LF LF or CR CR LF from some writers).
+_HTTP_END = re.compile(rb"\n[ \t\r]*\n")
+_BLANK_BYTES = b"\r\n \t"
+FACTS_HEAD_LIMIT = 64 << 10  # a warcinfo block or an HTTP header block kept for ``facts``
+
+
+def target_uri(value: str) -> str:
+    """``WARC-Target-URI`` as warcio (and so pywb) reads it: wget 1.19's ``<...>`` taken off, spaces
+    percent-encoded."""
+    if value.startswith("<") and value.endswith(">"):
+        value = value[1:-1]
+    return value.replace(" ", "%20") if " " in value else value
+
+
 class _Pending:
     """The record being read: its headers and the digests running over its block."""
 
@@ -158,12 +193,22 @@ class _Pending:
         "chunked",
         "raw_payload",
         "uri",
+        "facts",
+        "kept_head",
+        "payload_length",
+        "note",
+        "sha1",
+        "plain",
+        "version",
     )
 
-    def __init__(self, start: int, member: int, headers: dict[str, str]):
+    def __init__(
+        self, start: int, member: int, headers: dict[str, str], facts: bool = False, plain: bool = True, version=""
+    ):
         self.start, self.member, self.headers = start, member, headers
+        self.plain, self.version = plain, version
         self.rec_type = headers.get("warc-type", "")
-        self.uri = headers.get("warc-target-uri", "")
+        self.uri = target_uri(headers.get("warc-target-uri", ""))
         try:
             self.remaining = int(headers.get("content-length", ""))
         except ValueError:
@@ -173,22 +218,28 @@ class _Pending:
         block = headers.get("warc-block-digest")
         self.block = _DigestCheck(block) if block else None
         payload = headers.get("warc-payload-digest")
-        ctype = headers.get("content-type", "").lower()
         self.http_head = bytearray()
         self.http_status = ""
         self.chunked = False
         self.raw_payload: bytearray | None = None
-        is_http = ctype.startswith("application/http")
-        # An HTTP block is parsed for its status (the CDXJ check needs it) whatever its digests.
-        self.http_done = not is_http or self.rec_type not in ("response", "request", "revisit")
+        self.facts = facts
+        self.kept_head = b""  # with ``facts``: the HTTP header block, or a warcinfo's block
+        self.payload_length = 0  # bytes after the HTTP headers (the whole block when there are none)
+        self.note = ""  # a deviation every reader tolerates (``Record.note``)
+        # HTTP headers are read as warcio reads them: in a response, request or revisit of an http(s)
+        # URI, whatever its Content-Type; an HTTP block is parsed for its status (the CDXJ check
+        # needs it) whatever its digests. Any other block is its own payload.
+        is_http = self.rec_type in _HTTP_RECORDS and self.uri.startswith(_HTTP_SCHEMES) and self.remaining > 0
+        self.http_done = not is_http
         truncated = bool(headers.get("warc-truncated")) or "warc-segment-number" in headers
         self.payload = None
         if payload and not truncated and self.rec_type in ("response", "request", "resource"):
             self.payload = _DigestCheck(payload)
             if self.payload.hash is None:
                 self.payload = None
-        if self.payload is not None and self.http_done and is_http:  # an HTTP block of another type
-            self.payload = None
+        # the SHA-1 pywb's indexer computes (and indexes) for a payload that has no digest: what a
+        # revisit's digest is matched against (verify, the rebuild)
+        self.sha1 = hashlib.sha1() if not payload and self.rec_type in ("response", "resource") else None
 
     def feed(self, data: bytes, i: int, j: int) -> None:
         """Take ``data[i:j]``, the next bytes of the block."""
@@ -200,15 +251,15 @@ class _Pending:
             return
         head = self.http_head
         if not head:
-            end = data.find(_BLANK, i, min(j, i + HEADER_LIMIT))
+            end = _http_end(data, i, min(j, i + HEADER_LIMIT))
             if end >= 0:
                 self._http_headers(data[i:end])
                 self.http_done = True
-                self._payload(memoryview(data)[end + 4 : j])
+                self._payload(memoryview(data)[end:j])
                 return
         old = len(head)
         head += view
-        end = head.find(_BLANK, max(0, old - 3))
+        end = _http_end(head, max(0, old - 3), len(head))
         if end < 0:
             if len(head) > HEADER_LIMIT:
                 self.http_done, self.payload = True, None
@@ -216,16 +267,19 @@ class _Pending:
             return
         self._http_headers(bytes(head[:end]))
         self.http_done = True
-        self._payload(bytes(head[end + 4 :]))
+        self._payload(bytes(head[end:]))
         self.http_head = bytearray()
 
     def _http_headers(self, block: bytes) -> None:
-        first, _, rest = block.partition(b"\r\n")
+        """``block``: the HTTP header block, its blank line included."""
+        if self.facts:
+            self.kept_head = block[:FACTS_HEAD_LIMIT]
+        first, _, rest = block.partition(b"\n")
         parts = first.split(None, 2)
         if first.startswith(b"HTTP/") and len(parts) >= 2:
             self.http_status = parts[1].decode("latin-1")
         if b"hunked" in rest or b"HUNKED" in rest:  # rare: only then look at each header
-            for line in rest.split(b"\r\n"):
+            for line in rest.split(b"\n"):
                 name, _, value = line.partition(b":")
                 if name.strip().lower() == b"transfer-encoding" and b"chunked" in value.lower():
                     self.chunked = True
@@ -233,6 +287,11 @@ class _Pending:
             self.raw_payload = bytearray()
 
     def _payload(self, data) -> None:
+        self.payload_length += len(data)
+        if self.sha1 is not None:
+            self.sha1.update(data)
+        if self.facts and self.rec_type == "warcinfo" and len(self.kept_head) < FACTS_HEAD_LIMIT:
+            self.kept_head += bytes(data[: FACTS_HEAD_LIMIT - len(self.kept_head)])
         if self.payload is None or self.payload.hash is None:
             return
         self.payload.hash.update(data)
@@ -253,7 +312,7 @@ class _Pending:
         elif self.payload is not None and self.payload.matches() is False:
             if not (self.raw_payload is not None and self._dechunked_matches()):
                 problem = "payload digest does not match WARC-Payload-Digest"
-        return Record(
+        record = Record(
             offset,
             length,
             self.rec_type,
@@ -262,11 +321,21 @@ class _Pending:
             h.get("warc-record-id", ""),
             h.get("warc-payload-digest", ""),
             h.get("warc-refers-to", ""),
-            h.get("warc-refers-to-target-uri", ""),
+            target_uri(h.get("warc-refers-to-target-uri", "")),
             h.get("warc-refers-to-date", ""),
             self.http_status,
             problem,
+            self.note,
         )
+        if self.facts:
+            record.headers = h
+            # an HTTP header block that never ended: all of it, as warcio reads headers to the end
+            record.http_head = self.kept_head if self.http_done else bytes(self.http_head[:FACTS_HEAD_LIMIT])
+            record.payload_length = self.payload_length
+            record.plain_headers, record.version = self.plain, self.version
+        if self.sha1 is not None:
+            record.payload_sha1 = "sha1:" + base64.b32encode(self.sha1.digest()).decode("ascii")
+        return record
 
     def _dechunked_matches(self) -> bool:
         assert self.raw_payload is not None  # only called when the payload was kept
@@ -299,6 +368,15 @@ def dechunk(data: bytes) -> bytes | None:
         pos += size + 2
 
 
+def _http_end(data, start: int, stop: int) -> int:
+    """Where the HTTP header block in ``data[start:stop]`` ends (after its blank line), or -1."""
+    end = data.find(_BLANK, start, stop)
+    found = _HTTP_END.search(data, start, end + 4 if end >= 0 else stop)
+    if found is None:
+        return -1
+    return found.end()
+
+
 def _parse_warc_headers(block: bytes) -> dict[str, str]:
     if not block.startswith(b"WARC/"):
         raise ParseError("no WARC record starts here")
@@ -306,47 +384,61 @@ def _parse_warc_headers(block: bytes) -> dict[str, str]:
     if "\n " not in text and "\n\t" not in text and ":  " not in text:
         # what every writer seen writes ("Name: value", no folding): one split per line
         try:
-            return {
-                name.lower(): value.rstrip() for name, value in (line.split(": ", 1) for line in text.split("\r\n")[1:])
-            }
+            pairs = [line.split(": ", 1) for line in text.split("\r\n")[1:]]
+            # a name given twice: its first value, as warcio's get_header answers
+            return {name.lower(): value.rstrip() for name, value in reversed(pairs)}
         except ValueError:  # a line without ": ": the general loop below
             pass
     headers: dict[str, str] = {}
+    folded: set[str] = set()  # names whose first value is the one being read
     last = None
     for line in block.decode("utf-8", "replace").split("\r\n")[1:]:
         if line[:1] in (" ", "\t") and last is not None:
-            headers[last] += " " + line.strip()
+            if last in folded:
+                headers[last] += " " + line.strip()
             continue
         name, sep, value = line.partition(":")
         if sep:
             last = name.strip().lower()
-            headers[last] = value.strip()
+            if last not in headers:
+                headers[last] = value.strip()
+                folded.add(last)
+            else:
+                folded.discard(last)
     return headers
 
 
 class RecordParser:
     """Push parser over a WARC's decompressed bytes. ``feed(data, member)`` takes the next bytes and
     the file offset of the gzip member they came from; finished records wait in ``done`` as
-    ``(record start member, _Pending)`` until their member's end is known."""
+    ``(record start member, decompressed start, _Pending, decompressed end of its block)`` until
+    their member's end is known.
+
+    A record ends after its block and the blank lines that follow it. The spec's CRLF CRLF is
+    expected; other blank lines (one CRLF, LF only, none before the next record or the end of a gzip
+    member or of the file) are read as warcio and pywb read them, and noted on the record
+    (``Record.note``). Anything else after a block is damage."""
 
     HEAD, BLOCK, TRAILER = 0, 1, 2
 
-    def __init__(self):
+    def __init__(self, facts: bool = False):
         self.state = self.HEAD
         self.head = bytearray()
         self.trailer = b""
         self.current: _Pending | None = None
         self.head_member = 0
         self.pos = 0  # decompressed position (= file position for a plain file)
-        # (member, decompressed start, record, decompressed end)
+        self.block_end = 0  # decompressed position where the current record's block ended
         self.done: list[tuple[int, int, _Pending, int]] = []
         self.head_start = 0
+        self.facts = facts
 
     def reset(self) -> None:
-        RecordParser.__init__(self)
+        RecordParser.__init__(self, self.facts)
 
     def in_record(self) -> bool:
-        return self.state != self.HEAD or bool(self.head)
+        """Inside a record's headers or block (a record waiting only for its trailer is whole)."""
+        return self.state == self.BLOCK or bool(self.head)
 
     def feed(self, data: bytes, member: int) -> None:
         n = len(data)
@@ -365,7 +457,7 @@ class RecordParser:
                     if end >= 0:
                         block = data[i:end]
                         i = end + 4
-                        self._begin(block)
+                        self._begin(block, self.pos + i)
                         continue
                     self.head += view[i:]
                     i = n
@@ -379,7 +471,7 @@ class RecordParser:
                         block = bytes(self.head[:end])
                         i += end + 4 - old
                         self.head = bytearray()
-                        self._begin(block)
+                        self._begin(block, self.pos + i)
                         continue
                 if len(self.head) > HEADER_LIMIT:
                     raise ParseError("WARC header block too long")
@@ -395,24 +487,62 @@ class RecordParser:
                     i += take
                 if current.remaining == 0:
                     self.state = self.TRAILER
+                    self.block_end = self.pos + i
             else:
-                need = 4 - len(self.trailer)
-                self.trailer += data[i : i + need]
-                i += min(need, n - i)
-                if len(self.trailer) == 4:
-                    if self.trailer != _BLANK:
-                        raise ParseError("record does not end where its Content-Length says")
-                    assert self.current is not None
-                    self.done.append((self.head_member, self.head_start, self.current, self.pos + i))
-                    self.current = None
-                    self.trailer = b""
-                    self.state = self.HEAD
+                i = self._trailer(data, i, n, member)
         self.pos += n
 
-    def _begin(self, block: bytes) -> None:
+    def _trailer(self, data: bytes, i: int, n: int, member: int) -> int:
+        """Read the blank lines after a block from ``data[i:n]``; the position after what was taken."""
+        need = 4 - len(self.trailer)
+        self.trailer += data[i : i + need]
+        i += min(need, n - i)
+        if self.trailer == _BLANK:
+            self._record_done()
+            return i
+        rest = self.trailer.lstrip(b"\r\n")
+        if rest:  # a byte that is not a line end: the next record begins there, or damage
+            blank = self.trailer[: len(self.trailer) - len(rest)]
+            if b"\n" not in blank or not b"WARC/".startswith(rest[:5]):
+                raise ParseError("record does not end where its Content-Length says")
+            self._record_done(blank)
+            # ``rest`` came in this call: every byte before it was a line end
+            self.head_member = member
+            self.head_start = self.pos + i - len(rest)
+            self.head = bytearray(rest)
+        elif len(self.trailer) == 4:  # four line-end bytes, not CRLF CRLF
+            self._record_done(self.trailer)
+        return i
+
+    def _record_done(self, trailer: bytes | None = None) -> None:
+        """The current record ended after its block; ``trailer``: the blank bytes that followed it,
+        when they were not CRLF CRLF."""
+        current = self.current
+        assert current is not None
+        if trailer is not None and not current.note:
+            got = repr(trailer)[2:-1] if trailer else "nothing"
+            current.note = f"record not followed by CRLF CRLF ({got} instead); warcio and pywb read it"
+        self.done.append((self.head_member, self.head_start, current, self.block_end))
+        self.current = None
+        self.trailer = b""
+        self.state = self.HEAD
+
+    def end(self) -> None:
+        """The end of a gzip member, or of the file: a record waiting for its trailer ends here."""
+        if self.state == self.TRAILER:
+            self._record_done(self.trailer)
+
+    def _begin(self, block: bytes, at: int) -> None:
+        """A record's WARC header block was read; its block starts at decompressed position ``at``."""
         headers = _parse_warc_headers(block)
-        self.current = _Pending(self.head_start, self.head_member, headers)
+        if self.facts:
+            plain = block.isascii() and b"\n " not in block and b"\n\t" not in block
+            version = block[: block.find(b"\r\n")].decode("latin-1")
+            self.current = _Pending(self.head_start, self.head_member, headers, True, plain, version)
+        else:
+            self.current = _Pending(self.head_start, self.head_member, headers)
         self.state = self.BLOCK if self.current.remaining else self.TRAILER
+        self.block_end = at  # where an empty block ends (set again when a block ends)
 
     def describe_current(self) -> tuple[str, str, str]:
         """URI, record ID and type of the record being read (else of the last one finished but
@@ -463,22 +593,23 @@ class _Source:
             self._pool.shutdown()
 
 
-def scan(path: Path, hasher=None) -> Iterator[Record | Damage]:
-    """Records and damage of one WARC file, in file order (see the module's docstring)."""
+def scan(path: Path, hasher=None, facts: bool = False) -> Iterator[Record | Damage]:
+    """Records and damage of one WARC file, in file order (see the module's docstring). With
+    ``facts``, each record also carries its WARC headers, HTTP header block and payload length."""
     src = _Source(Path(path), hasher)
     try:
         first = src.read()
         if first[:2] == GZIP_MAGIC[:2]:
-            yield from _scan_gzip(src, first)
+            yield from _scan_gzip(src, first, facts)
         else:
-            yield from _scan_plain(src, first)
+            yield from _scan_plain(src, first, facts)
         src.drain()
     finally:
         src.close()
 
 
-def _scan_plain(src: _Source, data: bytes) -> Iterator[Record | Damage]:
-    parser = RecordParser()
+def _scan_plain(src: _Source, data: bytes, facts: bool = False) -> Iterator[Record | Damage]:
+    parser = RecordParser(facts)
     while data:
         try:
             parser.feed(data, 0)
@@ -491,6 +622,8 @@ def _scan_plain(src: _Source, data: bytes) -> Iterator[Record | Damage]:
             return
         yield from _plain_done(parser)
         data = src.read()
+    parser.end()
+    yield from _plain_done(parser)
     if parser.in_record():
         uri, rid, rtype = parser.describe_current()
         start = parser.current.start if parser.current else parser.head_start
@@ -499,13 +632,14 @@ def _scan_plain(src: _Source, data: bytes) -> Iterator[Record | Damage]:
 
 def _plain_done(parser: RecordParser) -> Iterator[Record]:
     done, parser.done = parser.done, []
-    for _, start, pending, end in done:
-        yield pending.finish(start, end - start - len(_BLANK))  # as warcio and pywb count it: no trailer
+    for _, start, pending, block_end in done:
+        yield pending.finish(start, block_end - start)  # as warcio and pywb count it: no trailer
 
 
-def _scan_gzip(src: _Source, pending: bytes) -> Iterator[Record | Damage]:
-    """Members one after another; a member that fails is reported and the next one looked for."""
-    parser = RecordParser()
+def _scan_gzip(src: _Source, pending: bytes, facts: bool = False) -> Iterator[Record | Damage]:
+    """Members one after another; a member that fails is reported and the next one looked for. A
+    record is one member: one that holds several records, or ends inside a record, is damage."""
+    parser = RecordParser(facts)
     member_start = 0  # file offset of ``pending[0]``
     while True:
         while len(pending) < len(GZIP_MAGIC):  # a member's first bytes may come in a later read
@@ -529,6 +663,9 @@ def _scan_gzip(src: _Source, pending: bytes) -> Iterator[Record | Damage]:
             continue
         kind, used, kept, reason = yield from _member(src, parser, pending, member_start)
         if kind == "ok":
+            if reason:  # the member inflates, but does not hold one whole record
+                yield Damage(member_start, member_start + used, reason, *parser.describe_current())
+                parser.reset()
             pending = kept
             member_start += used
             continue
@@ -580,8 +717,12 @@ def _member(src: _Source, parser: RecordParser, data: bytes, member_start: int):
             return "damaged", kept_at, b"".join(kept), str(exc)
         if decoder.eof:
             used = fed - len(decoder.unused_data)
+            parser.end()
+            if parser.in_record():
+                return "ok", used, decoder.unused_data, SPANNING
+            several = len(parser.done) > 1
             yield from _records_of_member(parser, member_start, used)
-            return "ok", used, decoder.unused_data, ""
+            return "ok", used, decoder.unused_data, SEVERAL if several else ""
         data = src.read()
         if not data:
             return "truncated", kept_at, b"", "the file ends inside a gzip member (truncated)"
@@ -613,8 +754,19 @@ def _salvage_headers(member: bytes) -> tuple[str, str, str]:
     return headers.get("warc-target-uri", ""), headers.get("warc-record-id", ""), headers.get("warc-type", "")
 
 
+SPANNING = "a record goes on past the end of its gzip member (each record must be a gzip member of its own)"
+SEVERAL = (
+    "one gzip member holds several records (each record must be a gzip member of its own; "
+    "warcio recompress IN OUT mends it)"
+)
+
+
 def _records_of_member(parser: RecordParser, member_start: int, length: int) -> Iterator[Record]:
+    """The record the member held (none when it held several: replay cannot reach the others)."""
     done, parser.done = parser.done, []
+    if len(done) > 1:
+        parser.done = done[-1:]  # kept for ``describe_current``; dropped with the parser's reset
+        return
     end = member_start + length
     for member, _, pending, _ in done:
         yield pending.finish(member, end - member)
@@ -704,10 +856,12 @@ def check_record_at(path: Path, offset: int, length: int | None) -> str:
                     pos += len(data)
             except ParseError as exc:
                 return str(exc)
-            if pos < end:
+            parser.end()
+            if not parser.done and pos < end:
                 return "the file ends inside the record (truncated)"
     finally:
         os.close(fd)
+    parser.end()
     if not parser.done:
         return "the record is incomplete"
     return parser.done[0][2].finish(offset, length or 0).problem
@@ -767,6 +921,7 @@ def check_member(data: bytes, offset: int, length: int) -> tuple[str, bytes | No
         parser.feed(inflated, offset)
     except ParseError as exc:
         return str(exc), None
+    parser.end()
     if not parser.done:
         return "the record is incomplete", None
     problem = parser.done[0][2].finish(offset, length).problem

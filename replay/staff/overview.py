@@ -39,7 +39,7 @@ def all_runs(root: Path, queue: RunQueue, limit: int = 200) -> list[dict]:
                 {
                     **run,
                     "collection": collection,
-                    "started_by": started_by(entry),
+                    "started_by": started_by(entry, run.get("mode")),
                     "entry_id": entry.id if entry else None,
                 }
             )

@@ -17,7 +17,7 @@ from flask import jsonify, render_template
 
 from index import state
 from index.capture_calendar import marks_of, month_grids, period_of, years
-from index.cdx.versions import Version, read_versions
+from index.cdx.versions import Version, original_finder, read_versions
 from replay import access
 from replay.address import Address
 from replay.asof import pad_as_of
@@ -58,7 +58,8 @@ def render(addr: Address):
         prefix = period.prefix
         shown = [i for i, m in enumerate(marks) if m.timestamp.startswith(prefix)]
         rows = shown[:TABLE_ROWS]
-        details = state.capture_entries_in(conn, urls, period.prefix) if conn is not None and rows else {}
+        finder = original_finder(collection)  # a revisit's original as replay finds it
+        details = state.capture_entries_in(conn, urls, period.prefix, finder) if conn is not None and rows else {}
     captures = [_capture(_cdx_of(marks[i].version), details) | {"change": marks[i].change} for i in rows]
     _withhold_originals(addr.coll, captures)
     as_of = pad_as_of(addr.timestamp) if addr.timestamp and len(addr.timestamp) >= 10 else None
@@ -121,8 +122,11 @@ def _captures(addr: Address) -> tuple[list, list[dict]]:
     cdx_lines = engine.captures(addr.coll, addr.url, limit=settings["calendar_limit"], level=access.level())
     if not cdx_lines:  # hidden captures are absent, blocked or excluded: as for a URL never archived
         raise engine.not_archived(addr, access.level())
-    with ext()["collections"].db(addr.coll) as conn:
-        details = state.capture_entries_by_location(conn, [c["url"] for c in cdx_lines]) if conn is not None else {}
+    collections = ext()["collections"]
+    with collections.db(addr.coll) as conn:
+        finder = original_finder(collections.require(addr.coll))  # a revisit's original as replay finds it
+        urls = [c["url"] for c in cdx_lines]
+        details = state.capture_entries_by_location(conn, urls, finder) if conn is not None else {}
     captures = [_capture(cdx, details) for cdx in cdx_lines]
     _withhold_originals(addr.coll, captures)
     return cdx_lines, captures

@@ -12,7 +12,7 @@ from __future__ import annotations
 from flask import Blueprint, jsonify
 
 from replay.address import Address, check_url
-from replay.context import ext
+from replay.context import ext, public
 from replay.views import calendar
 from replay.views.rawpath import raw_rest
 from strata.errors import StrataError
@@ -27,4 +27,4 @@ def captures(coll: str, url: str):
         address = Address(coll, "calendar", check_url(coll, raw_rest(f"/api/captures/{coll}/")))
         return calendar.render_json(address)
     except StrataError as exc:
-        return jsonify({"error": exc.message}), exc.http_status
+        return jsonify({"error": public(exc.message)}), exc.http_status

@@ -18,7 +18,7 @@ from flask import Blueprint, Response, jsonify, request
 
 from replay import access
 from replay.cdxapi import CdxQueryError, CdxTimeUp
-from replay.context import ext
+from replay.context import ext, public
 from strata.errors import StrataError
 
 bp = Blueprint("cdx", __name__)
@@ -30,9 +30,9 @@ def cdx(coll: str):
         ext()["collections"].require(coll)
         answer = ext()["cdx"].query(coll, request.environ, access.level())
     except CdxTimeUp as exc:
-        return jsonify({"error": str(exc)}), 503
+        return jsonify({"error": public(str(exc))}), 503
     except (CdxQueryError, StrataError) as exc:
-        return jsonify({"error": exc.message}), exc.http_status
+        return jsonify({"error": public(exc.message)}), exc.http_status
     response = Response(answer.body, status=answer.status, content_type=answer.content_type)
     # wayback's /cdx says max-age=86400; here a takedown must apply at the next request, and what a
     # reading room sees must not reach anyone else through a shared cache

@@ -13,6 +13,7 @@ import logging
 from flask import Flask, redirect, render_template
 from werkzeug.exceptions import HTTPException, NotFound
 
+from replay.context import public
 from replay.errors import ReplayError, UnknownCollection
 from replay.views import escaped
 from strata.errors import StrataError
@@ -30,9 +31,9 @@ def _handle(exc: Exception):
     if isinstance(exc, (UnknownCollection, NotFound)) and (target := escaped.redirect_target()):
         return redirect(target, code=307)
     if isinstance(exc, ReplayError):
-        return _page(exc.template, exc.http_status, message=exc.message, **exc.context())
+        return _page(exc.template, exc.http_status, message=public(exc.message), **exc.context())
     if isinstance(exc, StrataError):
-        return _page("errors/generic.html", exc.http_status, message=exc.message)
+        return _page("errors/generic.html", exc.http_status, message=public(exc.message))
     if isinstance(exc, HTTPException):
         return _page("errors/generic.html", exc.code or 500, message=exc.description, title=exc.name)
     if isinstance(exc, WbException):
@@ -63,4 +64,4 @@ def _wb_message(exc) -> str:
     if exc.status_code == 503:
         return "The archive file holding this capture could not be read."
     msg = exc.msg if isinstance(exc.msg, str) else ""
-    return msg or "The archive could not serve this address."
+    return public(msg) if msg else "The archive could not serve this address."

@@ -13,7 +13,7 @@ from flask import Blueprint, jsonify, render_template
 from index.access.rules import rules_for
 from index.fulltext.publications import publications
 from replay import access
-from replay.context import ext
+from replay.context import ext, public
 from replay.filters import replay_url
 from strata.errors import StrataError
 
@@ -41,5 +41,5 @@ def api(coll: str, host: str):
     try:
         result = _listing(coll, host)
     except StrataError as exc:
-        return jsonify({"error": exc.message}), exc.http_status
+        return jsonify({"error": public(exc.message)}), exc.http_status
     return jsonify({"collection": coll, **result})

@@ -41,7 +41,8 @@ def test_payload_of_another_url_becomes_a_revisit_that_pywb_resolves(root, wayba
         second = run(root, server)
     with HarvestState(Collection.open(root, "m").db_path) as state:
         copy = state.captures(url=server.base_url + "/copy.html")[0]
-    assert (copy["record_type"], copy["class"]) == ("revisit", "new")
+    # the URL's first capture, but a payload the collection holds: unchanged, as the README's table says
+    assert (copy["record_type"], copy["class"]) == ("revisit", "unchanged")
     assert copy["refers_to_uri"] == server.base_url + "/a.html"
     wayback = wayback_factory(root)
     resp = httpx.get(f"{wayback.base_url}/m/{second['snapshot']}id_/{server.base_url}/copy.html", timeout=10)
@@ -83,17 +84,21 @@ def test_same_run_copies_are_revisits_of_the_first_and_both_replay(root, wayback
 
     with SiteServer(Twins(), version=1) as server:
         first = run(root, server)
+        second = run(root, server)  # nothing changed: every URL, the copies too, unchanged or not modified
         base = server.base_url
-    assert first["mode"] == "full"
+    assert first["mode"] == "full" and second["mode"] == "incremental"
+    assert (second["new"], second["changed"]) == (0, 0)
+    _figures_equal_the_warcs(root, second)
     with HarvestState(Collection.open(root, "m").db_path) as state:
         by_url = {c["url"]: c for c in state.captures(run_id=first["run_id"])}
     for pair in (("/a.html", "/b.html"), ("/i/1.png", "/i/2.png")):
         # the fetches run concurrently: whichever of the two was written first is the original
         original, copy = sorted((by_url[base + path] for path in pair), key=lambda c: (c["warc"], c["offset"]))
-        assert copy["record_type"] == "revisit" and copy["class"] == "new"
+        assert copy["record_type"] == "revisit" and copy["class"] == "unchanged"
         assert (copy["refers_to_uri"], copy["warc"]) == (original["url"], original["warc"])
         assert original["record_type"] == "response" and original["offset"] < copy["offset"]
     assert first["bytes_saved"] == len(SHARED) + len(b'<img src="/i/2.png">') + 8 + 256 * 8
+    _figures_equal_the_warcs(root, first)
 
     wayback = wayback_factory(root)
     client = create_app(root).test_client()
@@ -103,3 +108,14 @@ def test_same_run_copies_are_revisits_of_the_first_and_both_replay(root, wayback
         assert (unmodified.status_code, unmodified.content) == (200, expected), path
         strata = client.get(f"/m/{first['snapshot']}id_/{base}{path}")
         assert (strata.status_code, strata.data) == (200, expected), path
+
+
+def _figures_equal_the_warcs(root, summary: dict) -> None:
+    """The run's figures are what its records are: revisits are its unchanged and not-modified
+    captures, its other captures are responses (README, "How a run decides what to write")."""
+    with HarvestState(Collection.open(root, "m").db_path) as state:
+        rows = state.captures(run_id=summary["run_id"])
+    revisits = [c for c in rows if c["record_type"] == "revisit"]
+    assert summary["revisits"] == len(revisits) == summary["unchanged"] + summary["not_modified"]
+    written = sum(summary[k] for k in ("new", "changed", "soft", "deleted", "redirect"))
+    assert written == len(rows) - len(revisits) == len([c for c in rows if c["record_type"] == "response"])

@@ -191,7 +191,7 @@ def test_a_refused_command_creates_nothing(tmp_path, root):
     missing = tmp_path / "missing.warc.gz"
     result = strata_import(root, "fresh", bad, missing)
     assert result.returncode == 1 and "Traceback" not in result.stderr
-    assert f"refused {bad}: damaged at byte " in result.stderr and "cut short" in result.stderr
+    assert f"refused {bad}: damaged at byte " in result.stderr and "truncated" in result.stderr
     assert f"refused {missing}: no such file" in result.stderr
     assert not (root / "fresh").exists()
 
@@ -265,6 +265,6 @@ def test_import_into_a_collection_holding_a_damaged_file(tmp_path, root):
     result = strata_import(root, "held", new)
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert f"imported {new} as archive/new.warc.gz" in result.stdout
-    assert "damaged: old.warc.gz: damaged at byte " in result.stderr and "cut short" in result.stderr
+    assert "damaged: old.warc.gz: damaged at byte " in result.stderr and "truncated" in result.stderr
     files = {line["filename"] for line in cdxj.iter_index(coll.cdxj_path)}
     assert files == {"old.warc.gz", "new.warc.gz"}  # the old file's whole records are indexed

@@ -100,6 +100,11 @@ def test_two_jobs_in_one_collection_recheck_only_their_own_urls(tmp_path, sites)
     ]
     text = strata(root, "runs", "c").stdout.splitlines()
     assert text[0].split()[:2] == ["run", "job"] and text[-1].split()[1] == "-"
+    # each incremental run is compared with its own job's last full run, never another job's
+    report = {r["run_id"]: r for r in json.loads(strata(root, "report", "c", "--json").stdout)["runs"]}
+    assert report[second_b["run_id"]]["vs_full"]["full_run"] == first_b["run_id"]
+    assert report[second_a["run_id"]]["vs_full"]["full_run"] == first_a["run_id"]
+    assert "vs_full" not in report[seeded["run_id"]]
 
 
 @pytest.mark.slow
@@ -212,3 +217,24 @@ def test_an_older_database_is_rebuilt_with_each_url_owned_by_its_job(tmp_path, s
         assert state.conn.execute("SELECT value FROM meta WHERE key='schema'").fetchone()[0] == str(SCHEMA_VERSION)
         owners = {row[0] for row in state.conn.execute("SELECT DISTINCT job FROM url_jobs")}
     assert owners == {"a", "b"}
+
+
+def test_a_rebuild_gives_back_every_run_its_job_and_the_next_seed_run_is_incremental(tmp_path, sites):
+    """``--seed`` runs belong to no job before and after ``strata index rebuild`` (they used to come
+    back as job "cli", and the next ``--seed`` harvest then ran full, storing everything again)."""
+    root = tmp_path / "collections"
+    one, _ = sites
+    write_job_file(root, "c", "a", one.base_url + "/")
+    harvest_json(root, "c", "--job", "a")
+    seeded = harvest_json(root, "c", "--seed", one.base_url + "/", "--depth", "1", "--delay", "0")
+    assert seeded["mode"] == "full"
+    before = json.loads(strata(root, "runs", "c", "--json").stdout)
+    strata(root, "index", "rebuild", "c", "--only", "state")
+    after = json.loads(strata(root, "runs", "c", "--json").stdout)
+    assert [(r["run_id"], r["job"], r["mode"], r["status"]) for r in after] == [
+        (r["run_id"], r["job"], r["mode"], r["status"]) for r in before
+    ]
+    assert [r["job"] for r in after] == ["a", None]
+    again = harvest_json(root, "c", "--seed", one.base_url + "/", "--depth", "1", "--delay", "0")
+    assert again["mode"] == "incremental" and again["new"] == 0
+    assert again["bytes_saved"] > 0 and again["unchanged"] + again["not_modified"] > 0

@@ -1,14 +1,11 @@
-"""Revisits of another URL: the original is loaded by its record ID (``WARC-Refers-To``) from the
-harvest state, without the CDX query pywb makes for it; whatever the harvest state cannot vouch for
-goes through pywb's own lookup.
+"""Revisits of another URL: the original is the one ``index.revisits`` gives (the captures of the
+URI the revisit names, closest to the date it names, same digest), the record its ``WARC-Refers-To``
+names first among equals, located through the harvest state; whatever the harvest state says, the
+index decides, so a broken or missing state changes nothing that is served.
 
-(A revisit of the same URL never needs that lookup: the replay query resolves it from the capture
-list it reads anyway, ``resolveRevisits``.)
-
-The tests replay every revisit of another URL as raw bytes (``id_``) and count the CDX queries of
-pywb's revisit lookup (``!mime:warc/revisit``) as they reach the index source. They use the sample
-harvest ``three`` (``replay_fixtures``) and ``copies``, a site that publishes the same pages again
-under other URLs in its second version; the tests that break the harvest state work on a copy.
+The tests replay every revisit of another URL as raw bytes (``id_``). They use the sample harvest
+``three`` (``replay_fixtures``) and ``copies``, a site that publishes the same pages again under
+other URLs in its second version; the tests that break the harvest state work on a copy.
 
 The last test replays both collections whole with the warcserver's record reading
 (``replay.recordload``), with records rebuilt from its memo (``replay.recordmemo``) and with pywb's
@@ -27,7 +24,6 @@ import pytest
 from demo.sample_site import SampleSite
 from demo.site_server import _NOT_FOUND, Resource, SiteServer
 from index.collection import Collection
-from replay.asof import AsOfIndexSource
 from tests.conftest import harvest
 from tests.support.replay_fixtures import Archive
 
@@ -97,17 +93,19 @@ def replay_wrong(root: Path, archive: Archive) -> list[tuple]:
 
 
 @pytest.fixture
-def pywb_lookups(monkeypatch) -> list[dict]:
-    """The CDX queries of pywb's revisit lookup (``ResolvingLoader.load_cdx_for_dupe``)."""
-    seen: list[dict] = []
-    real_call = AsOfIndexSource.__call__
+def named_lookups(monkeypatch) -> list:
+    """What the warcserver learnt from the harvest state of the record a revisit's WARC-Refers-To names."""
+    from replay import warcserver
 
-    def counting_call(self, params):
-        if "!mime:warc/revisit" in (params.get("filter") or ()):
-            seen.append(dict(params))
-        return real_call(self, params)
+    seen: list = []
+    real = warcserver.indexed_original
 
-    monkeypatch.setattr(AsOfIndexSource, "__call__", counting_call)
+    def spying(conn, record_id):
+        row = real(conn, record_id)
+        seen.append(None if row is None else (row["warc"], row["offset"]))
+        return row
+
+    monkeypatch.setattr(warcserver, "indexed_original", spying)
     return seen
 
 
@@ -128,14 +126,14 @@ def execute(db_path: Path, sql: str) -> None:
 
 
 @pytest.mark.slow
-def test_a_revisit_of_another_url_replays_its_original_without_a_cdx_query(copies, pywb_lookups):
+def test_a_revisit_of_another_url_replays_its_original(copies, named_lookups):
     # ``three`` has none: its only shared payload is the 404 page, and error pages are written in full
     assert replay_wrong(copies.root, copies) == []
-    assert pywb_lookups == []
+    assert named_lookups and all(found is not None for found in named_lookups)
 
 
 @pytest.mark.parametrize("damage", ["no database", "no captures row"])
-def test_without_the_harvest_state_pywb_finds_the_original(copies, copied, pywb_lookups, damage):
+def test_without_the_harvest_state_the_index_finds_the_original(copies, copied, damage):
     db_path = Collection(copied, copies.name).db_path
     if damage == "no database":
         for suffix in ("", "-wal", "-shm"):
@@ -143,7 +141,6 @@ def test_without_the_harvest_state_pywb_finds_the_original(copies, copied, pywb_
     else:
         execute(db_path, "DELETE FROM captures WHERE record_type='response'")
     assert replay_wrong(copied, copies) == []
-    assert len(pywb_lookups) == len(other_url_revisits(copies))
 
 
 @pytest.mark.parametrize(
@@ -163,13 +160,12 @@ def test_without_the_harvest_state_pywb_finds_the_original(copies, copied, pywb_
     ],
     ids=["request record", "another response", "no record", "warc not indexed", "other digest"],
 )
-def test_a_row_that_does_not_hold_the_original_is_not_used(copies, copied, pywb_lookups, damage):
+def test_a_row_that_does_not_hold_the_original_is_not_used(copies, copied, damage):
     execute(Collection(copied, copies.name).db_path, damage)
     assert replay_wrong(copied, copies) == []
-    assert len(pywb_lookups) == len(other_url_revisits(copies))
 
 
-def test_a_replaced_harvest_database_is_opened_again(copies, copied, pywb_lookups):
+def test_a_replaced_harvest_database_is_opened_again(copies, copied, named_lookups):
     """``strata index rebuild`` swaps in a new file: the server reads that one, not the one it had open."""
     from replay import create_app
 
@@ -177,7 +173,7 @@ def test_a_replaced_harvest_database_is_opened_again(copies, copied, pywb_lookup
     address = f"/{copies.name}/{cap['timestamp']}id_/{cap['url']}"
     client = create_app(copied).test_client()
     r = client.get(address)
-    assert (r.status_code, r.data) == want and pywb_lookups == []
+    assert (r.status_code, r.data) == want and named_lookups[-1] is not None
 
     db_path = Collection(copied, copies.name).db_path
     execute(db_path, "PRAGMA wal_checkpoint(TRUNCATE)")
@@ -187,7 +183,7 @@ def test_a_replaced_harvest_database_is_opened_again(copies, copied, pywb_lookup
     os.replace(replacement, db_path)
 
     r = client.get(address)
-    assert (r.status_code, r.data) == want and len(pywb_lookups) == 1
+    assert (r.status_code, r.data) == want and named_lookups[-1] is None  # the new file: no such row
 
 
 # -- records read from the buffer (replay.recordload) ----------------------------------------------

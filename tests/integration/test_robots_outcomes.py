@@ -1,7 +1,8 @@
 """robots.txt outcomes per RFC 9309 and runs that fail say so: a 4xx robots.txt allows all; a 5xx
-or unreachable one (refused connection, the worker's network guard) disallows all and is reported
-as the run's failure, through ``strata harvest`` (exit 1) and through the worker and the console's
-queue."""
+or unreachable one (refused connection, the worker's network guard) disallows all and, when no seed
+site could be harvested, is reported as the run's failure, through ``strata harvest`` (exit 1) and
+through the worker and the console's queue. A run that harvested its other seed sites is finished,
+and names the site it could not harvest in ``failed_hosts`` (exit 1)."""
 
 from __future__ import annotations
 
@@ -67,6 +68,29 @@ def test_a_robots_txt_answering_503_disallows_all_and_fails_the_run(root):
     skipped = [c for c in checks if c["url"] == site.base_url + "/"]
     assert skipped and "robots.txt could not be read (HTTP 503)" in skipped[0]["reason"]
     assert "disallowed by robots.txt" not in skipped[0]["reason"]
+
+
+def test_one_seed_site_of_five_whose_robots_txt_answers_500_leaves_the_run_finished(root):
+    sites = [robots_site(404) for _ in range(4)] + [robots_site(500)]
+    for site in sites:
+        site.__enter__()
+    try:
+        seeds = [arg for site in sites for arg in ("--seed", site.base_url + "/")]
+        done = strata("harvest", "c", *seeds, "--delay", "0", "--json", root=root)
+        requested = [[r.path for r in site.request_log] for site in sites]
+    finally:
+        for site in sites:
+            site.__exit__(None, None, None)
+    assert done.returncode == 1 and "Traceback" not in done.stderr  # not everything was harvested
+    summary = json.loads(done.stdout)
+    broken = sites[-1].base_url.split("//", 1)[1]
+    assert summary["status"] == "finished" and summary["failure"] is None
+    assert summary["failed_hosts"] == [broken]
+    assert any(note.startswith(f"nothing on {sites[-1].base_url} was fetched") for note in summary["notes"])
+    assert requested[-1] == ["/robots.txt"] and all(paths[1:] for paths in requested[:-1])
+    assert summary["urls_fetched"] == 4 * 3 + 1  # each robots.txt (404), /, /a.html; the 500 robots.txt
+    runs = json.loads(strata("runs", "c", "--json", root=root).stdout)
+    assert (runs[0]["status"], runs[0]["failed_hosts"]) == ("finished", [broken])
 
 
 def test_a_robots_txt_answering_404_allows_all(root):

@@ -238,3 +238,24 @@ def test_history_of_real_runs_links_each_to_its_snapshot(backend, staff, staff_r
     progress = staff.get("/api/runs/2").get_json()
     assert progress["final"] and progress["status"] == "finished" and progress["snapshot_url"] == links[0]
     assert progress["classes"]["unchanged"] + progress["classes"]["not_modified"] > 0
+
+
+def test_harvest_now_incremental_on_a_job_that_never_ran_is_a_full_run(staff, staff_root):
+    """Another job harvested the same site before: an incremental first run would have written
+    revisits of that job's captures. It is full, as a first run from the command line is."""
+    with serve_sample_site(1) as site:
+        _post_new(staff, seeds=site.base_url + "/", delay="0", depth="3")
+        worker = Worker(staff_root, NetworkPolicy.from_strings(["127.0.0.1/32"]), poll=0.05)
+        staff.post("/jobs/c/news/harvest", data={"csrf_token": staff.csrf, "mode": "full"})
+        asyncio.run(worker.run(once=True))
+        _post_new(staff, name="other", seeds=site.base_url + "/", delay="0", depth="3")
+        staff.post("/jobs/c/other/harvest", data={"csrf_token": staff.csrf, "mode": "incremental"})
+        asyncio.run(worker.run(once=True))
+    worker.queue.close()
+    queue = open_queue(staff_root)
+    first_of_other = queue.get(2).summary
+    queue.close()
+    assert first_of_other["job"] == "other" and first_of_other["mode"] == "full"
+    # a full run refers only to its own files: every payload written in full, none a revisit of news'
+    assert first_of_other["revisits"] == 0 and first_of_other["urls_fetched"] > 5
+    assert any("no full run yet" in note for note in first_of_other["notes"])

@@ -185,9 +185,14 @@ def test_a_manifest_entry_changed(coll):
     lines[1] = ("f" if digest[0] != "f" else "e") + digest[1:] + "  " + path
     manifest.write_text("".join(lines))
     code, report = run_verify(coll)
-    assert code == 1 and kinds(report) == ["checksum-mismatch"]
-    assert report["problems"][0]["file"] == path.strip()
+    # the file does not have the manifest's digest, and the manifest line is not the one written at ingest
+    assert code == 1 and kinds(report) == ["checksum-mismatch", "manifest-changed"]
+    assert {p["file"] for p in report["problems"]} == {path.strip()}
     assert "the manifest says" in report["problems"][0]["detail"]
+    # --quick reads no WARC, and notices it all the same: fixity/events.jsonl kept the digest of the ingest
+    code, report = run_verify(coll, "--quick")
+    assert code == 1 and kinds(report) == ["manifest-changed"]
+    assert digest in report["problems"][0]["detail"] and "events.jsonl" in report["problems"][0]["detail"]
 
 
 def test_a_warc_from_before_the_manifest_is_adopted_only_when_its_records_check_out(coll, tmp_path):

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import gzip
 import hashlib
 import io
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 from warcio.statusandheaders import StatusAndHeaders
@@ -72,6 +74,34 @@ def write_warc(
 
 def _payload_digest(writer: WARCWriter, body: bytes) -> str:
     return "sha1:" + base64.b32encode(hashlib.sha1(body).digest()).decode("ascii")
+
+
+def sha1_digest(data: bytes) -> str:
+    """``sha1:BASE32``, as WARC-Payload-Digest and WARC-Block-Digest are written."""
+    return "sha1:" + base64.b32encode(hashlib.sha1(data).digest()).decode("ascii")
+
+
+def raw_record(kind: str, url: str, date: str, block: bytes, ctype: str, version: str = "WARC/1.0", **extra) -> bytes:
+    """A WARC record written by hand (what warcio's writer would not write: a response whose block is
+    not HTTP, a revisit with a label of its own...): a name-based record id, the block's digest, and
+    ``extra`` headers, ``WARC-``-named, as given."""
+    headers = {
+        "WARC-Type": kind,
+        "WARC-Record-ID": f"<urn:uuid:{uuid.uuid5(uuid.NAMESPACE_URL, kind + url + date)}>",
+        "WARC-Date": date,
+        "WARC-Target-URI": url,
+        "Content-Type": ctype,
+        "WARC-Block-Digest": sha1_digest(block),
+        **extra,
+        "Content-Length": str(len(block)),
+    }
+    return (version + "\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n").encode() + block
+
+
+def gzip_records(path: Path, *records: bytes, trailer: bytes = b"\r\n\r\n") -> Path:
+    """``records`` into ``path``, one gzip member each, each followed by ``trailer``."""
+    path.write_bytes(b"".join(gzip.compress(r + trailer, mtime=0) for r in records))
+    return path
 
 
 def pywb_cdxj(*paths: Path) -> list[str]:

@@ -5,11 +5,12 @@ A record is taken as the index locates it (file, offset, length): in a ``.warc.g
 member, copied as it is; in a plain ``.warc`` the record and its CRLF CRLF trailer, which the export
 compresses into a member of its own. ARC records are not copied (a WARC cannot hold them).
 
-The original of a revisit is found as pywb finds it when replaying (``ResolvingLoader``): among the
-index lines of its ``WARC-Refers-To-Target-URI`` with the revisit's payload digest, not revisits
-themselves, nearest to ``WARC-Refers-To-Date``. Of those, the record whose ``WARC-Record-ID`` is the
-revisit's ``WARC-Refers-To`` is taken (located through the harvest state when there is one, else by
-reading the candidates' headers), so that ``WARC-Refers-To`` still resolves in the package.
+The original of a revisit is found as replay finds it (``index.revisits``, pywb's rule): among the
+index lines of its ``WARC-Refers-To-Target-URI`` (any scheme; its own URI when it names none) with
+the revisit's payload digest, not revisits themselves, nearest to ``WARC-Refers-To-Date``; among
+equally near ones, the record whose ``WARC-Record-ID`` is the revisit's ``WARC-Refers-To`` (located
+through the harvest state when there is one, else by reading the candidates' headers), so that
+``WARC-Refers-To`` still resolves in the package.
 """
 
 from __future__ import annotations
@@ -22,13 +23,14 @@ import sqlite3
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import cast
 
 from pywb.utils.binsearch import iter_exact
 from pywb.utils.canonicalize import canonicalize
 
 from index.collection import Collection
+from index.revisits import Candidate, Revisit, rank
 from index.state import indexed_original
-from strata.times import digits14
 
 HEAD_BYTES = 1 << 16  # enough for any WARC header block the export reads
 
@@ -147,10 +149,6 @@ def parse_warc_headers(raw: bytes) -> dict[str, str]:
     return out
 
 
-def _bare(digest: str) -> str:
-    return digest.split(":", 1)[1] if digest[:5].lower() == "sha1:" else digest
-
-
 class OriginalFinder:
     """The record a revisit's payload lives in, as pywb's replay would find it in the collection."""
 
@@ -160,40 +158,41 @@ class OriginalFinder:
         self.conn = conn
 
     def find(self, revisit: Located, headers: dict[str, str]) -> tuple[Located | None, bool]:
-        """(the original, whether its record ID is the revisit's ``WARC-Refers-To``)."""
-        target = headers.get("warc-refers-to-target-uri") or revisit.fields.get("url", "")
-        digest = _bare(revisit.fields.get("digest") or headers.get("warc-payload-digest", ""))
-        if not target or not digest or digest == "-":
+        """(the original, whether its record ID is the revisit's ``WARC-Refers-To``): the record
+        replay loads (``index.revisits``), the one ``WARC-Refers-To`` names first among equals."""
+        wanted = Revisit.from_headers(headers, revisit.fields["timestamp"], url=revisit.fields.get("url", ""))
+        if not wanted.digest:
+            wanted = dataclasses.replace(wanted, digest=revisit.fields.get("digest") or None)
+        candidates = [Candidate.from_cdx(c.fields, source=c) for c in self._candidates(wanted.target)]
+        record_id = wanted.refers_to or ""
+        if record_id:
+            where = self._state_location(record_id)
+            candidates = [
+                dataclasses.replace(c, record_id=record_id)
+                if (where is not None and (c.filename, c.offset) == where)
+                or (where is None and self.reader.headers(cast(Located, c.source)).get("warc-record-id") == record_id)
+                else c
+                for c in candidates
+            ]
+        ranked = rank(wanted, candidates)
+        if not ranked:
             return None, False
-        when = digits14(headers.get("warc-refers-to-date") or "") or revisit.fields["timestamp"]
-        candidates = sorted(self._candidates(target, digest), key=lambda c: abs(int(c.fields["timestamp"]) - int(when)))
-        if not candidates:
-            return None, False
-        record_id = headers.get("warc-refers-to", "")
-        if not record_id:
-            return candidates[0], False
-        where = self._state_location(record_id)
-        for cand in candidates:
-            if where is not None and (cand.filename, cand.offset) == where:
-                return cand, True
-        if where is None:
-            for cand in candidates:
-                if self.reader.headers(cand).get("warc-record-id") == record_id:
-                    return cand, True
-        return candidates[0], False
+        return cast(Located, ranked[0].source), bool(record_id) and ranked[0].record_id == record_id
 
-    def _candidates(self, target: str, digest: str) -> list[Located]:
-        key = canonicalize(target, True).encode("utf-8")
+    def _candidates(self, target: str) -> list[Located]:
+        """Every index line of the target's key, in index order."""
+        try:
+            key = canonicalize(target, True).encode("utf-8")
+        except Exception:  # noqa: BLE001 (a URI pywb cannot key has no line to find)
+            return []
         out = []
         for path in self.files:
             with open(path, "rb") as fh:
                 for line in iter_exact(fh, key):
                     try:
-                        cand = Located.from_line(line if line.endswith(b"\n") else line + b"\n")
+                        out.append(Located.from_line(line if line.endswith(b"\n") else line + b"\n"))
                     except (ValueError, KeyError):
                         continue
-                    if cand.fields.get("mime") != "warc/revisit" and _bare(cand.fields.get("digest", "")) == digest:
-                        out.append(cand)
         return out
 
     def _state_location(self, record_id: str) -> tuple[str, int] | None:

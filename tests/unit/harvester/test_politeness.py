@@ -97,3 +97,87 @@ def test_max_crawl_delay_caps_what_a_site_asks(root):
     assert [path for _, path in site.log] == ["/robots.txt", "/", "/p0.html"]
     assert 1.0 - 0.1 <= min(_gaps(site.log)) and max(_gaps(site.log)) < 2.5
     assert any("capped by max_crawl_delay" in note for note in summary["notes"])
+
+
+# -- spaced from the request actually sent, on a busy machine -------------------------------------
+
+
+@pytest.fixture
+def busy_machine():
+    """A process that keeps a core busy: the harvest's processes wake late from their sleeps."""
+    import subprocess
+    import sys
+
+    from tests.support.processes import stop_process
+
+    proc = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        yield proc
+    finally:
+        stop_process(proc)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fetch_process", [True, False], ids=["fetch process", "in-process"])
+def test_crawl_delay_is_counted_from_the_request_actually_sent(root, busy_machine, fetch_process):
+    """With ``Crawl-delay: 1``, no two requests reach the host less than a second apart, by its own
+    log, though the machine is loaded (a late wake-up used to shorten the next gap: 0.87 s was seen)."""
+    site = DelaySite(b"User-agent: *\nCrawl-delay: 1\n", pages=4)
+    with SiteServer(_Empty(), routes=site) as server:
+        summary = _harvest(root, server, fetch_process=fetch_process)
+    assert summary["urls_fetched"] == 6 and summary["errors"] == 0
+    gaps = _gaps(site.log)
+    # measured where the requests arrive: what is left is the loopback and the server's own thread
+    assert min(gaps) >= 1.0 - 0.03, gaps
+
+
+def test_the_gate_counts_from_when_it_opened_not_from_the_plan():
+    """``HostGate``: a wait that ends late moves the next turn with it."""
+    from harvester.hostgate import HostGate
+
+    now = [100.0]
+    gate = HostGate(clock=lambda: now[0])
+
+    async def run():
+        assert await gate.open("h", 1.0) == 100.0
+        now[0] = 100.4  # asked again 0.4 s later: waits the rest of the second
+        waiting = asyncio.create_task(gate.open("h", 1.0))
+        await asyncio.sleep(0)
+        assert not waiting.done()
+        now[0] = 101.25  # it woke late: that is when the request went
+        assert await asyncio.wait_for(waiting, 2) == 101.25
+        now[0] = 102.0  # 0.75 s after the request sent: not yet
+        late = asyncio.create_task(gate.open("h", 1.0))
+        await asyncio.sleep(0.01)
+        assert not late.done()
+        now[0] = 102.25
+        assert await asyncio.wait_for(late, 2) == 102.25
+        assert await gate.open("other", 1.0) == 102.25  # another host is not held
+
+    asyncio.run(run())
+
+
+def test_the_frontier_books_the_next_turn_from_a_late_wake_up(monkeypatch):
+    """``Frontier.pace``: the turn after a wait that ended late is a delay after it ended."""
+    from harvester import frontier as frontier_module
+    from harvester.frontier import Frontier
+
+    now = [10.0]
+    monkeypatch.setattr(frontier_module.time, "monotonic", lambda: now[0])
+
+    late = [0.2]
+
+    async def late_sleep(seconds):  # the loop was busy: woken 0.2 s after the time asked for, once
+        now[0] += seconds + late.pop() if late else seconds
+
+    monkeypatch.setattr(frontier_module.asyncio, "sleep", late_sleep)
+    f = Frontier(delay=0.0, per_host=4, max_urls=10)
+    f.set_host_delay("h", 1.0)  # the first request a second from now
+
+    async def run():
+        await f.pace("h")  # planned at 11.0, woke at 11.2: the request goes then
+        assert now[0] == 11.2
+        await f.pace("h")  # so the next is a second after 11.2, not after 11.0
+        assert now[0] >= 12.2
+
+    asyncio.run(run())

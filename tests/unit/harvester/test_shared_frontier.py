@@ -162,3 +162,24 @@ def test_a_worker_holds_no_more_leases_than_its_connections(redis_url):
 
     assert asyncio.run(go()) is None  # both taken, both done: settled
     client.close()
+
+
+def test_a_request_is_claimed_across_workers_from_the_last_one_sent(redis_url):
+    """``before_send``: each worker claims the host just before sending, on Redis's clock, spaced from
+    the last request any worker sent (a Crawl-delay another worker learnt included)."""
+    client, a, b = _pair(redis_url, delay=0.0)
+    a.set_host_delay("one.test", 0.4)
+    b.set_host_delay("one.test", 0.4)
+
+    async def claims():
+        times = []
+        for frontier in (a, b, a, b):
+            await frontier.before_send("one.test")
+            times.append(time.monotonic())
+            await asyncio.sleep(0.05)  # the request goes; the next is asked for sooner than the delay
+        return times
+
+    times = asyncio.run(claims())
+    gaps = [later - earlier for earlier, later in zip(times, times[1:], strict=False)]
+    assert min(gaps) >= 0.4 - 0.01, gaps
+    client.close()

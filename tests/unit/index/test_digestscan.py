@@ -217,3 +217,74 @@ def test_a_record_too_large_to_read_in_one_go_is_left_to_check_record_at(wget_wa
     plain = wget_warcs["plain"]
     p = next(r for r in scan(plain) if isinstance(r, Record))
     assert digestscan.read_checked_record(plain, p.offset, p.length) == ("", None, None)  # not gzip
+
+
+# -- what every reader tolerates, and what none can read ---------------------------------------
+
+
+def _record(uri: str, body: bytes, rid: int, rec_type: str = "resource") -> bytes:
+    digest = "sha1:" + base64.b32encode(hashlib.sha1(body).digest()).decode()
+    head = (
+        f"WARC/1.1\r\nWARC-Type: {rec_type}\r\nWARC-Record-ID: <urn:uuid:00000000-0000-0000-0000-{rid:012d}>\r\n"
+        f"WARC-Date: 2020-01-01T00:00:00Z\r\nWARC-Target-URI: {uri}\r\nWARC-Block-Digest: {digest}\r\n"
+        f"Content-Type: text/plain\r\nContent-Length: {len(body)}\r\n\r\n"
+    )
+    return head.encode() + body
+
+
+@pytest.mark.parametrize(
+    ("separator", "note"),
+    [(b"\r\n\r\n", ""), (b"\r\n", "\\r\\n instead"), (b"\n\n", "\\n\\n instead"), (b"\n", "\\n instead")],
+)
+def test_records_followed_by_other_blank_lines_are_read_and_noted(tmp_path, separator, note):
+    """node-warc writes one CRLF between records; warcio and pywb read them, so do we (with a note)."""
+    records = [_record(f"http://example.org/{n}", b"payload %d" % n, n) for n in range(3)]
+    path = tmp_path / "sep.warc"
+    path.write_bytes(separator.join(records) + separator)
+    items = list(scan(path))
+    assert [type(i) for i in items] == [Record] * 3 and not any(i.problem for i in items)
+    assert [(i.offset, i.length) for i in items] == [(i.offset, i.length) for i in scan_offsets(records, separator)]
+    assert all((note in i.note) if note else not i.note for i in items)
+    for i in items:
+        assert check_record_at(path, i.offset, i.length) == ""
+
+
+def scan_offsets(records: list[bytes], separator: bytes) -> list[Record]:
+    out, at = [], 0
+    for raw in records:
+        out.append(Record(at, len(raw), "", "", "", "", ""))
+        at += len(raw) + len(separator)
+    return out
+
+
+def test_a_gzip_member_without_the_final_crlf_pair_is_whole_and_noted(tmp_path):
+    """pywb's example-url-agnostic-*.warc.gz: a warcinfo whose member ends right after its block."""
+    members = [gzip.compress(_record("http://example.org/a", b"one", 1), mtime=0)]
+    members.append(gzip.compress(_record("http://example.org/b", b"two", 2) + b"\r\n\r\n", mtime=0))
+    path = tmp_path / "nocrlf.warc.gz"
+    path.write_bytes(b"".join(members))
+    items = list(scan(path))
+    assert [(type(i), i.offset, i.length) for i in items] == [
+        (Record, 0, len(members[0])),
+        (Record, len(members[0]), len(members[1])),
+    ]
+    assert "nothing instead" in items[0].note and not items[1].note
+    assert check_record_at(path, 0, len(members[0])) == ""
+
+
+def test_what_no_reader_can_read_is_damage(tmp_path):
+    one, two = _record("http://example.org/a", b"one", 1), _record("http://example.org/b", b"two", 2)
+    cases = {
+        # two records in one member: replay seeks members, the second cannot be reached
+        "several.warc.gz": (gzip.compress(one + b"\r\n\r\n" + two + b"\r\n\r\n", mtime=0), 0, "several records"),
+        # one record in two members
+        "split.warc.gz": (gzip.compress(one[:40], mtime=0) + gzip.compress(one[40:] + b"\r\n\r\n"), 0, "goes on past"),
+        # bytes that are no blank line after a block (a Content-Length 3 bytes short)
+        "garbage.warc": (one + b"xyz\r\n\r\n" + two + b"\r\n\r\n", 0, "does not end where"),
+        "no-line-end.warc": (one + two + b"\r\n\r\n", 0, "does not end where"),
+    }
+    for name, (data, offset, reason) in cases.items():
+        path = tmp_path / name
+        path.write_bytes(data)
+        damage = [i for i in scan(path) if isinstance(i, Damage)]
+        assert damage and damage[0].offset == offset and reason in damage[0].reason, (name, damage)
