@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 
 from harvester import decide, records
 from harvester.change import NoiseRules, content_digest, main_text, main_text_and_links, similarity
-from harvester.fetchproc import FetchProcess
+from harvester.fetcher import Fetcher, HttpFetcher, open_fetcher
 from harvester.fetchresult import FetchResult
 from harvester.frontier import Frontier, Item
 from harvester.job import JobSettings
@@ -55,12 +55,11 @@ from strata.media import HTML_TYPES
 from strata.times import iso, ts14, utc_now, warc_date
 from strata.urls import normalize_url, url_host, url_origin
 
-if TYPE_CHECKING:  # httpx is imported where a fetch runs in this process (none, with a fetch process)
+if TYPE_CHECKING:
     import httpx
 
     from harvester.proxies import ProxyPool
 
-ACCEPT_ENCODING = "gzip, deflate"  # no br: only capped decoders touch stored bodies
 MAX_REDIRECT_HOPS = 10
 
 
@@ -109,12 +108,9 @@ class Harvest:
         self.job_key: str | None = None if adhoc else job.name
         self.requested_mode = mode
         self.progress = progress
-        if transport is None and job.shapes_transport:  # else there is none to make
-            from harvester.login import harvest_transport
-
-            transport = harvest_transport(job)  # login cookies and proxies; None when the job has neither
-        self.transport = transport
-        self.fetcher: FetchProcess | None = None
+        self.transport = transport  # a transport of the caller's for every request (tests); None: the job's
+        #: What the run fetches through (``harvester.fetcher``): set when the run starts.
+        self.fetcher: Fetcher | None = None
         self.figures = RunFigures()
         self.run_id = ""  # set when the run starts
         self.mode: str | None = None
@@ -191,13 +187,17 @@ class Harvest:
 
     # -- the run ---------------------------------------------------------------------------------
     async def _run_locked(self) -> dict:
-        state, job = self.state, self.job
+        job = self.job
         await self._after_last_snapshot()
-        if job.login_form_url:
-            from harvester.login import form_login, with_cookies
+        fetcher = self.fetcher = await open_fetcher(job, self.transport, self.notes)  # a login first
+        try:
+            return await self._run_opened(fetcher)
+        finally:
+            await fetcher.close()
 
-            self.transport = with_cookies(job, self.transport, await form_login(job, self.transport))
-        self._proxy_pool = getattr(self.transport, "proxy_pool", None)
+    async def _run_opened(self, fetcher: HttpFetcher) -> dict:
+        state, job = self.state, self.job
+        self._proxy_pool = fetcher.proxy_pool
         started = self._begin_run(utc_now())
         assert self.mode is not None  # chosen by _begin_run
         self.scope = Scope(
@@ -210,9 +210,8 @@ class Harvest:
             same_host_any_port=job.same_host_any_port,
         )
         # Twice as many URLs in hand as connections: while one is recorded, the next is on the wire.
-        # Connections stay at `concurrency` (the fetch slots below and the client's pool).
+        # Connections stay at `concurrency` (``harvester.fetcher``'s slots and its client's pool).
         self.frontier = self._make_frontier()
-        self._fetch_slots = asyncio.Semaphore(job.concurrency)
         self.kinds = PageKinds(job.index_patterns, job.content_patterns, job.default_page_kind, job.seeds)
         self.noise = NoiseRules(job.noise_selectors, job.noise_patterns)
         self.paging = PagingStrategy(
@@ -250,8 +249,6 @@ class Harvest:
             fixity=Fixity(self.collection.fixity_dir),
         )
         self._archive_dir = coll_archive
-        self.client: httpx.AsyncClient | None = None  # made when first needed: see _in_process_client
-        self.fetcher = await self._start_fetch_process()
         if self._follows_fulltext:
             self.fulltext_indexer = RunIndexer(self.collection, self.run_id, background=self.index_in_background)
             self.fulltext_indexer.start_when(lambda: self.figures.urls_fetched)
@@ -284,10 +281,6 @@ class Harvest:
             self.status = "failed" if not self._stop else "cancelled"
             raise
         finally:
-            if self.fetcher is not None:
-                await self.fetcher.close()
-            if self.client is not None:
-                await self.client.aclose()
             finished = await self._end_run(started)
         return self.summary(started, finished)
 
@@ -526,49 +519,12 @@ class Harvest:
                 f"{host}: requests spaced {seconds:g} s apart, as its robots.txt Crawl-delay asks{capped}"
             )
 
-    async def _start_fetch_process(self) -> FetchProcess | None:
-        """A second process for HTTP when the job allows it, the machine has a core for it, and the
-        client needs nothing the child cannot build itself (a login's cookies, the network guard)."""
-        job = self.job
-        if not job.fetch_process or self.transport is not None or (os.cpu_count() or 1) < 2:
-            return None
-        try:
-            return await FetchProcess(job.concurrency, job.connect_timeout, job.timeout, job.user_agent).start()
-        except OSError as exc:
-            self.notes.append(f"fetching in-process: the fetch process did not start ({exc})")
-            return None
-
     async def _fetch(self, url: str, extra_headers: dict[str, str]) -> FetchResult:
-        headers = {"Accept-Encoding": ACCEPT_ENCODING, **extra_headers}
+        assert self.fetcher is not None  # opened when the run starts
         self.figures.requests += 1
-        if self.fetcher is not None and self.fetcher.alive:
-            result = await self.fetcher.fetch(url, headers, self.job.timeout, self.job.max_resource_size)
-        else:
-            from harvester.fetch import fetch
-
-            async with self._fetch_slots:  # a request waits for a connection before its deadline starts
-                result = await fetch(
-                    self._in_process_client(),
-                    url,
-                    headers=headers,
-                    deadline=self.job.timeout,
-                    max_size=self.job.max_resource_size,
-                )
+        result = await self.fetcher.fetch(url, extra_headers)
         self.figures.bytes_downloaded += result.wire_bytes
         return result
-
-    def _in_process_client(self) -> httpx.AsyncClient:
-        """The client for fetching in this process (no fetch process, or it died), made at the first
-        such fetch: making one loads the CA bundle (0.2 s of CPU), which a run whose fetch process
-        does every fetch never needs here."""
-        if self.client is None:
-            from harvester.fetch import make_client
-
-            job = self.job
-            self.client = make_client(
-                job.concurrency, job.connect_timeout, job.timeout, job.user_agent, transport=self.transport
-            )
-        return self.client
 
     async def _fetch_robots(self, url: str) -> tuple[int | None, bytes | None]:
         """robots.txt through the harvester's own client, archived like any capture, up to 5 redirects."""
