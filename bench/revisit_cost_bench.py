@@ -54,7 +54,8 @@ from harvester.fetch import FetchResult  # noqa: E402
 from harvester.fetchproc import _FIELDS, FetchProcess, _frame  # noqa: E402
 from harvester.links import Link  # noqa: E402
 from harvester.warcfile import WarcRoller  # noqa: E402
-from index.capture import decision
+from index.capture import decision  # noqa: E402
+from index.capture.profiles import SERVER_NOT_MODIFIED  # noqa: E402
 from index.cdx import cdxj
 from index.integrity.fixity import Fixity  # noqa: E402
 from index.state import Capture, HarvestState, Original  # noqa: E402
@@ -154,7 +155,7 @@ def main_process_parts(db: Path, limit: int, work: Path) -> dict[str, float]:
             status=304,
             digest=previous["digest"],
             record_type="revisit",
-            profile=records.NOT_MODIFIED_PROFILE,
+            profile=SERVER_NOT_MODIFIED.uri,
             record_id=records.record_id(main),
             warc_date=date,
             warc=loc.filename,

@@ -30,9 +30,9 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from harvester.fetchresult import FetchResult, header_value
+from index.capture.profiles import SERVER_NOT_MODIFIED
 from index.state import Original
 
-NOT_MODIFIED_PROFILE = "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
 _BUILDER = WARCWriter(None, gzip=True, warc_version="1.1")
 _ASCII_KEPT = "".join(chr(c) for c in range(0x20, 0x7F))
 
@@ -205,7 +205,7 @@ def not_modified_revisit(result: FetchResult, warc_date: str, original: Original
             ("WARC-Type", "revisit"),
             ("WARC-Record-ID", _warc_id()),
             ("WARC-Target-URI", result.url),
-            ("WARC-Profile", NOT_MODIFIED_PROFILE),
+            ("WARC-Profile", SERVER_NOT_MODIFIED.uri),
             ("WARC-Refers-To-Target-URI", original.url),
             ("WARC-Refers-To-Date", original.warc_date),
             ("WARC-Payload-Digest", digest),
@@ -225,7 +225,7 @@ def built_not_modified_revisit(result: FetchResult, warc_date: str, original: Or
         http_headers=None,
         warc_headers_dict={"WARC-Date": warc_date, **_address(result), **_notes(result)},
     )
-    record.rec_headers.replace_header("WARC-Profile", NOT_MODIFIED_PROFILE)
+    record.rec_headers.replace_header("WARC-Profile", SERVER_NOT_MODIFIED.uri)
     record.rec_headers.add_header("WARC-Refers-To", original.record_id)
     return record
 

@@ -22,18 +22,19 @@ target), ``error`` (no HTTP response: nothing is written and the row does not ch
 ``not_stored(previous, outcome, at, run_id)`` is the same for looks that wrote no record: a soft
 change the job does not store, and a content page found vanished from every listing.
 
-No I/O, nothing of Strata's imported but ``index.state``'s ``Original``.
+No I/O, nothing of Strata's imported but ``index.state``'s ``Original`` and the revisit profiles
+(``index.capture.profiles``).
 """
 
 from __future__ import annotations
 
 import dataclasses
 
+from index.capture.profiles import profile_of
 from index.state import Original
 
 GONE_STATUSES = (404, 410)
 REDIRECT_STATUSES = (301, 302, 303, 307, 308)
-NOT_MODIFIED_PROFILE = "server-not-modified"  # the tail of the WARC 1.1 revisit profile URI
 
 
 def is_success(status: int | None) -> bool:
@@ -50,7 +51,7 @@ class Observation:
     status: int | None  # HTTP status; None: no response (an error)
     digest: str | None = None  # payload digest of the capture (a revisit's: its original's)
     record_type: str | None = None  # "response" | "revisit" | None (nothing written)
-    profile: str | None = None  # a revisit's WARC-Profile
+    profile: str | None = None  # a revisit's WARC-Profile (a URI of ``index.capture.profiles``)
     record_id: str | None = None  # the record written, its date and file: the original of
     warc_date: str | None = None  # later revisits when it holds the payload
     warc: str | None = None
@@ -65,7 +66,7 @@ class Observation:
 
     @property
     def not_modified_revisit(self) -> bool:
-        return self.record_type == "revisit" and NOT_MODIFIED_PROFILE in (self.profile or "")
+        return self.record_type == "revisit" and profile_of(self.profile).not_modified
 
 
 @dataclasses.dataclass(frozen=True)

@@ -25,7 +25,8 @@ from pathlib import Path
 from warcio.archiveiterator import ArchiveIterator
 
 from index.capture import runhistory
-from index.capture.decision import NOT_MODIFIED_PROFILE, Observation, decide
+from index.capture.decision import Observation, decide
+from index.capture.profiles import profile_of
 from index.cdx import cdxj
 from index.collection import Collection
 from index.integrity import warcscan
@@ -354,7 +355,7 @@ def _derive_capture(
     digest = headers.get_header("WARC-Payload-Digest")
     http = record.http_headers
     profile = headers.get_header("WARC-Profile") if record.rec_type == "revisit" else None
-    not_modified = NOT_MODIFIED_PROFILE in (profile or "")
+    not_modified = record.rec_type == "revisit" and profile_of(profile).not_modified
     status = 304 if not_modified else (int(http.get_statuscode()) if http and http.get_statuscode() else None)
     previous = state.url(url)
     state.see_url(
