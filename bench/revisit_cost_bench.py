@@ -56,10 +56,11 @@ from harvester.links import Link  # noqa: E402
 from harvester.warcfile import WarcRoller  # noqa: E402
 from index.capture import decision  # noqa: E402
 from index.capture.profiles import SERVER_NOT_MODIFIED  # noqa: E402
+from index.capture.record import capture_row  # noqa: E402
 from index.cdx import cdxj
 from index.integrity.fixity import Fixity  # noqa: E402
-from index.state import Capture, HarvestState, Original  # noqa: E402
-from strata.times import iso, ts14, utc_now, warc_date  # noqa: E402
+from index.state import HarvestState, Original  # noqa: E402
+from strata.times import iso, utc_now, warc_date  # noqa: E402
 
 BENCH_DIR = Path(__file__).resolve().parent
 RUN_ID = "20300101000000-0000"
@@ -159,8 +160,13 @@ def main_process_parts(db: Path, limit: int, work: Path) -> dict[str, float]:
             record_id=records.record_id(main),
             warc_date=date,
             warc=loc.filename,
+            offset=loc.offset,
+            length=loc.length,
+            mime="text/html",
             holds_payload=False,
             refers_to=original,
+            refers_to_uri=original.url,
+            refers_to_date=original.warc_date,
             etag='"e"',
             last_modified=None,
             location=None,
@@ -168,27 +174,7 @@ def main_process_parts(db: Path, limit: int, work: Path) -> dict[str, float]:
         decided = decision.decide(previous, observed)
         lap("decision")
         state.conn.execute("BEGIN IMMEDIATE")
-        state.add_capture(
-            Capture(
-                run_id=RUN_ID,
-                url=url,
-                timestamp=ts14(utc_now()),
-                warc_date=date,
-                record_type="revisit",
-                cls=decided.cls,
-                status=304,
-                digest=previous["digest"],
-                mime="text/html",
-                payload_length=0,
-                warc=loc.filename,
-                offset=loc.offset,
-                length=loc.length,
-                record_id=records.record_id(main),
-                refers_to_uri=original.url,
-                refers_to_date=original.warc_date,
-                location=None,
-            )
-        )
+        state.add_capture(capture_row(observed, decided.cls))
         state.update_url(url, **decided.state)
         lap("state: capture and URL rows written")
         state.conn.execute("COMMIT")

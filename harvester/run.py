@@ -40,13 +40,14 @@ from harvester.strategy import PagingStrategy
 from harvester.warcfile import RecordLocation, WarcRoller
 from index.capture import decision, runhistory
 from index.capture.rebuild import rebuild_if_outdated
+from index.capture.record import record_capture
 from index.capture.seal import index_sealed_file
 from index.cdx import cdxj
 from index.collection import Collection
 from index.fulltext.followproc import RunIndexer
 from index.integrity.fixity import Fixity
 from index.payload import DecodeError, decode_content, read_record
-from index.state import Capture, Original
+from index.state import Original
 from index.storage.redisstate import RedisHarvestState
 from index.storage.statestore import open_harvest_state
 from strata import __version__
@@ -580,48 +581,22 @@ class Harvest:
         mime = content_type.split(";")[0].strip().lower() or "unknown"
         parsed: list[Link] | None = None  # the links, when the main text's parse gave them
         if result.status == 304 and conditional and previous:
-            capture, loc, mime, link_source = self._write_not_modified(item, result, previous, now, mime)
+            capture, mime, link_source = self._write_not_modified(item, result, previous, now, mime)
         else:
             look = self._look(item, result, previous, content_type, mime, follow)
             if look.main_text_same and not self.job.store_soft_changes:  # soft, and not stored
                 self._skip_soft(item, result, previous, look, now, follow)
                 return
-            capture, loc = self._write_response(item, result, now, look)
+            capture = self._write_response(item, result, now, look, mime)
             parsed = look.links
             link_source = None  # () -> (raw body, Content-Type, Content-Encoding), called on a cache miss
             if follow and mime in LINK_TYPES and result.status and result.status < 300:
                 link_source = lambda: (result.read_body(), content_type, result.header("Content-Encoding"))  # noqa: E731
-        decided = decision.decide(previous, capture)
-        # a record Strata wrote has all three
-        assert capture.warc_date and capture.record_type and capture.record_id
         # The capture's state and the URLs it leads to in one transaction: one commit per URL, not one
         # more for each new URL seen and for its outlinks.
         failed: Exception | None = None
         with self.state.transaction():
-            self.state.add_capture(
-                Capture(
-                    run_id=self.run_id,
-                    url=item.url,
-                    timestamp=ts14(now),
-                    warc_date=capture.warc_date,
-                    record_type=capture.record_type,
-                    cls=decided.cls,
-                    status=result.status,
-                    digest=capture.digest,
-                    mime=mime,
-                    payload_length=result.body_length,
-                    warc=loc.filename,
-                    offset=loc.offset,
-                    length=loc.length,
-                    record_id=capture.record_id,
-                    refers_to_uri=capture.refers_to.url if capture.refers_to else None,
-                    refers_to_date=capture.refers_to.warc_date if capture.refers_to else None,
-                    location=capture.location,
-                )
-            )
-            self.state.update_url(item.url, **decided.state)
-            if decided.original and capture.digest:
-                self.state.add_digest(capture.digest, decided.original)
+            decided = record_capture(self.state, previous, capture)
             self.figures.count(decided.cls)
             if follow:
                 try:
@@ -644,7 +619,7 @@ class Harvest:
 
     def _write_not_modified(
         self, item: Item, result: FetchResult, previous: dict, now: datetime, mime: str
-    ) -> tuple[decision.Observation, RecordLocation, str, Callable | None]:
+    ) -> tuple[decision.Observation, str, Callable | None]:
         """A 304 to a conditional request: a server-not-modified revisit of the payload held."""
         date = warc_date(now)
         original = Original(
@@ -660,7 +635,11 @@ class Harvest:
         if mime in LINK_TYPES and held:
             # a 304 has no body: the links are those of the stored original
             link_source = lambda: self._stored_body(held)  # noqa: E731
-        return self._observation(item, result, now, main, loc, previous["digest"], original), loc, mime, link_source
+        return (
+            self._observation(item, result, now, main, loc, previous["digest"], original, mime=mime),
+            mime,
+            link_source,
+        )
 
     def _look(
         self, item: Item, result: FetchResult, previous: dict | None, content_type: str, mime: str, follow: bool
@@ -696,8 +675,8 @@ class Harvest:
         return _Look(page_kind, fingerprint, score, score >= self.job.change_threshold, links)
 
     def _write_response(
-        self, item: Item, result: FetchResult, now: datetime, look: _Look
-    ) -> tuple[decision.Observation, RecordLocation]:
+        self, item: Item, result: FetchResult, now: datetime, look: _Look, mime: str
+    ) -> decision.Observation:
         """A response record, or an identical-payload revisit when an indexed original holds the payload."""
         date = warc_date(now)
         original = self._original_of(result.digest)
@@ -710,7 +689,7 @@ class Harvest:
             main = records.response_record(result, date)
         loc = self._write_pair(result, date, main)
         holds = write.kind == "response" and bool(result.digest) and not result.truncated and result.body_length > 0
-        return self._observation(item, result, now, main, loc, result.digest, write.original, look, holds), loc
+        return self._observation(item, result, now, main, loc, result.digest, write.original, look, holds, mime)
 
     def _original_of(self, digest: str | None) -> Original | None:
         """The record a payload may refer to. URL-agnostic: any URL's payload counts. An incremental
@@ -745,6 +724,7 @@ class Harvest:
         refers: Original | None,
         look: _Look | None = None,
         holds: bool = False,
+        mime: str = "unknown",
     ) -> decision.Observation:
         look = look or _Look()
         return decision.Observation(
@@ -758,8 +738,14 @@ class Harvest:
             record_id=records.record_id(main),
             warc_date=main.rec_headers.get_header("WARC-Date"),
             warc=loc.filename,
+            offset=loc.offset,
+            length=loc.length,
+            mime=mime,
+            payload_length=result.body_length,
             holds_payload=holds,
             refers_to=refers,
+            refers_to_uri=refers.url if refers else None,
+            refers_to_date=refers.warc_date if refers else None,
             etag=result.header("ETag"),
             last_modified=result.header("Last-Modified"),
             location=result.header("Location"),

@@ -55,8 +55,14 @@ class Observation:
     record_id: str | None = None  # the record written, its date and file: the original of
     warc_date: str | None = None  # later revisits when it holds the payload
     warc: str | None = None
+    offset: int = 0  # where the record is in its file, and its length there
+    length: int = 0
+    mime: str = "unknown"  # the payload's media type (a 304's: its original's)
+    payload_length: int = 0  # the payload's bytes (a revisit's: its original's as fetched or held)
     holds_payload: bool = False  # a response with a digest and its whole, non-empty payload
-    refers_to: Original | None = None  # a revisit's original
+    refers_to: Original | None = None  # a revisit's original, when WARC-Refers-To names its record
+    refers_to_uri: str | None = None  # a revisit's WARC-Refers-To-Target-URI and -Date, as written
+    refers_to_date: str | None = None
     etag: str | None = None
     last_modified: str | None = None
     location: str | None = None

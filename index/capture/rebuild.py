@@ -25,12 +25,13 @@ from pathlib import Path
 from warcio.archiveiterator import ArchiveIterator
 
 from index.capture import runhistory
-from index.capture.decision import Observation, decide
+from index.capture.decision import Observation
 from index.capture.profiles import profile_of
+from index.capture.record import record_capture
 from index.cdx import cdxj
 from index.collection import Collection
 from index.integrity import warcscan
-from index.state import SCHEMA_VERSION, Capture, HarvestState, Original, schema_version
+from index.state import SCHEMA_VERSION, HarvestState, Original, schema_version
 from index.storage import backendcopy, redisdb
 from index.storage.backend import backend_of
 from strata.times import digits14
@@ -347,7 +348,7 @@ def _derive_capture(
     soft: set[str] | tuple[str, ...] = (),
     job: str | None = None,
 ) -> None:
-    """One response or revisit record through ``index.capture.decision``, as the harvest did when it wrote it."""
+    """One response or revisit record through ``index.capture.record``, as the harvest did when it wrote it."""
     headers = record.rec_headers
     url = headers.get_header("WARC-Target-URI")
     date = headers.get_header("WARC-Date")
@@ -385,7 +386,7 @@ def _derive_capture(
         if record.rec_type == "revisit" and refers_id
         else None
     )
-    capture = Observation(
+    observed = Observation(
         url=url,
         at=_iso(date),
         run_id=run_id,
@@ -396,38 +397,20 @@ def _derive_capture(
         record_id=record_id,
         warc_date=date,
         warc=warc,
+        offset=offset,
+        length=length,
+        mime=mime or "unknown",
+        payload_length=payload_length,
         holds_payload=record.rec_type == "response" and bool(digest) and not truncated and bool(payload_length),
         refers_to=refers,
+        refers_to_uri=refers_uri,
+        refers_to_date=refers_date,
         etag=http.get_header("ETag") if http else None,
         last_modified=http.get_header("Last-Modified") if http else None,
         location=http.get_header("Location") if http else None,
         main_text_same=url in soft,
     )
-    decided = decide(previous, capture)
-    state.add_capture(
-        Capture(
-            run_id=run_id,
-            url=url,
-            timestamp=digits14(date),
-            warc_date=date,
-            record_type=record.rec_type,
-            cls=decided.cls,
-            status=status,
-            digest=digest,
-            mime=mime or "unknown",
-            payload_length=payload_length,
-            warc=warc,
-            offset=offset,
-            length=length,
-            record_id=record_id,
-            refers_to_uri=refers_uri,
-            refers_to_date=refers_date,
-            location=capture.location,
-        )
-    )
-    state.update_url(url, **decided.state)
-    if decided.original:
-        state.add_digest(digest, decided.original)
+    record_capture(state, previous, observed)
 
 
 def add_missing_captures(collection: Collection, state: HarvestState, name: str) -> int:
