@@ -4,7 +4,7 @@
 most ``concurrency`` fetches (connections) at once: while one URL is recorded, the next is on the
 wire. Fetches run in a second process when there is one (``harvester.fetchproc``). For each
 URL: robots.txt, a fetch (conditional when the collection holds validators), a class from
-``harvester.decide``, records written through ``WarcRoller``, state updated in one transaction, links
+``harvester.write_policy``, records written through ``WarcRoller``, state updated in one transaction, links
 queued. When a WARC is sealed its CDXJ lines are merged and its digest entries become usable.
 """
 
@@ -23,7 +23,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from harvester import decide, records
+from harvester import records, write_policy
 from harvester.change import NoiseRules, content_digest, main_text, main_text_and_links, similarity
 from harvester.fetcher import Fetcher, HttpFetcher, open_fetcher
 from harvester.fetchresult import FetchResult
@@ -482,7 +482,7 @@ class Harvest:
             await self.frontier.pace(item.host)
         self.paging.fetched.add(item.url)
         previous = self.state.url(item.url)
-        conditional = decide.conditional_headers(previous) if self.mode == "incremental" else {}
+        conditional = write_policy.conditional_headers(previous) if self.mode == "incremental" else {}
         referer = {"Referer": item.via} if item.via else {}  # also lets a rebuild recover where it was found
         result = await self._fetch(item.url, {**referer, **conditional})
         try:
@@ -680,7 +680,9 @@ class Harvest:
         """A response record, or an identical-payload revisit when an indexed original holds the payload."""
         date = warc_date(now)
         original = self._original_of(result.digest)
-        write = decide.dedup_decision(result.digest, result.truncated, result.body_length, original, result.status)
+        write = write_policy.dedup_decision(
+            result.digest, result.truncated, result.body_length, original, result.status
+        )
         if write.kind == "revisit" and write.original is not None:
             main = records.identical_revisit(result, date, write.original)
             self.figures.bytes_saved += result.body_length
