@@ -48,7 +48,6 @@ from index.fulltext.followproc import RunIndexer
 from index.integrity.fixity import Fixity
 from index.payload import DecodeError, decode_content, read_record
 from index.state import Original
-from index.storage.redisstate import RedisHarvestState
 from index.storage.statestore import open_harvest_state
 from strata import __version__
 from strata.charset import charset_param
@@ -847,13 +846,10 @@ class Harvest:
 
     # -- sealing ------------------------------------------------------------------------------------
     def _grouped_commits(self) -> contextlib.AbstractContextManager:
-        """The URLs recorded within ``COMMIT_INTERVAL`` share a commit (``index.state.commits_deferred``).
-        Not with URL state in Redis: a Redis call waiting out an outage would then hold SQLite's
-        write lock, which the run's other workers wait for."""
-        if isinstance(self.state, RedisHarvestState):
-            return contextlib.nullcontext()
+        """The URLs recorded within ``COMMIT_INTERVAL`` share a commit (``index.state.commits_deferred``),
+        where the state's backend allows it."""
         loop = asyncio.get_running_loop()
-        return self.state.commits_deferred(lambda commit: loop.call_later(COMMIT_INTERVAL, commit))
+        return self.state.grouped_commits(lambda commit: loop.call_later(COMMIT_INTERVAL, commit))
 
     def _on_opened(self, filename: str) -> None:
         self.state.commit_now()  # a file's states are committed as they change, as without deferred commits

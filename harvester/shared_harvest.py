@@ -34,7 +34,6 @@ from harvester.shared_run import SharedRun, add_figures
 from harvester.warcfile import OPEN_SUFFIX
 from index.capture.rebuild import rebuild_if_outdated
 from index.storage import redisdb
-from index.storage.redisstate import RedisHarvestState
 from index.storage.statestore import open_harvest_state
 from strata.errors import CollectionBusy, HarvestError
 from strata.times import iso, utc_now
@@ -127,8 +126,7 @@ class SharedHarvest(Harvest):
 
     async def _locked_part(self, own) -> dict:
         self.state = open_harvest_state(self.collection)
-        if isinstance(self.state, RedisHarvestState):
-            self.state.on_wait = self._waiting
+        self.state.on_wait = self._waiting
         try:
             recover(self.collection, self.state, own=own)  # this label's torn files: a killed worker's
             return await self._run_locked()
@@ -169,14 +167,8 @@ class SharedHarvest(Harvest):
 
     async def _visit(self, item) -> None:
         # The worker holds the URL's lease while it visits: its state row is read from Redis once.
-        state = self.state
-        if not isinstance(state, RedisHarvestState):
-            return await super()._visit(item)
-        state.hold(item.url)
-        try:
+        with self.state.holding(item.url):
             await super()._visit(item)
-        finally:
-            state.release(item.url)
 
     def _make_frontier(self) -> Any:  # a SharedFrontier: Frontier's interface, in Redis
         job = self.job

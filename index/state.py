@@ -135,6 +135,8 @@ class HarvestState:
         self._deferred_open = False
         self._units_open = 0
         self.deferred_units = self.deferred_commits = 0  # transactions grouped, commits made
+        #: Hears each wait for a backend that is away (``index.storage.redisstate``; SQLite never waits).
+        self.on_wait: Callable[[str], None] | None = None
 
     def close(self) -> None:
         self.conn.close()
@@ -168,6 +170,15 @@ class HarvestState:
         finally:
             self._schedule_commit = None
             self.commit_now()
+
+    def grouped_commits(self, schedule: Callable[[Callable[[], None]], object]) -> contextlib.AbstractContextManager:
+        """``commits_deferred`` where this backend allows it (``index.storage.redisstate`` does not)."""
+        return self.commits_deferred(schedule)
+
+    def holding(self, url: str) -> contextlib.AbstractContextManager:
+        """This process holds ``url``'s lease while inside (one of several workers on a run): a
+        backend shared by several processes may keep its row meanwhile. Nothing to do for SQLite."""
+        return contextlib.nullcontext()
 
     def commit_now(self) -> None:
         """Commit the transaction ``commits_deferred`` holds open, if any (not from inside one of its
