@@ -3,7 +3,7 @@
 Crawl 2's CPU a request must fall to half of crawl 1's, and most of crawl 2 is 304s. This bench
 harvests a generated site once (``strata harvest``, crawl 1 of ``--preset``), then times, on a copy
 of that run's ``harvest.sqlite`` and with Strata's own functions, what the harvest's main process
-does for each 304 (``harvester.run.Harvest._record`` and ``_write_not_modified``):
+does for each 304 (``harvester.visit.RequestPath.take`` and ``harvester.recorder.Recorder.write_not_modified``):
 
 - the URL's state read (``HarvestState.url``), the original's capture row, the outlink cache;
 - the revisit record built (``records.not_modified_revisit``: made as bytes, through warcio's builder
