@@ -26,7 +26,7 @@ from harvester.fetchresult import FetchResult
 from harvester.job import JobSettings
 from harvester.look import Look
 from harvester.report import RunFigures
-from harvester.warcfile import RecordLocation, WarcRoller
+from harvester.warcfile import OPEN_SUFFIX, RecordLocation, WarcRoller
 from index.capture import runhistory
 from index.capture.decision import Decision, Observation
 from index.capture.record import record_capture
@@ -219,15 +219,42 @@ class Recorder:
         )
 
     # -- reading back ----------------------------------------------------------------------------
+    def _read(self, capture: dict):
+        """(rec_headers, http_headers, payload as stored) of a capture's record; from its ``.open``
+        name while this run still writes the file (each write is flushed before its row exists)."""
+        path = self.archive_dir / capture["warc"]
+        if not path.exists() and capture["warc"] == self.roller.current_file:
+            path = self.archive_dir / (capture["warc"] + OPEN_SUFFIX)
+        return read_record(path, capture["offset"])
+
     def stored_body(self, capture: dict) -> tuple[bytes | None, str, str | None]:
         """(payload as stored, Content-Type, Content-Encoding) of a capture, read back from its WARC."""
         try:
-            _, http_headers, body = read_record(self.archive_dir / capture["warc"], capture["offset"])
+            _, http_headers, body = self._read(capture)
         except (OSError, ValueError):
             return None, "", None
         if http_headers is None:
             return body, "", None
         return body, http_headers.get_header("Content-Type") or "", http_headers.get_header("Content-Encoding")
+
+    def stored_answer(self, capture: dict) -> tuple[int, list[tuple[str, str]], bytes] | None:
+        """(status, HTTP headers, payload as stored) of a capture, read back from its WARC as replay
+        would show it: an identical-payload revisit with its own status and headers and its original's
+        payload, a server-not-modified revisit as its original. None when it cannot be read."""
+        try:
+            rec_headers, http_headers, body = self._read(capture)
+            if capture["record_type"] == "revisit":
+                refers = rec_headers.get_header("WARC-Refers-To")
+                original = self.state.capture_by_record_id(refers) if refers else None
+                if original is None or original["record_type"] != "response":
+                    return None
+                _, original_http, body = self._read(original)
+                http_headers = http_headers or original_http
+        except (OSError, ValueError):
+            return None
+        if http_headers is None or not (http_headers.get_statuscode() or "").isdigit():
+            return None
+        return int(http_headers.get_statuscode()), list(http_headers.headers), body
 
     # -- the run's report ------------------------------------------------------------------------
     def write_run_record(self, run: dict, figures: dict) -> str | None:

@@ -13,12 +13,16 @@ recorder.
         queued by the paging strategy (``harvester.strategy``)
 
 A ``Visitor`` visits a page; ``HttpVisitor`` visits one as one request, its links those of its
-payload. A visitor that loads pages in a browser replaces it and sends each request the page makes
-through ``RequestPath.answer`` (docs/architecture.md, "Browser capture").
+payload. A visitor that loads pages in a browser replaces it (``VISITORS``, chosen by the job's
+``capture``) and sends each request the page makes through ``RequestPath.answer``: the same path,
+once per URL and run, answered with the bytes as stored (for a 304, the stored original's).
+docs/architecture.md ("A browser visitor") gives the contract.
 """
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import time
 from collections.abc import Awaitable, Callable
 from datetime import datetime
@@ -38,6 +42,7 @@ from harvester.runlog import RunLog
 from harvester.scope import Scope
 from harvester.strategy import PagingStrategy
 from index.capture import decision
+from index.capture.decision import Observation
 from index.payload import DecodeError
 from index.state import HarvestState
 from strata.times import iso, utc_now
@@ -47,6 +52,16 @@ from strata.urls import normalize_url, url_host
 RobotsFetch = Callable[[str], Awaitable[tuple[int | None, bytes | None]]]
 #: () -> (payload as stored, Content-Type, Content-Encoding), read when the outlink cache misses
 LinkSource = Callable[[], tuple[bytes | None, str, str | None]]
+
+
+@dataclasses.dataclass(frozen=True)
+class Answer:
+    """What a request was answered with, for a browser: the payload as stored (still content-encoded,
+    as its headers say), the status and headers as answered (a 304: the stored original's)."""
+
+    status: int
+    headers: list[tuple[str, str]]
+    body: bytes
 
 
 class Visitor(Protocol):
@@ -84,11 +99,18 @@ class RequestPath:
         self.robots = RobotsCache(share_robots(self.fetch_robots), user_agent=job.user_agent)
         self._robots_answered: dict[str, float] = {}  # host -> when its robots.txt last answered
         self._crawl_delays: dict[str, float] = {}  # host -> seconds between requests it was given
+        # Requests answered (``request``): URL -> the record id of the capture to read back (None:
+        # refused or failed), and those in flight, which a second asker waits for.
+        self._answered: dict[str, str | None] = {}
+        self._answering: dict[str, asyncio.Future[Answer | None]] = {}
 
     # -- one URL ---------------------------------------------------------------------------------
     async def visit(self, item: Item) -> None:
+        await self._request(item, follow=True, answer=False)
+
+    async def _request(self, item: Item, follow: bool, answer: bool) -> Answer | None:
         if not await self._allowed(item):
-            return
+            return None
         if self.frontier.paced(item.host):
             await self.frontier.pace(item.host)
         self.paging.fetched.add(item.url)
@@ -97,9 +119,68 @@ class RequestPath:
         referer = {"Referer": item.via} if item.via else {}  # also lets a rebuild recover where it was found
         result = await self._fetch(item.url, {**referer, **conditional})
         try:
-            self.take(item, result, previous, bool(conditional))
+            observed = self.take(item, result, previous, bool(conditional), follow)
+            if not answer or result.error or result.status is None:
+                return None
+            # what a later asker reads back: this capture, or (a soft change not stored) the one held
+            self._answered[item.url] = observed.record_id if observed else (previous or {}).get("orig_record_id")
+            if result.status == 304 and conditional and previous:
+                return self._read_back(self._answered[item.url])  # the stored original's
+            return Answer(result.status, list(result.headers), result.read_body())
         finally:
             result.close()
+
+    # -- a browser's requests --------------------------------------------------------------------
+    async def answer(self, url: str, method: str, page: Item, navigation: bool) -> Answer | None:
+        """One request of a page loaded in a browser (``page``: the frontier's item the visitor is
+        visiting), through this path, or None to fail it. Only GET is fetched. The page's own
+        navigation is the page's item, its links followed as for HTTP capture; another top-level
+        navigation (the page's redirect) is a redirect at the page's depth; every other request
+        (scripts, styles, images, XHR and fetch, frames) is an embed of the page, in scope as
+        embeds are (``embeds_offsite``)."""
+        target = normalize_url(url)
+        if method.upper() != "GET" or target is None:
+            return None
+        if target == page.url:
+            item, follow = page, True
+        else:
+            kind = "redirect" if navigation else "embed"
+            if not self.scope.decide(target, page.depth, "navigation" if navigation else "embed").accept:
+                return None
+            item, follow = Item(target, page.depth, kind, via=page.url), False
+            if not self.frontier.seen(target):  # the URL's row first: the capture path updates it
+                self.frontier.add_seen(target)
+                link_kind = "navigation" if navigation else "embed"
+                self.state.see_url(
+                    target, url_host(target), self.run_id, iso(utc_now()), page.url, page.depth, link_kind,
+                    job=self.job_key,
+                )  # fmt: skip
+        return await self.request(item, follow)
+
+    async def request(self, item: Item, follow: bool = False) -> Answer | None:
+        """``item`` fetched and recorded once in the run, however many pages ask for it: a second
+        asker waits for the first, a later one gets the capture read back from the WARC."""
+        url = item.url
+        if url in self._answered:
+            return self._read_back(self._answered[url])
+        pending = self._answering.get(url)
+        if pending is not None:
+            return await asyncio.shield(pending)
+        future: asyncio.Future[Answer | None] = asyncio.get_running_loop().create_future()
+        self._answering[url] = future
+        answer: Answer | None = None
+        try:
+            answer = await self._request(item, follow, answer=True)
+        finally:
+            self._answered.setdefault(url, None)
+            del self._answering[url]
+            future.set_result(answer)
+        return answer
+
+    def _read_back(self, record_id: str | None) -> Answer | None:
+        capture = self.state.capture_by_record_id(record_id) if record_id else None
+        stored = self.recorder.stored_answer(capture) if capture else None
+        return Answer(*stored) if stored else None
 
     async def _allowed(self, item: Item) -> bool:
         """robots.txt allows the URL (or the job ignores it); a disallowed one is recorded as skipped."""
@@ -161,15 +242,15 @@ class RequestPath:
     # -- what came back --------------------------------------------------------------------------
     def take(
         self, item: Item, result: FetchResult, previous: dict | None, conditional: bool, follow: bool = True
-    ) -> None:
+    ) -> Observation | None:
         """Write what a fetch brought back and record the capture (``index.capture.record``), then
-        queue where it leads."""
+        queue where it leads. What was recorded (None: nothing was written)."""
         now = utc_now()
         if result.error:
             self.figures.errors += 1
             self.log.fetch_failed(item, result.error)
             self.state.add_check(self.run_id, item.url, "error", result.error, iso(now))
-            return
+            return None
         self.log.answered(item, result.surplus)
         self.figures.urls_fetched += 1
         content_type = result.header("Content-Type") or ""
@@ -186,7 +267,7 @@ class RequestPath:
             look = self.looker.look(item.url, result, previous, content_type, mime, follow)
             if look.main_text_same and not self.job.store_soft_changes:  # soft, and not stored
                 self._skip_soft(item, result, previous, look, now, follow)
-                return
+                return None
             observed = self.recorder.write_response(item.url, result, now, look, mime)
             parsed = look.links
             if follow and mime in LINK_TYPES and result.status and result.status < 300:
@@ -203,6 +284,7 @@ class RequestPath:
                     failed = exc
         if failed is not None:
             raise failed
+        return observed
 
     def _follow(
         self,
@@ -294,4 +376,4 @@ VISITORS: dict[str, Callable[[RequestPath], Visitor]] = {"http": HttpVisitor}
 
 
 def visitor_for(job: JobSettings, path: RequestPath) -> Visitor:
-    return VISITORS["http"](path)
+    return VISITORS[job.capture](path)
