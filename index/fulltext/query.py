@@ -32,7 +32,6 @@ import dataclasses
 import re
 import threading
 import time
-from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -40,6 +39,7 @@ from index.access.rules import rules_for
 from index.access.search import SearchAccess
 from index.collection import Collection, list_collections
 from index.fulltext.cjk import CJKBigramAnalyzer, is_cjk, normalize
+from index.fulltext.fields import META_FIELDS, facets_of
 from index.fulltext.filters import MetaFilters, allowed_by_meta
 from index.fulltext.histogram import histogram
 from index.fulltext.mapfile import mapped_bytes
@@ -520,7 +520,7 @@ def search(root: Path, params: SearchParams, time_limit: float = TIME_LIMIT, acc
         "exhaustive": exhaustive and not timed_out,
         "timed_out": timed_out,
         "hits": page_hits,
-        "facets": _facets(hits),
+        "facets": facets_of(hits),
         "histogram": histogram(hits),
         "elapsed_ms": round((time.monotonic() - started) * 1000, 1),
     }
@@ -575,22 +575,8 @@ def _page_docs(page_hits: list[dict], best: dict) -> dict[IndexView, list[int]]:
     return found
 
 
-def _facets(hits: list[dict]) -> dict:
-    sites = Counter(h["host"] for h in hits)
-    types = Counter(h["type"] for h in hits)
-    years: Counter = Counter()
-    for h in hits:
-        years.update({s[:4] for s in h["captures"]})
-    return {
-        "site": [{"value": k, "count": v} for k, v in sorted(sites.items(), key=lambda kv: (-kv[1], kv[0]))[:20]],
-        "type": [{"value": k, "count": v} for k, v in sorted(types.items(), key=lambda kv: (-kv[1], kv[0]))],
-        "year": [{"value": k, "count": v} for k, v in sorted(years.items())],
-    }
-
-
 def _meta_echo(meta: MetaFilters | None) -> dict:
     """The metadata filters in effect, as given (published dates as their 8-character keys)."""
     if meta is None:
         return {}
-    names = ("title", "author", "keyword", "lang", "published_from", "published_to")
-    return {name: getattr(meta, name) for name in names if getattr(meta, name)}
+    return {f.name: getattr(meta, f.name) for f in META_FIELDS if getattr(meta, f.name)}
