@@ -36,8 +36,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from index.access.rules import rules_for
-from index.access.search import SearchAccess
 from index.collection import Collection, list_collections
+from index.fulltext.access import SearchAccess
 from index.fulltext.cjk import CJKBigramAnalyzer, is_cjk, normalize
 from index.fulltext.fields import META_FIELDS, facets_of
 from index.fulltext.filters import MetaFilters, allowed_by_meta
