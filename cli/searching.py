@@ -31,7 +31,7 @@ from strata.errors import ArchiveError, ConfigError
 def search(collection, query, limit, as_json, page, per_page, every, fmt, level, root, search_fields) -> None:
     """Full-text search of COLLECTION: words, "phrases", AND, OR, NOT, -word, parentheses."""
     from index.collection import Collection
-    from index.fulltext.query import SearchParams
+    from index.fulltext.params import SearchParams
     from index.fulltext.query import search as run_search
 
     Collection.open(root, collection)

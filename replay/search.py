@@ -38,7 +38,8 @@ from index.fulltext.fields import (
     SELECTING,
     params_of,
 )
-from index.fulltext.query import MAX_PER_PAGE, SearchParams, search
+from index.fulltext.params import MAX_PER_PAGE, SearchParams
+from index.fulltext.query import search
 from index.fulltext.text import MIME_GROUPS
 from replay.histogram_chart import histogram_chart
 from strata.errors import QueryError, StrataError

@@ -29,7 +29,8 @@ from pathlib import Path
 from index.access.exposure import capture_filter, show_all
 from index.collection import Collection, list_collections
 from index.fulltext.matching import IndexView, TimeUp, evaluate, rank
-from index.fulltext.query import SearchParams, _allowed, open_view, parse_query
+from index.fulltext.params import SearchParams, parse_query
+from index.fulltext.query import _allowed, open_view
 from index.fulltext.snippets import snippet
 from strata.errors import ConfigError, QueryError
 

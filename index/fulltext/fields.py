@@ -4,7 +4,7 @@ Every parameter a search takes (the web form and its JSON API, ``strata search``
 search export's address) is a ``Field`` of ``FIELDS``: its ``SearchParams`` attribute, its request
 parameter (the CLI option is the same name, ``--published-from``), its label and help, and how the
 form shows it. ``params_of(get, getlist)`` reads a request's values into ``SearchParams``'s
-arguments; ``index.fulltext.query`` checks them.
+arguments; ``index.fulltext.params`` checks them.
 
 Every facet the results offer is a ``Facet`` of ``FACETS``: what it counts in each hit (URL, host,
 type, the capture timestamps), how its values are ordered and cut, and the parameters a click

@@ -17,7 +17,8 @@ import pytest
 from index.collection import Collection
 from index.fulltext import store as fulltext
 from index.fulltext.documents import IndexUnusable, indexable
-from index.fulltext.query import TIME_LIMIT, SearchParams, parse_query, parse_when, search
+from index.fulltext.params import SearchParams, parse_query, parse_when
+from index.fulltext.query import TIME_LIMIT, search
 from index.fulltext.rebuild import rebuild
 from index.fulltext.store import open_index
 from index.fulltext.update import index_run

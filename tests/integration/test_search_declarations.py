@@ -13,7 +13,8 @@ from lxml import html as lxml_html
 
 from cli import cli
 from index.fulltext import fields
-from index.fulltext.query import SearchParams, search
+from index.fulltext.params import SearchParams
+from index.fulltext.query import search
 
 
 @pytest.fixture

@@ -43,7 +43,7 @@ from index.access.exposure import capture_filter, show_all
 from index.collection import Collection
 from index.export.wacz.extsort import ExternalSort
 from index.export.wacz.records import Located, OriginalFinder, RecordReader, iter_located
-from index.fulltext.query import parse_when
+from index.fulltext.params import parse_when
 from index.integrity.digestscan import check_record_at
 from index.state import open_readonly, run_files, runs
 from strata.errors import ConfigError
