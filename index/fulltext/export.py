@@ -28,9 +28,9 @@ from pathlib import Path
 
 from index.access.exposure import capture_filter, show_all
 from index.collection import Collection, list_collections
-from index.fulltext.matching import IndexView, TimeUp, evaluate, rank
+from index.fulltext.backend import Hit, SearchBackend
+from index.fulltext.engine import open_backend
 from index.fulltext.params import SearchParams, parse_query
-from index.fulltext.query import _allowed, open_view
 from index.fulltext.snippets import snippet
 from strata.errors import ConfigError, QueryError
 
@@ -54,8 +54,8 @@ class _Group:
     collection: str
     url: str
     score: float
-    view: IndexView
-    docnum: int
+    backend: SearchBackend
+    best: Hit  # the group's best document
     stamps: set[int]
 
 
@@ -69,7 +69,7 @@ class HitSet:
     prefixes: set[str]
     timed_out: bool
     unindexed: list[str]
-    private_views: list[IndexView] = dataclasses.field(default_factory=list)  # opened for this export alone
+    private: list[SearchBackend] = dataclasses.field(default_factory=list)  # opened for this export alone
 
     @property
     def total(self) -> int:
@@ -94,31 +94,23 @@ def all_hits(
     groups: dict[tuple[str, str], _Group] = {}
     timed_out = False
     unindexed: list[str] = []
-    private_views: list[IndexView] = []
-    lo, hi = p.date_from, p.date_to
+    private_backends: list[SearchBackend] = []
     for name in names:
         coll = Collection.open(Path(root), name)
-        view = _private_view(coll) if private else open_view(coll)
-        if view is None:
+        backend = open_backend(coll, private=private)
+        if backend is None:
             if coll.warc_files():
                 unindexed.append(name)
             continue
         if private:
-            private_views.append(view)
+            private_backends.append(backend)
         shown = capture_filter(Path(root), name, "search-export", level)
         deadline = math.inf if time_limit is None else time.monotonic() + time_limit
-        try:
-            ranked = rank(evaluate(view, parsed.tree, deadline, p.scope), _allowed(view, p), view.count + 1, deadline)
-        except TimeUp:
-            timed_out = True
-            continue
-        timed_out = timed_out or ranked.timed_out
-        url_col = view.columns["url"]
-        for score, docnum in ranked.hits:
-            stamps = view.captures.of(docnum, lo, hi)
-            if not stamps:
-                continue
-            url = url_col[docnum]
+        found = backend.matches(parsed, p, None, deadline)
+        timed_out = timed_out or found.timed_out
+        for hit in found.hits:
+            url, stamps = hit.url, hit.stamps
+            hit.stamps = []  # the group keeps them, as integers: 100,000 hits' lists would weigh
             if shown is not show_all:
                 stamps = [ts for ts in stamps if shown(url, ts)]
                 if not stamps:
@@ -126,11 +118,11 @@ def all_hits(
             key = (name, url)
             group = groups.get(key)
             if group is None:
-                groups[key] = _Group(name, url, score, view, docnum, set(map(int, stamps)))
+                groups[key] = _Group(name, url, hit.score, backend, hit, set(map(int, stamps)))
                 continue
             group.stamps.update(map(int, stamps))
-            if score > group.score:
-                group.score, group.view, group.docnum = score, view, docnum
+            if hit.score > group.score:
+                group.score, group.backend, group.best = hit.score, backend, hit
     hits = list(groups.values())
     if p.sort == "date":
         hits.sort(key=lambda g: (max(g.stamps), g.score), reverse=True)
@@ -138,16 +130,9 @@ def all_hits(
         hits.sort(key=lambda g: (min(g.stamps), -g.score))
     else:
         hits.sort(key=lambda g: (-g.score, g.url))
-    for view in private_views:
-        view.release_pages()
-    return HitSet(p, hits, parsed.terms, parsed.prefixes, timed_out, unindexed, private_views)
-
-
-def _private_view(coll: Collection) -> IndexView | None:
-    try:
-        return IndexView(coll, populate=False)
-    except FileNotFoundError:
-        return None
+    for backend in private_backends:
+        backend.release_pages()
+    return HitSet(p, hits, parsed.terms, parsed.prefixes, timed_out, unindexed, private_backends)
 
 
 def _hit(hits: HitSet, group: _Group, with_snippet: bool = False) -> dict:
@@ -155,8 +140,8 @@ def _hit(hits: HitSet, group: _Group, with_snippet: bool = False) -> dict:
     p = hits.params
     stamps = [f"{ts:014d}" for ts in sorted(group.stamps)]
     replay_ts = stamps[0] if p.date_from and not p.date_to else stamps[-1]
-    view, docnum = group.view, group.docnum
-    stored = view.searcher.stored_fields(docnum)
+    backend, best = group.backend, group.best
+    host, kind = backend.summary(best)
     out = {
         "collection": group.collection,
         "url": group.url,
@@ -166,18 +151,18 @@ def _hit(hits: HitSet, group: _Group, with_snippet: bool = False) -> dict:
         "first": stamps[0],
         "last": stamps[-1],
         "replay_ts": replay_ts,
-        "type": view.columns["mtype"][docnum],
-        "mime": stored.get("mime") or "",
-        "host": view.columns["host"][docnum],
+        "type": kind,
+        "mime": backend.mime(best),
+        "host": host,
         "replay": f"/{group.collection}/{replay_ts}/{group.url}",
         "score": round(float(group.score), 4),
     }
     if with_snippet:
-        title, description, _, text, _ = view.texts(docnum)
-        out["title"] = title or ""
-        out["snippet"], out["snippet_html"] = snippet(text or description or "", hits.terms, hits.prefixes)
+        (text,) = backend.details([best])
+        out["title"] = text.title
+        out["snippet"], out["snippet_html"] = snippet(text.text or text.description, hits.terms, hits.prefixes)
     else:
-        out["title"] = view.raw_texts(docnum).split(b"\x00", 1)[0].decode("utf-8", "replace")
+        out["title"] = backend.title(best)
     return out
 
 
@@ -223,8 +208,8 @@ def iter_rows(hits: HitSet, limit: int | None = None) -> Iterator[dict]:
         hit = _hit(hits, group)
         yield {k: hit[k] for k in CSV_FIELDS}
         if n % RELEASE_EVERY == RELEASE_EVERY - 1:
-            for view in hits.private_views:
-                view.release_pages()
+            for backend in hits.private:
+                backend.release_pages()
 
 
 def jsonl_lines(hits: HitSet, limit: int | None = None) -> Iterator[str]:

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from index.collection import Collection
-from index.fulltext import query
+from index.fulltext import whooshindex
 from index.fulltext.captures import TABLE_FILE, CaptureStore, CaptureTable
 from index.fulltext.documents import Payload
 from index.fulltext.params import SearchParams
@@ -115,7 +115,7 @@ def test_searches_drop_their_mapped_pages_past_the_limit(tmp_path, monkeypatch):
     params = SearchParams(q="数据 common", collections=["scale"])
     assert search(tmp_path, params)["total_documents"] == 200
     assert _segment_rss(coll) > 0  # the pages it read stay mapped under the limit
-    monkeypatch.setattr(query, "MAPPED_LIMIT", 0)
+    monkeypatch.setattr(whooshindex, "MAPPED_LIMIT", 0)
     assert search(tmp_path, params)["total_documents"] == 200
     assert _segment_rss(coll) == 0
     assert search(tmp_path, params)["total_documents"] == 200  # and read again from the page cache
