@@ -14,7 +14,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from harvester.jobs.frequency import ADAPTIVE, FREQUENCIES, check_frequency
+from harvester.frequency import ADAPTIVE, FREQUENCIES, check_frequency
 from strata.errors import ConfigError
 from strata.settings import (
     Setting,

@@ -19,11 +19,11 @@ import re
 from pathlib import Path
 from typing import Any
 
+from harvester.frequency import check_frequency
 from harvester.guard import GuardError, NetworkPolicy, check_url_sync
 
 # The choices of the three choice fields, as the job table defines them (a test checks they agree).
 from harvester.job import JOB_SETTINGS, SECRET_SETTINGS, JobSettings, load_job_file, validate_job
-from harvester.jobs.frequency import check_frequency
 from harvester.login import parse_cookies
 from strata.errors import ConfigError
 from strata.settings import Setting

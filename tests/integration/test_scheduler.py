@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from harvester.frequency import add_months, check_frequency, next_slot
 from harvester.job import validate_job
-from harvester.jobs.frequency import add_months, check_frequency, next_slot
 from harvester.jobs.queue import open_queue
 from harvester.jobs.scheduler import Scheduler, set_paused
 from index.collection import Collection
