@@ -59,7 +59,7 @@ from index.capture.profiles import SERVER_NOT_MODIFIED  # noqa: E402
 from index.capture.record import capture_row  # noqa: E402
 from index.cdx import cdxj
 from index.integrity.fixity import Fixity  # noqa: E402
-from index.state import HarvestState, Original  # noqa: E402
+from index.storage.state import HarvestState, Original  # noqa: E402
 from strata.times import iso, utc_now, warc_date  # noqa: E402
 
 BENCH_DIR = Path(__file__).resolve().parent

@@ -145,7 +145,7 @@ def runs(collection, as_json, root) -> None:
     from harvester.jobs.origin import COMMAND_LINE, run_origins
     from index.collection import Collection
     from index.fulltext.captures import CaptureStore, read_existing
-    from index.state import HarvestState
+    from index.storage.state import HarvestState
 
     coll = Collection.open(root, collection)
     with HarvestState(coll.db_path) as state:
@@ -229,7 +229,7 @@ def report(collection, run_id, as_json, root) -> None:
     """Per site: pages, change rate, pages due; per run: what it stored and saved against the last full run."""
     from harvester.collection_report import build_report
     from index.collection import Collection
-    from index.state import HarvestState
+    from index.storage.state import HarvestState
 
     coll = Collection.open(root, collection)
     with HarvestState(coll.db_path) as state:

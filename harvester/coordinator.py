@@ -36,7 +36,7 @@ from harvester.strategy import PagingStrategy
 from harvester.visit import RobotsFetch
 from index.capture.rebuild import rebuild_if_outdated
 from index.collection import Collection
-from index.state import HarvestState
+from index.storage.state import HarvestState
 from strata.times import iso, ts14
 
 if TYPE_CHECKING:

@@ -18,7 +18,7 @@ from harvester.links import Link
 from harvester.schedule import PageKinds
 from index.capture import decision
 from index.payload import DecodeError, decode_content
-from index.state import HarvestState
+from index.storage.state import HarvestState
 from strata.charset import charset_param
 from strata.media import HTML_TYPES
 

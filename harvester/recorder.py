@@ -35,7 +35,7 @@ from index.cdx import cdxj
 from index.collection import Collection
 from index.integrity.fixity import Fixity
 from index.payload import read_record
-from index.state import HarvestState, Original
+from index.storage.state import HarvestState, Original
 from strata import __version__
 from strata.times import iso, utc_now, warc_date
 

@@ -31,7 +31,7 @@ from warcio.warcwriter import WARCWriter
 
 from harvester.fetchresult import FetchResult, header_value
 from index.capture.profiles import SERVER_NOT_MODIFIED
-from index.state import Original
+from index.storage.state import Original
 
 _BUILDER = WARCWriter(None, gzip=True, warc_version="1.1")
 _ASCII_KEPT = "".join(chr(c) for c in range(0x20, 0x7F))

@@ -45,7 +45,7 @@ from harvester.strategy import PagingStrategy
 from harvester.visit import RequestPath, Visitor, visitor_for
 from index.collection import Collection
 from index.fulltext.followproc import RunIndexer
-from index.state import HarvestState
+from index.storage.state import HarvestState
 from index.storage.statestore import open_harvest_state
 from strata.times import iso, ts14, utc_now
 from strata.urls import url_host
@@ -284,7 +284,7 @@ class Harvest:
             await asyncio.sleep(0.1)
 
     def _grouped_commits(self) -> contextlib.AbstractContextManager:
-        """The URLs recorded within ``COMMIT_INTERVAL`` share a commit (``index.state.commits_deferred``),
+        """The URLs recorded within ``COMMIT_INTERVAL`` share a commit (``index.storage.state.commits_deferred``),
         where the state's backend allows it."""
         loop = asyncio.get_running_loop()
         return self.state.grouped_commits(lambda commit: loop.call_later(COMMIT_INTERVAL, commit))

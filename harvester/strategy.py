@@ -27,7 +27,7 @@ from harvester.schedule import (
 )
 from harvester.scope import Scope
 from index.capture import decision
-from index.state import HarvestState
+from index.storage.state import HarvestState
 from strata.media import HTML_TYPES
 from strata.times import iso
 

@@ -44,7 +44,7 @@ from harvester.strategy import PagingStrategy
 from index.capture import decision
 from index.capture.decision import Observation
 from index.payload import DecodeError
-from index.state import HarvestState
+from index.storage.state import HarvestState
 from strata.times import iso, utc_now
 from strata.urls import normalize_url, url_host
 

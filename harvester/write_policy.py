@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 
 from index.capture.decision import is_success
-from index.state import Original
+from index.storage.state import Original
 
 EMPTY_SHA1 = "sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ"
 

@@ -52,7 +52,7 @@ from warcio.recordloader import ArchiveLoadFailed
 from index.cdx.capture_index import root_cdx
 from index.collection import Collection
 from index.integrity.digestscan import check_member, check_record_at, read_member
-from index.state import indexed_original, open_readonly
+from index.storage.state import indexed_original, open_readonly
 from replay.asof import AsOfIndexSource
 from replay.recordload import PayloadRecordLoader, RecordLoader
 from replay.recordmemo import RecordMemo

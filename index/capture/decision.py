@@ -22,7 +22,7 @@ target), ``error`` (no HTTP response: nothing is written and the row does not ch
 ``not_stored(previous, outcome, at, run_id)`` is the same for looks that wrote no record: a soft
 change the job does not store, and a content page found vanished from every listing.
 
-No I/O, nothing of Strata's imported but ``index.state``'s ``Original`` and the revisit profiles
+No I/O, nothing of Strata's imported but ``index.storage.state``'s ``Original`` and the revisit profiles
 (``index.capture.profiles``).
 """
 
@@ -31,7 +31,7 @@ from __future__ import annotations
 import dataclasses
 
 from index.capture.profiles import profile_of
-from index.state import Original
+from index.storage.state import Original
 
 GONE_STATUSES = (404, 410)
 REDIRECT_STATUSES = (301, 302, 303, 307, 308)

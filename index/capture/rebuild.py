@@ -31,9 +31,9 @@ from index.capture.record import record_capture
 from index.cdx import cdxj
 from index.collection import Collection
 from index.integrity import warcscan
-from index.state import SCHEMA_VERSION, HarvestState, Original, schema_version
 from index.storage import backendcopy, redisdb
 from index.storage.backend import backend_of
+from index.storage.state import SCHEMA_VERSION, HarvestState, Original, schema_version
 from strata.times import digits14
 
 
@@ -51,7 +51,7 @@ def _iso(warc_date: str) -> str:
 
 
 def rebuild_if_outdated(collection: Collection) -> bool:
-    """Rebuild a database made by an older Strata (``index.state.SCHEMA_VERSION``) before it is
+    """Rebuild a database made by an older Strata (``index.storage.state.SCHEMA_VERSION``) before it is
     used: the schema is rebuilt from the WARCs rather than migrated. True when it was rebuilt."""
     version = schema_version(collection.db_path)
     if version is None or version >= SCHEMA_VERSION:

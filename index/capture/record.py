@@ -12,7 +12,7 @@ from its WARCs holds the rows its harvests wrote. The caller holds the transacti
 from __future__ import annotations
 
 from index.capture.decision import Decision, Observation, decide
-from index.state import Capture, HarvestState
+from index.storage.state import Capture, HarvestState
 from strata.times import digits14
 
 

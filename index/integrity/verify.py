@@ -36,7 +36,7 @@ from pathlib import Path
 from index.collection import Collection
 from index.integrity.digestscan import Damage, Record, bare_digest, scan
 from index.integrity.fixity import ALGORITHM, Fixity, now_iso
-from index.state import open_readonly, record_locations
+from index.storage.state import open_readonly, record_locations
 from strata.times import digits14
 
 MODES = ("quick", "fixity", "full")

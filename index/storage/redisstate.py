@@ -1,6 +1,6 @@
 """Harvest state with the per-URL state and the digest index in the root's Redis (``index.storage.backend``).
 
-``RedisHarvestState`` is ``HarvestState`` (``index.state``, the one owner of harvest.sqlite) whose
+``RedisHarvestState`` is ``HarvestState`` (``index.storage.state``, the one owner of harvest.sqlite) whose
 URL-state and digest-index questions are answered by Redis, so every worker and every machine of
 the root reads the same: what an incremental run rechecks (``job_urls``, ``url``), where a payload
 is already held (``lookup_digest``). Every write still goes to the collection's SQLite file too
@@ -21,8 +21,8 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from index.state import HarvestState, Original
 from index.storage import redisdb
+from index.storage.state import HarvestState, Original
 
 SQLITE_LOCK_MARGIN = 30.0  # seconds past Redis's patience that a worker waits for SQLite's write lock
 

@@ -1,7 +1,7 @@
 """The calendar of a URL (every capture, with its kind, HTTP status class, run and, for a revisit,
 its original), and the list of archived URLs under a prefix. Reached through ``/<coll>/*/<url>`` and
 ``/<coll>/*/<url>*``; the same list as JSON at ``/api/captures/<coll>/<url>`` (``render_json``).
-Each capture is described by ``index.state.capture_entries``, as ``strata captures`` prints it."""
+Each capture is described by ``index.storage.state.capture_entries``, as ``strata captures`` prints it."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import itertools
 
 from flask import jsonify, render_template
 
-from index import state
+from index.storage import state
 from replay import access
 from replay.address import Address
 from replay.asof import pad_as_of
@@ -54,7 +54,7 @@ def render(addr: Address):
 
 def render_json(addr: Address):
     """The calendar's list as JSON: ``{"collection", "url", "captures": [...]}``, each capture with
-    the fields of ``index.state.CAPTURE_FIELDS`` (what ``strata captures --json`` prints)."""
+    the fields of ``index.storage.state.CAPTURE_FIELDS`` (what ``strata captures --json`` prints)."""
     _, captures = _captures(addr)
     fields = state.CAPTURE_FIELDS
     return jsonify(

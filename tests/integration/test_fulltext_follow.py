@@ -33,7 +33,7 @@ from index.fulltext.query import search
 from index.fulltext.rebuild import rebuild
 from index.fulltext.store import open_index
 from index.fulltext.update import index_run
-from index.state import HarvestState
+from index.storage.state import HarvestState
 from tests.conftest import VENV_BIN
 
 PAGES = followproc.START_AFTER + 40  # enough for the run to start its indexer

@@ -14,7 +14,7 @@ from demo.site_server import Resource, SiteServer
 from harvester.change import NoiseRules, content_digest, main_text, similarity
 from harvester.schedule import change_rate, due_at, is_ordered_listing, is_pagination_link, next_interval
 from index.collection import Collection
-from index.state import HarvestState
+from index.storage.state import HarvestState
 from tests.conftest import harvest
 
 STRATEGY = dict(

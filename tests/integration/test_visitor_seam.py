@@ -18,7 +18,7 @@ from demo.site_server import Resource, SiteServer
 from harvester import visit
 from harvester.frontier import Item
 from index.collection import Collection
-from index.state import HarvestState
+from index.storage.state import HarvestState
 from tests.conftest import harvest
 
 CSS = b"body { color: #123 }\n" * 40

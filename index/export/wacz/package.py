@@ -45,7 +45,7 @@ from index.export.wacz.extsort import ExternalSort
 from index.export.wacz.records import Located, OriginalFinder, RecordReader, iter_located
 from index.fulltext.params import parse_when
 from index.integrity.digestscan import check_record_at
-from index.state import open_readonly, run_files, runs
+from index.storage.state import open_readonly, run_files, runs
 from strata.errors import ConfigError
 
 __all__ = ["Selection", "export_wacz"]

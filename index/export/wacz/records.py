@@ -27,7 +27,7 @@ from pywb.utils.binsearch import iter_exact
 from pywb.utils.canonicalize import canonicalize
 
 from index.collection import Collection
-from index.state import indexed_original
+from index.storage.state import indexed_original
 from strata.times import digits14
 
 HEAD_BYTES = 1 << 16  # enough for any WARC header block the export reads

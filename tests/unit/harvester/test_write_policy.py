@@ -3,7 +3,7 @@
 import pytest
 
 from harvester.write_policy import EMPTY_SHA1, dedup_decision
-from index.state import Original
+from index.storage.state import Original
 
 HELD = Original("http://example.org/a", "2026-01-01T00:00:00Z", "<urn:uuid:1>", "a.warc.gz")
 DIGEST = "sha1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from index.capture.decision import Observation
 from index.capture.record import record_capture
-from index.state import HarvestState, Original
+from index.storage.state import HarvestState, Original
 
 URL = "http://example.org/a.html"
 D1 = "sha1:AAAA"

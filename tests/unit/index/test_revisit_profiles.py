@@ -20,7 +20,7 @@ from index.capture.profiles import (
     URI_AGNOSTIC,
     profile_of,
 )
-from index.state import Original
+from index.storage.state import Original
 
 WARC = "http://netpreserve.org/warc/"
 
