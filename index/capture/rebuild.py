@@ -24,14 +24,14 @@ from pathlib import Path
 
 from warcio.archiveiterator import ArchiveIterator
 
-from index.capture import runhistory
+from index.capture import backendcopy, runhistory
 from index.capture.decision import Observation
 from index.capture.profiles import profile_of
 from index.capture.record import record_capture
 from index.cdx import cdxj
 from index.collection import Collection
 from index.integrity import warcscan
-from index.storage import backendcopy, redisdb
+from index.storage import redisdb
 from index.storage.backend import backend_of
 from index.storage.state import SCHEMA_VERSION, HarvestState, Original, schema_version
 from strata.times import digits14
