@@ -52,6 +52,7 @@ __all__ = [
     "Rule",
     "RuleSet",
     "Verdict",
+    "check_level",
     "parse_duration",
     "prefix_keys",
     "rules_for",

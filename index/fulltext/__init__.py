@@ -45,3 +45,16 @@ arrays, memory-mapped), ``captures`` (capture dates as rows), ``documents`` (sch
 and ``publications`` (the ways out). Import from the module itself: importing the package imports
 nothing.
 """
+
+# What other packages may import (tests/unit/strata/test_surfaces.py holds them to it).
+__all__ = [
+    "export",
+    "fields",
+    "followproc",
+    "params",
+    "publications",
+    "query",
+    "rebuild",
+    "text",
+    "update",
+]
