@@ -10,7 +10,16 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from index.access.rules import LEVELS, AccessRules, Rule, RuleSet, compile_lines, parse_duration, prefix_keys, urlkey
+from index.access.rules import (
+    LEVELS,
+    AccessRules,
+    Rule,
+    RuleSet,
+    compile_lines,
+    parse_calendar_period,
+    prefix_keys,
+    urlkey,
+)
 from strata.errors import ConfigError
 
 NOW = datetime.now(UTC)
@@ -50,9 +59,9 @@ def test_bad_levels_access_and_durations():
         Rule.new("example.gov", "hide")
     for text in ("3x", "", "1y2", "0d", "y"):
         with pytest.raises(ConfigError, match="^--embargo: "):
-            parse_duration(text)
-    assert parse_duration("1y6m") == {"years": 1, "months": 6}
-    assert parse_duration("2w 3d") == {"weeks": 2, "days": 3}
+            parse_calendar_period(text)
+    assert parse_calendar_period("1y6m") == {"years": 1, "months": 6}
+    assert parse_calendar_period("2w 3d") == {"weeks": 2, "days": 3}
 
 
 def test_prefix_one_url_host_and_site():
