@@ -170,7 +170,6 @@ FIELDS: tuple[Field, ...] = (
     Field("per_page", "per_page", "Hits a page", "Hits a page.", "page"),
 )
 
-BY_PARAM = {field.param: field for field in FIELDS}
 #: The parameters a search's address keeps (paging aside: a changed search starts at page 1).
 PARAMS = tuple(field.param for field in FIELDS if field.kind != "page")
 #: The parameters that ask for a search: the page shows results.
