@@ -25,7 +25,7 @@ import os
 import secrets
 from collections.abc import AsyncIterator, Callable
 from datetime import datetime
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from harvester.frontier import Frontier
 from harvester.job import JobSettings
@@ -119,7 +119,7 @@ class Coordinator:
         with harvest.state.transaction():  # every known URL seen again: one commit, not one per URL
             harvest.paging.seed()
 
-    def holding(self, url: str) -> contextlib.AbstractContextManager:
+    def holding(self, url: str) -> contextlib.AbstractContextManager[None]:
         return contextlib.nullcontext()
 
     def share_robots(self, fetch: RobotsFetch) -> RobotsFetch:
@@ -140,5 +140,5 @@ class Coordinator:
     async def end_run(self, started: datetime) -> datetime:
         return await self.harvest.close_run(started)
 
-    def summary(self, out: dict) -> None:
+    def summary(self, out: dict[str, Any]) -> None:
         pass

@@ -17,13 +17,14 @@ from harvester.fetchresult import FetchResult
 from harvester.links import Link
 from harvester.schedule import PageKinds
 from index.capture import decision
+from index.capture.decision import Row
 from index.payload import DecodeError, decode_content
 from index.storage.state import HarvestState
 from strata.charset import charset_param
 from strata.media import HTML_TYPES
 
 #: (payload as stored, Content-Type, Content-Encoding) of a capture row, read back from its WARC
-StoredBody = Callable[[dict], tuple[bytes | None, str, str | None]]
+StoredBody = Callable[[Row], tuple[bytes | None, str, str | None]]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,7 +52,7 @@ class Looker:
         self.stored_body = stored_body
 
     def look(
-        self, url: str, result: FetchResult, previous: dict | None, content_type: str, mime: str, follow: bool
+        self, url: str, result: FetchResult, previous: Row | None, content_type: str, mime: str, follow: bool
     ) -> Look:
         """The page kind of a 2xx HTML payload and its main text's fingerprint, with, when only the
         main text can tell changed from soft, how alike it is to the text held."""
@@ -80,7 +81,7 @@ class Looker:
         score = self._main_text_score(text, fingerprint, previous)
         return Look(page_kind, fingerprint, score, score >= self.change_threshold, links)
 
-    def _main_text_score(self, text: str, fingerprint: str, previous: dict) -> float:
+    def _main_text_score(self, text: str, fingerprint: str, previous: Row) -> float:
         """How alike the new main text is to the stored one (1.0: the same). Below a threshold of 1.0
         that is the Jaccard index; at 1.0 only equality matters, so the stored text is read back
         only when no fingerprint of it was kept, and no index is computed."""
@@ -94,7 +95,7 @@ class Looker:
             return 0.0
         return float(text == stored) if exact else similarity(text, stored)
 
-    def _stored_main_text(self, previous: dict) -> str | None:
+    def _stored_main_text(self, previous: Row) -> str | None:
         """The main text of the payload the collection holds for a URL, read back from its WARC."""
         held = self.state.capture_by_record_id(previous["orig_record_id"]) if previous.get("orig_record_id") else None
         if not held:

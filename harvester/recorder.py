@@ -28,7 +28,7 @@ from harvester.look import Look
 from harvester.report import RunFigures
 from harvester.warcfile import OPEN_SUFFIX, RecordLocation, WarcRoller
 from index.capture import runhistory
-from index.capture.decision import Decision, Observation
+from index.capture.decision import Decision, Observation, Row
 from index.capture.record import record_capture
 from index.capture.seal import index_sealed_file
 from index.cdx import cdxj
@@ -131,8 +131,8 @@ class Recorder:
         return self._observation(url, result, now, main, loc, result.digest, write.original, mime, look, holds)
 
     def write_not_modified(
-        self, url: str, result: FetchResult, previous: dict, now: datetime, mime: str
-    ) -> tuple[Observation, dict]:
+        self, url: str, result: FetchResult, previous: Row, now: datetime, mime: str
+    ) -> tuple[Observation, Row]:
         """A 304 to a conditional request: a server-not-modified revisit of the payload held. With it,
         the held original's capture row ({} when it is not known), whose payload the 304 stands for."""
         date = warc_date(now)
@@ -147,7 +147,7 @@ class Recorder:
         mime = held.get("mime") or mime
         return self._observation(url, result, now, main, loc, previous["digest"], original, mime), held
 
-    def record(self, previous: dict | None, observed: Observation) -> Decision:
+    def record(self, previous: Row | None, observed: Observation) -> Decision:
         """The capture's row, the URL's next state and its digest entry (the caller holds the
         transaction), and the run's figure for its class."""
         decided = record_capture(self.state, previous, observed)
@@ -219,7 +219,7 @@ class Recorder:
         )
 
     # -- reading back ----------------------------------------------------------------------------
-    def _read(self, capture: dict):
+    def _read(self, capture: Row) -> tuple[Any, Any, bytes]:  # warcio's headers (untyped)
         """(rec_headers, http_headers, payload as stored) of a capture's record; from its ``.open``
         name while this run still writes the file (each write is flushed before its row exists)."""
         path = self.archive_dir / capture["warc"]
@@ -227,7 +227,7 @@ class Recorder:
             path = self.archive_dir / (capture["warc"] + OPEN_SUFFIX)
         return read_record(path, capture["offset"])
 
-    def stored_body(self, capture: dict) -> tuple[bytes | None, str, str | None]:
+    def stored_body(self, capture: Row) -> tuple[bytes | None, str, str | None]:
         """(payload as stored, Content-Type, Content-Encoding) of a capture, read back from its WARC."""
         try:
             _, http_headers, body = self._read(capture)
@@ -237,7 +237,7 @@ class Recorder:
             return body, "", None
         return body, http_headers.get_header("Content-Type") or "", http_headers.get_header("Content-Encoding")
 
-    def stored_answer(self, capture: dict) -> tuple[int, list[tuple[str, str]], bytes] | None:
+    def stored_answer(self, capture: Row) -> tuple[int, list[tuple[str, str]], bytes] | None:
         """(status, HTTP headers, payload as stored) of a capture, read back from its WARC as replay
         would show it: an identical-payload revisit with its own status and headers and its original's
         payload, a server-not-modified revisit as its original. None when it cannot be read."""
@@ -257,7 +257,7 @@ class Recorder:
         return int(http_headers.get_statuscode()), list(http_headers.headers), body
 
     # -- the run's report ------------------------------------------------------------------------
-    def write_run_record(self, run: dict, figures: dict) -> str | None:
+    def write_run_record(self, run: Row, figures: Row) -> str | None:
         """The run's report as a WARC metadata record, last in its last file: what a rebuild needs to
         restore the run, its checks and the URL state no capture holds. None, or why it was not written."""
         try:

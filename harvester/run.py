@@ -26,7 +26,7 @@ import sys
 import time
 from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from harvester.change import NoiseRules
 from harvester.coordinator import URLS_PER_CONNECTION, Coordinator
@@ -76,7 +76,7 @@ class Harvest:
         collection: Collection,
         job: JobSettings,
         mode: str | None = None,
-        progress: Callable[[dict], None] | None = None,
+        progress: Callable[[dict[str, Any]], None] | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
         adhoc: bool = False,
         index_in_background: bool = False,
@@ -107,7 +107,7 @@ class Harvest:
         #: Why a run that went to its end still failed (seeds unreachable, robots.txt unreadable).
         self.failure: str | None = None
         self._stop = False
-        self._workers: list[asyncio.Task] = []
+        self._workers: list[asyncio.Task[None]] = []
         self._last_progress = 0.0
         #: The process that indexes the run's payloads while it runs (``index.fulltext.followproc``).
         self.fulltext_indexer: RunIndexer | None = None
@@ -128,7 +128,7 @@ class Harvest:
             task.cancel()
 
     # -- the session -------------------------------------------------------------------------------
-    async def run(self) -> dict:
+    async def run(self) -> dict[str, Any]:
         coll, coordinator = self.collection, self.coordinator
         coll.create()
         # Full-text indexing follows the run in a process of its own (index.fulltext.follow); not
@@ -152,7 +152,7 @@ class Harvest:
                 summary["fulltext"] = self._index_fulltext()
         return summary
 
-    def _index_fulltext(self) -> dict:
+    def _index_fulltext(self) -> dict[str, Any]:
         """Add this run's new payloads to the collection's Whoosh index (those the indexer that
         followed the run has not added). A failure here never costs the harvest: the index can be
         rebuilt from the WARCs (`strata index rebuild`)."""
@@ -170,7 +170,7 @@ class Harvest:
             return {"error": f"full-text index not updated: {exc}; run: strata index rebuild {self.collection.name}"}
 
     # -- the run -----------------------------------------------------------------------------------
-    async def _run_locked(self) -> dict:
+    async def _run_locked(self) -> dict[str, Any]:
         await self._after_last_snapshot()
         fetcher = await open_fetcher(self.job, self.transport, self.log.notes)  # a login first
         self.fetcher, self.proxy_pool = fetcher, fetcher.proxy_pool
@@ -179,7 +179,7 @@ class Harvest:
         finally:
             await fetcher.close()
 
-    async def _run_with(self, fetcher: Fetcher) -> dict:
+    async def _run_with(self, fetcher: Fetcher) -> dict[str, Any]:
         state, job, coordinator = self.state, self.job, self.coordinator
         self.run_id, self.mode, started = coordinator.begin_run(utc_now())
         self.scope = Scope(
@@ -283,7 +283,7 @@ class Harvest:
                 return
             await asyncio.sleep(0.1)
 
-    def _grouped_commits(self) -> contextlib.AbstractContextManager:
+    def _grouped_commits(self) -> contextlib.AbstractContextManager[None]:
         """The URLs recorded within ``COMMIT_INTERVAL`` share a commit (``index.storage.state.commits_deferred``),
         where the state's backend allows it."""
         loop = asyncio.get_running_loop()
@@ -344,7 +344,7 @@ class Harvest:
         self._report(force=True)
         return finished
 
-    def _write_run_record(self, started: str, finished: datetime, figures: dict) -> None:
+    def _write_run_record(self, started: str, finished: datetime, figures: dict[str, Any]) -> None:
         """The run's report as a WARC metadata record, last in its last file (``index.capture.runhistory``):
         what a rebuild needs to restore the run, its checks and the URL state no capture holds."""
         self.figures.warc_files = self.recorder.files
@@ -384,7 +384,7 @@ class Harvest:
                 )
         self.coordinator.progressed(force)
 
-    def summary(self, started: datetime, finished: datetime) -> dict:
+    def summary(self, started: datetime, finished: datetime) -> dict[str, Any]:
         out = {
             "run_id": self.run_id,
             "collection": self.collection.name,

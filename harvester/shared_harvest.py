@@ -174,7 +174,7 @@ class SharedCoordinator(Coordinator):
         harvest.log.notes.append(f"run {resumed.run_id} resumed by {self.label} after its lead stopped")
         return resumed.run_id, resumed.mode, datetime.fromisoformat(resumed.started)
 
-    def holding(self, url: str) -> contextlib.AbstractContextManager:
+    def holding(self, url: str) -> contextlib.AbstractContextManager[None]:
         # The worker holds the URL's lease while it visits: its state row is read from Redis once.
         return self.harvest.state.holding(url)
 

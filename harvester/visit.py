@@ -42,7 +42,7 @@ from harvester.runlog import RunLog
 from harvester.scope import Scope
 from harvester.strategy import PagingStrategy
 from index.capture import decision
-from index.capture.decision import Observation
+from index.capture.decision import Observation, Row
 from index.payload import DecodeError
 from index.storage.state import HarvestState
 from strata.times import iso, utc_now
@@ -241,7 +241,7 @@ class RequestPath:
 
     # -- what came back --------------------------------------------------------------------------
     def take(
-        self, item: Item, result: FetchResult, previous: dict | None, conditional: bool, follow: bool = True
+        self, item: Item, result: FetchResult, previous: Row | None, conditional: bool, follow: bool = True
     ) -> Observation | None:
         """Write what a fetch brought back and record the capture (``index.capture.record``), then
         queue where it leads. What was recorded (None: nothing was written)."""
@@ -329,7 +329,7 @@ class RequestPath:
         return links
 
     def _skip_soft(
-        self, item: Item, result: FetchResult, previous: dict | None, look: Look, now: datetime, follow: bool
+        self, item: Item, result: FetchResult, previous: Row | None, look: Look, now: datetime, follow: bool
     ) -> None:
         """A soft change the job does not store: nothing written, the check recorded (replay of this
         run shows the previous capture, as the NLC harvester does)."""

@@ -29,9 +29,13 @@ No I/O, nothing of Strata's imported but ``index.storage.state``'s ``Original`` 
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from index.capture.profiles import profile_of
 from index.storage.state import Original
+
+#: A row of the harvest state (``index.storage.state``) as a dict: a URL's, a capture's; or fields to write
+Row = dict[str, Any]
 
 GONE_STATUSES = (404, 410)
 REDIRECT_STATUSES = (301, 302, 303, 307, 308)
@@ -78,12 +82,12 @@ class Observation:
 @dataclasses.dataclass(frozen=True)
 class Decision:
     cls: str
-    state: dict  # fields to write to the URL's row
+    state: Row  # fields to write to the URL's row
     original: Original | None = None  # digest-index entry the capture provides
     redirect: str | None = None  # a redirect's Location
 
 
-def classify(previous: dict | None, status: int | None, digest: str | None, main_text_same: bool = False) -> str:
+def classify(previous: Row | None, status: int | None, digest: str | None, main_text_same: bool = False) -> str:
     if status is None:
         return "error"
     if status == 304:
@@ -93,7 +97,7 @@ def classify(previous: dict | None, status: int | None, digest: str | None, main
     return payload_class(previous, status, digest, main_text_same)
 
 
-def payload_class(previous: dict | None, status: int, digest: str | None, main_text_same: bool = False) -> str:
+def payload_class(previous: Row | None, status: int, digest: str | None, main_text_same: bool = False) -> str:
     """What the payload says, whatever the status: new, unchanged, soft, changed (or deleted)."""
     prev_status = previous.get("last_status") if previous else None
     if status in GONE_STATUSES and is_success(prev_status):
@@ -107,7 +111,7 @@ def payload_class(previous: dict | None, status: int, digest: str | None, main_t
     return "changed"
 
 
-def compares_main_text(previous: dict | None, status: int | None, digest: str | None) -> bool:
+def compares_main_text(previous: Row | None, status: int | None, digest: str | None) -> bool:
     """Would the main text decide between ``changed`` and ``soft``? Only for a changed 2xx payload
     of a URL that answered 2xx before: the harvest computes the (costly) comparison only then."""
     if not previous or not is_success(status) or not is_success(previous.get("last_status")):
@@ -115,12 +119,12 @@ def compares_main_text(previous: dict | None, status: int | None, digest: str | 
     return classify(previous, status, digest) == "changed"
 
 
-def decide(previous: dict | None, capture: Observation) -> Decision:
+def decide(previous: Row | None, capture: Observation) -> Decision:
     cls = classify(previous, capture.status, capture.digest, capture.main_text_same)
     if cls == "error":
         return Decision(cls, {})
     status = capture.status
-    state: dict = {"last_checked": capture.at, "last_run": capture.run_id, "last_class": cls}
+    state: Row = {"last_checked": capture.at, "last_run": capture.run_id, "last_class": cls}
     if capture.page_kind is not None:
         state["page_kind"] = capture.page_kind
     if capture.fingerprint is not None:
@@ -172,7 +176,7 @@ def decide(previous: dict | None, capture: Observation) -> Decision:
     return Decision(cls, state, original, capture.location if status in REDIRECT_STATUSES else None)
 
 
-def not_stored(previous: dict | None, outcome: str, at: str, run_id: str) -> dict:
+def not_stored(previous: Row | None, outcome: str, at: str, run_id: str) -> Row:
     """The URL's next state after a look that wrote no record (a ``checks`` row): ``soft``, a soft
     change not stored; ``deleted``, a content page no longer on any listing. Other outcomes (not
     due, not followed, robots, errors) leave the row as it was."""

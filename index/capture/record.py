@@ -11,7 +11,7 @@ from its WARCs holds the rows its harvests wrote. The caller holds the transacti
 
 from __future__ import annotations
 
-from index.capture.decision import Decision, Observation, decide
+from index.capture.decision import Decision, Observation, Row, decide
 from index.storage.state import Capture, HarvestState
 from strata.times import digits14
 
@@ -41,7 +41,7 @@ def capture_row(observed: Observation, cls: str) -> Capture:
     )
 
 
-def record_capture(state: HarvestState, previous: dict | None, observed: Observation) -> Decision:
+def record_capture(state: HarvestState, previous: Row | None, observed: Observation) -> Decision:
     """Decide the capture (``previous``: the URL's row before it, or None) and write what follows."""
     decided = decide(previous, observed)
     state.add_capture(capture_row(observed, decided.cls))

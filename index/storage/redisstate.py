@@ -92,7 +92,9 @@ class RedisHarvestState(HarvestState):
             return None
         return {c: None for c in self._columns} | json.loads(raw)
 
-    def grouped_commits(self, schedule: Callable[[Callable[[], None]], object]) -> contextlib.AbstractContextManager:
+    def grouped_commits(
+        self, schedule: Callable[[Callable[[], None]], object]
+    ) -> contextlib.AbstractContextManager[None]:
         """No deferred commits: a Redis call waiting out an outage would then hold SQLite's write
         lock, which the run's other workers wait for."""
         return contextlib.nullcontext()

@@ -147,7 +147,7 @@ class HarvestState:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def transaction(self):
+    def transaction(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
         """``with state.transaction():`` the writes inside commit together or not at all. Within
         ``commits_deferred`` they are a savepoint of a transaction committed soon after."""
         if self._schedule_commit is not None:
@@ -171,11 +171,13 @@ class HarvestState:
             self._schedule_commit = None
             self.commit_now()
 
-    def grouped_commits(self, schedule: Callable[[Callable[[], None]], object]) -> contextlib.AbstractContextManager:
+    def grouped_commits(
+        self, schedule: Callable[[Callable[[], None]], object]
+    ) -> contextlib.AbstractContextManager[None]:
         """``commits_deferred`` where this backend allows it (``index.storage.redisstate`` does not)."""
         return self.commits_deferred(schedule)
 
-    def holding(self, url: str) -> contextlib.AbstractContextManager:
+    def holding(self, url: str) -> contextlib.AbstractContextManager[None]:
         """This process holds ``url``'s lease while inside (one of several workers on a run): a
         backend shared by several processes may keep its row meanwhile. Nothing to do for SQLite."""
         return contextlib.nullcontext()
