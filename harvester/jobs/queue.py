@@ -32,6 +32,7 @@ from harvester.jobs.queue_model import (
     RunQueue,
     ScheduleEntry,
     fields_of_entry,
+    schedule_of_fields,
     worker_alive,
     worker_id,
 )
@@ -41,7 +42,6 @@ from index.storage.backend import backend_of
 from index.storage.db import immediate_transaction
 from strata.errors import ConfigError
 from strata.times import iso_micro as iso
-from strata.times import parse_iso_micro as parse_iso
 
 __all__ = [
     "ACTIVE",
@@ -138,7 +138,7 @@ class SQLiteQueue(RunQueue):
 
     def schedule(self, collection, job):
         row = self.conn.execute("SELECT * FROM schedule WHERE collection=? AND job=?", (collection, job)).fetchone()
-        return None if row is None else _schedule_of(row)
+        return None if row is None else schedule_of_fields(row)
 
     def save_schedule(self, entry):
         self.conn.execute(
@@ -156,7 +156,7 @@ class SQLiteQueue(RunQueue):
         )
 
     def schedules(self):
-        return [_schedule_of(r) for r in self.conn.execute("SELECT * FROM schedule ORDER BY collection, job")]
+        return [schedule_of_fields(r) for r in self.conn.execute("SELECT * FROM schedule ORDER BY collection, job")]
 
     def put_entry(self, entry):
         fields = fields_of_entry(entry)
@@ -165,17 +165,6 @@ class SQLiteQueue(RunQueue):
             f"INSERT OR REPLACE INTO queue ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
             tuple(fields.values()),
         )
-
-
-def _schedule_of(row: sqlite3.Row) -> ScheduleEntry:
-    return ScheduleEntry(
-        row["collection"],
-        row["job"],
-        row["frequency"],
-        parse_iso(row["next_due"]),
-        parse_iso(row["last_queued"]),
-        bool(row["paused"]),
-    )
 
 
 BACKENDS = {"sqlite": SQLiteQueue.for_root, "redis": RedisQueue.for_root}

@@ -11,6 +11,7 @@ import json
 import os
 import socket
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from strata.errors import ConfigError, HarvestError
 from strata.times import iso_micro
@@ -382,6 +383,18 @@ def is_stale(entry: QueuedRun, now: datetime, stale_after: float) -> bool:
     beat = entry.heartbeat or entry.queued_at
     limit = now - timedelta(seconds=max(stale_after * 10, 600) if alive else stale_after)
     return alive is False or beat < limit
+
+
+def schedule_of_fields(fields: Any) -> ScheduleEntry:
+    """A ``ScheduleEntry`` from its stored fields (a mapping: dates as ISO text, ``paused`` 0/1 or bool)."""
+    return ScheduleEntry(
+        fields["collection"],
+        fields["job"],
+        fields["frequency"],
+        parse_iso(fields["next_due"]),
+        parse_iso(fields["last_queued"]),
+        bool(fields["paused"]),
+    )
 
 
 def fields_of_entry(entry: QueuedRun) -> dict:

@@ -27,12 +27,11 @@ from typing import Any
 
 from valkey.exceptions import LockError, LockNotOwnedError
 
-from harvester.jobs.queue_model import RunQueue, ScheduleEntry, fields_of_entry
+from harvester.jobs.queue_model import RunQueue, fields_of_entry, schedule_of_fields
 from index.storage import redisdb
 from index.storage.backend import backend_of
 from strata.errors import BackendUnavailable, ConfigError
 from strata.times import iso_micro as iso
-from strata.times import parse_iso_micro as parse_iso
 
 LOCK_SECONDS = 10.0
 LOCK_WAIT = 30.0  # seconds a change waits for another process's
@@ -134,15 +133,7 @@ class RedisQueue(RunQueue):
         raw = self.r.hget(SCHEDULE, f"{collection}\t{job}")
         if not raw:
             return None
-        d = json.loads(raw)
-        return ScheduleEntry(
-            d["collection"],
-            d["job"],
-            d["frequency"],
-            parse_iso(d["next_due"]),
-            parse_iso(d["last_queued"]),
-            d["paused"],
-        )
+        return schedule_of_fields(json.loads(raw))
 
     def save_schedule(self, entry):
         value = {
@@ -156,20 +147,8 @@ class RedisQueue(RunQueue):
         self.r.hset(SCHEDULE, f"{entry.collection}\t{entry.job}", json.dumps(value))
 
     def schedules(self):
-        out = []
-        for raw in self.r.hvals(SCHEDULE):
-            d = json.loads(raw)
-            out.append(
-                ScheduleEntry(
-                    d["collection"],
-                    d["job"],
-                    d["frequency"],
-                    parse_iso(d["next_due"]),
-                    parse_iso(d["last_queued"]),
-                    d["paused"],
-                )
-            )
-        return sorted(out, key=lambda e: (e.collection, e.job))
+        entries = [schedule_of_fields(json.loads(raw)) for raw in self.r.hvals(SCHEDULE)]
+        return sorted(entries, key=lambda e: (e.collection, e.job))
 
     def put_entry(self, entry):
         with self._tx():
