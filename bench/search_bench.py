@@ -643,15 +643,20 @@ CHILDREN = {
 }
 
 
-def run_child(kind: str, *args) -> dict:
+def run_child(kind: str, *args, tree: Path | None = None) -> dict:
     """``kind`` in a fresh interpreter (``subprocess`` exec); its result, and from ``os.wait4`` its
-    peak RSS, user and system CPU seconds."""
+    peak RSS, user and system CPU seconds. ``tree``: another source tree's own ``search_bench.py``,
+    with ``PYTHONPATH`` at that tree (``tree_search_ab_bench.py``)."""
     import subprocess
 
     started = time.monotonic()
+    script = Path(__file__).resolve() if tree is None else tree / "bench" / "search_bench.py"
+    env = None if tree is None else {**os.environ, "PYTHONPATH": str(tree)}
     proc = subprocess.Popen(
-        [sys.executable, str(Path(__file__).resolve()), "--child", kind, json.dumps([str(a) for a in args])],
+        [sys.executable, str(script), "--child", kind, json.dumps([str(a) for a in args])],
         stdout=subprocess.PIPE,
+        cwd=tree,
+        env=env,
     )
     assert proc.stdout is not None
     output = proc.stdout.read()
