@@ -73,6 +73,9 @@ class Visitor(Protocol):
 
 
 class RequestPath:
+    """The path of one request in a run (the module's docstring, in order), for every visitor: one
+    per run, made by ``harvester.run`` with the run's parts."""
+
     def __init__(
         self,
         *,
