@@ -83,8 +83,8 @@ def _own_cpu() -> float:
 def harvest_once(args, servers, url: str, workers: int, out: Path) -> dict:
     from harvester.jobs.queue import open_queue
     from index.collection import Collection
-    from index.state import HarvestState
     from index.storage import redisdb
+    from index.storage.state import HarvestState
 
     root = out / f"root-{workers}"
     shutil.rmtree(root, ignore_errors=True)

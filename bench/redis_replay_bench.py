@@ -4,7 +4,7 @@ local CDXJ file, at 1,000,000 captures, through Strata's own replay path.
 One collection: the sample site harvested twice here (v1, then v2 incremental with revisits: real
 WARC records to load), its index padded with synthetic captures of other URLs to ``--captures``
 lines in all, and copied to a Redis (Debian's redis-server, started here on a free port, stopped by
-PID) by ``index.storage.backendcopy.to_redis``, what ``strata backend copy`` runs. Then, per backend (the
+PID) by ``index.capture.backendcopy.to_redis``, what ``strata backend copy`` runs. Then, per backend (the
 root on SQLite, or with ``STRATA_REDIS`` set: ``index.cdx.capture_index`` reads ``index.cdxj``'s lines
 from the sorted set), in alternating order, ``--repeat`` times:
 
@@ -81,9 +81,10 @@ def synthetic_lines(count: int) -> tuple[list[bytes], list[str]]:
 
 def build(root: Path, captures: int, redis_url: str) -> tuple[list[str], list[str], dict]:
     """The padded collection, copied to Redis; the real replay paths and a sample of all URLs."""
+    from index.capture import backendcopy
     from index.cdx import cdxj
     from index.collection import Collection
-    from index.storage import backendcopy, redisdb
+    from index.storage import redisdb
 
     harvest_sample(root)
     coll = Collection(root, "big")

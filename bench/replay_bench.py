@@ -53,7 +53,7 @@ from demo.site_server import Resource, SiteServer  # noqa: E402
 from harvester.job import validate_job  # noqa: E402
 from harvester.run import Harvest  # noqa: E402
 from index.collection import Collection  # noqa: E402
-from index.state import HarvestState  # noqa: E402
+from index.storage.state import HarvestState  # noqa: E402
 
 VENV_BIN = Path(sys.executable).parent
 HTML = (("Content-Type", "text/html; charset=utf-8"),)

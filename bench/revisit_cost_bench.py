@@ -3,7 +3,7 @@
 Crawl 2's CPU a request must fall to half of crawl 1's, and most of crawl 2 is 304s. This bench
 harvests a generated site once (``strata harvest``, crawl 1 of ``--preset``), then times, on a copy
 of that run's ``harvest.sqlite`` and with Strata's own functions, what the harvest's main process
-does for each 304 (``harvester.run.Harvest._record`` and ``_write_not_modified``):
+does for each 304 (``harvester.visit.RequestPath.take`` and ``harvester.recorder.Recorder.write_not_modified``):
 
 - the URL's state read (``HarvestState.url``), the original's capture row, the outlink cache;
 - the revisit record built (``records.not_modified_revisit``: made as bytes, through warcio's builder
@@ -54,11 +54,13 @@ from harvester.fetch import FetchResult  # noqa: E402
 from harvester.fetchproc import _FIELDS, FetchProcess, _frame  # noqa: E402
 from harvester.links import Link  # noqa: E402
 from harvester.warcfile import WarcRoller  # noqa: E402
-from index.capture import decision
+from index.capture import decision  # noqa: E402
+from index.capture.profiles import SERVER_NOT_MODIFIED  # noqa: E402
+from index.capture.record import capture_row  # noqa: E402
 from index.cdx import cdxj
 from index.integrity.fixity import Fixity  # noqa: E402
-from index.state import Capture, HarvestState, Original  # noqa: E402
-from strata.times import iso, ts14, utc_now, warc_date  # noqa: E402
+from index.storage.state import HarvestState, Original  # noqa: E402
+from strata.times import iso, utc_now, warc_date  # noqa: E402
 
 BENCH_DIR = Path(__file__).resolve().parent
 RUN_ID = "20300101000000-0000"
@@ -154,12 +156,17 @@ def main_process_parts(db: Path, limit: int, work: Path) -> dict[str, float]:
             status=304,
             digest=previous["digest"],
             record_type="revisit",
-            profile=records.NOT_MODIFIED_PROFILE,
+            profile=SERVER_NOT_MODIFIED.uri,
             record_id=records.record_id(main),
             warc_date=date,
             warc=loc.filename,
+            offset=loc.offset,
+            length=loc.length,
+            mime="text/html",
             holds_payload=False,
             refers_to=original,
+            refers_to_uri=original.url,
+            refers_to_date=original.warc_date,
             etag='"e"',
             last_modified=None,
             location=None,
@@ -167,27 +174,7 @@ def main_process_parts(db: Path, limit: int, work: Path) -> dict[str, float]:
         decided = decision.decide(previous, observed)
         lap("decision")
         state.conn.execute("BEGIN IMMEDIATE")
-        state.add_capture(
-            Capture(
-                run_id=RUN_ID,
-                url=url,
-                timestamp=ts14(utc_now()),
-                warc_date=date,
-                record_type="revisit",
-                cls=decided.cls,
-                status=304,
-                digest=previous["digest"],
-                mime="text/html",
-                payload_length=0,
-                warc=loc.filename,
-                offset=loc.offset,
-                length=loc.length,
-                record_id=records.record_id(main),
-                refers_to_uri=original.url,
-                refers_to_date=original.warc_date,
-                location=None,
-            )
-        )
+        state.add_capture(capture_row(observed, decided.cls))
         state.update_url(url, **decided.state)
         lap("state: capture and URL rows written")
         state.conn.execute("COMMIT")

@@ -291,7 +291,7 @@ def _found(kind: str, target: str, docs: list, words: list[str]):
     if kind == "strata":
         from index.collection import Collection
         from index.fulltext.matching import IndexView, matching_docs
-        from index.fulltext.query import parse_query
+        from index.fulltext.params import parse_query
 
         view = IndexView(Collection(Path(target), "ix"))
         for word in words:
@@ -382,7 +382,8 @@ def latency_queries(site) -> list[dict]:
 
 
 def latency(root: str, name: str, queries: list[dict]) -> dict:
-    from index.fulltext.query import SearchParams, search
+    from index.fulltext.params import SearchParams
+    from index.fulltext.query import search
 
     times, totals, cold, timed_out, per_query = [], [], None, 0, []
     for i, spec in enumerate(queries):
@@ -550,7 +551,8 @@ def child_query(root: str, name: str, queries_file: str, passes: int, cold: bool
     queries = json.loads(Path(queries_file).read_text())
     if cold:
         evict(Collection(Path(root), name).fulltext_dir)
-    from index.fulltext.query import SearchParams, search
+    from index.fulltext.params import SearchParams
+    from index.fulltext.query import search
 
     started = time.perf_counter()
     search(Path(root), SearchParams(collections=[name], **queries[0]))
@@ -641,15 +643,20 @@ CHILDREN = {
 }
 
 
-def run_child(kind: str, *args) -> dict:
+def run_child(kind: str, *args, tree: Path | None = None) -> dict:
     """``kind`` in a fresh interpreter (``subprocess`` exec); its result, and from ``os.wait4`` its
-    peak RSS, user and system CPU seconds."""
+    peak RSS, user and system CPU seconds. ``tree``: another source tree's own ``search_bench.py``,
+    with ``PYTHONPATH`` at that tree (``tree_search_ab_bench.py``)."""
     import subprocess
 
     started = time.monotonic()
+    script = Path(__file__).resolve() if tree is None else tree / "bench" / "search_bench.py"
+    env = None if tree is None else {**os.environ, "PYTHONPATH": str(tree)}
     proc = subprocess.Popen(
-        [sys.executable, str(Path(__file__).resolve()), "--child", kind, json.dumps([str(a) for a in args])],
+        [sys.executable, str(script), "--child", kind, json.dumps([str(a) for a in args])],
         stdout=subprocess.PIPE,
+        cwd=tree,
+        env=env,
     )
     assert proc.stdout is not None
     output = proc.stdout.read()

@@ -53,7 +53,7 @@ from bench.sitegen import (  # noqa: E402
 )
 from demo.site_server import SiteServer  # noqa: E402
 from harvester.schedule import due_at, parse_iso  # noqa: E402
-from strata.settings import parse_duration  # noqa: E402
+from strata.settings import parse_seconds  # noqa: E402
 
 BENCH_DIR = Path(__file__).resolve().parent
 COLLECTION = "govcn"
@@ -294,7 +294,7 @@ def check_strategy(site: GeneratedSite, state: dict, run_started: datetime, args
     """(b): new URLs caught, edits to older content pages caught, deletions recorded (and wrongly
     recorded), and when the adaptive intervals bring back the pages skipped as not due."""
     truth = site.truth()
-    min_s, max_s = parse_duration(args.min_interval), parse_duration(args.max_interval)
+    min_s, max_s = parse_seconds(args.min_interval), parse_seconds(args.max_interval)
     new_missed = collections.defaultdict(list)
     new_total = collections.Counter()
     edits = {"changed": collections.Counter(), "soft": collections.Counter()}

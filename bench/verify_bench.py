@@ -41,7 +41,7 @@ from harvester.warcfile import WarcRoller  # noqa: E402
 from index.cdx import cdxj
 from index.collection import Collection  # noqa: E402
 from index.integrity.fixity import Fixity  # noqa: E402
-from index.state import Original  # noqa: E402
+from index.storage.state import Original  # noqa: E402
 
 BENCH_DIR = Path(__file__).resolve().parent
 COLLECTION = "bench"

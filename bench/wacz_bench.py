@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> None:
     from search_bench import harvest
 
     from index.collection import Collection
-    from index.state import open_readonly, run_files
+    from index.storage.state import open_readonly, run_files
 
     if not WACZ.exists():
         raise SystemExit("wacz is not installed: run ./scripts/dev-setup (it makes .venv-wacz)")

@@ -41,8 +41,9 @@ def copy(target, source, root) -> None:
     from harvester.jobs.queue import SQLiteQueue
     from harvester.jobs.queuecopy import copy_queue
     from harvester.jobs.redisqueue import RedisQueue
+    from index.capture import backendcopy
     from index.collection import Collection, list_collections
-    from index.storage import backendcopy, redisdb
+    from index.storage import redisdb
     from index.storage.backend import backend_of, check_redis_url
 
     if target == "sqlite":

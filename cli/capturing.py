@@ -18,9 +18,9 @@ from strata.errors import ConfigError, StrataError
 def captures_command(collection, url, as_json, root) -> None:
     """Every capture of URL in COLLECTION, oldest first: time, kind, HTTP status, record, payload
     digest, run, WARC file and offset, and for a revisit the date and URL of its original."""
-    from index import state
     from index.cdx.versions import original_finder
     from index.collection import Collection
+    from index.storage import state
 
     coll = Collection.open(root, collection)
     conn = state.open_readonly(coll.db_path)

@@ -146,8 +146,8 @@ def runs(collection, as_json, root) -> None:
     """List the harvest runs of COLLECTION with their figures, job and who started them."""
     from harvester.jobs.origin import run_origins, started_by
     from index.collection import Collection
-    from index.fulltext.captures import CaptureStore, read_existing
-    from index.state import HarvestState
+    from index.fulltext.followproc import searchable_runs
+    from index.storage.state import HarvestState
 
     coll = Collection.open(root, collection)
     with HarvestState(coll.db_path) as state:
@@ -177,7 +177,7 @@ def runs(collection, as_json, root) -> None:
         return
     # runs the full-text index holds: one indexed in the background not until it is done, and one
     # harvested with ``fulltext = false`` never
-    searchable: set[str] = read_existing(coll.fulltext_dir, CaptureStore.runs, set())
+    searchable = searchable_runs(coll)
     click.echo(
         f"{'run':<20} {'job':<12} {'started by':<16} {'mode':<11} {'status':<11} {'fetched':>7} {'new':>5} "
         f"{'chg':>5} {'same':>5} "
@@ -236,7 +236,7 @@ def report(collection, run_id, as_json, root) -> None:
     """Per site: pages, change rate, pages due; per run: what it stored and saved against the last full run."""
     from harvester.collection_report import build_report
     from index.collection import Collection
-    from index.state import HarvestState
+    from index.storage.state import HarvestState
 
     coll = Collection.open(root, collection)
     with HarvestState(coll.db_path) as state:

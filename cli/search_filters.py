@@ -1,5 +1,6 @@
-"""The metadata filters and scope of ``strata search`` (``index.fulltext.filters``), as click options
-that arrive in the command as one ``meta_filters`` dict of ``SearchParams`` fields."""
+"""``strata search``'s filters, scope and order as click options, made from the search's declared
+fields (``index.fulltext.fields``): one option per field on captures, page metadata or order, which
+the command receives as one ``search_fields`` dict of ``SearchParams`` arguments."""
 
 from __future__ import annotations
 
@@ -7,43 +8,28 @@ import functools
 
 import click
 
-_OPTIONS = (
-    ("--title", "title", "WORDS", "Pages whose title has these words."),
-    ("--author", "author", "NAME", "Pages whose author or publisher has these words."),
-    (
-        "--keyword",
-        "keyword",
-        "WORDS",
-        "Pages whose keywords (meta keywords, DC.subject, PDF keywords) have these words.",
-    ),
-    ("--lang", "lang", "CODE", "Pages in this language: en, ja, zh ..."),
-    (
-        "--published-from",
-        "published_from",
-        "DATE",
-        "Pages published (by their own date) from: 2024, 2024-03, 2024-03-05.",
-    ),
-    ("--published-to", "published_to", "DATE", "Pages published up to (inclusive)."),
-)
+from index.fulltext.fields import FIELDS
+
+OPTION_KINDS = ("capture", "meta", "order")
 
 
-def meta_filter_options(command):
-    """Add the options to a click command; it receives them as ``meta_filters``."""
+def search_field_options(command):
+    """Add the options to a click command; it receives them as ``search_fields``."""
+    fields = [field for field in FIELDS if field.kind in OPTION_KINDS and not field.repeatable]
 
     @functools.wraps(command)
     def wrapper(*args, **kwargs):
-        meta = {name: kwargs.pop(name) for _, name, _, _ in _OPTIONS}
-        meta["scope"] = kwargs.pop("scope")
-        return command(*args, meta_filters=meta, **kwargs)
+        return command(*args, search_fields={field.name: kwargs.pop(field.name) for field in fields}, **kwargs)
 
-    wrapped = click.option(
-        "--in",
-        "scope",
-        type=click.Choice(["all", "main"]),
-        default="all",
-        show_default=True,
-        help="all: main text and boilerplate (menus, headers, footers; weighing less); main: main text only.",
-    )(wrapper)
-    for flag, name, metavar, text in reversed(_OPTIONS):
-        wrapped = click.option(flag, name, metavar=metavar, help=text)(wrapped)
+    wrapped = wrapper
+    for field in reversed(fields):
+        if field.choices:
+            choices = [value for value, _ in field.choices]
+            option = click.option(
+                field.option, field.name, type=click.Choice(choices), default=field.default, show_default=True,
+                help=field.help,
+            )  # fmt: skip
+        else:
+            option = click.option(field.option, field.name, metavar=field.metavar, help=field.help)
+        wrapped = option(wrapped)
     return wrapped

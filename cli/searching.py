@@ -9,7 +9,7 @@ import sys
 import click
 
 from cli._base import ProgressLine, cli, level_option, root_option
-from cli.search_filters import meta_filter_options
+from cli.search_filters import search_field_options
 from strata.errors import ArchiveError, ConfigError
 
 
@@ -17,13 +17,7 @@ from strata.errors import ArchiveError, ConfigError
 @cli.command()
 @click.argument("collection")
 @click.argument("query", default="")
-@click.option(
-    "--from", "date_from", metavar="WHEN", help="Captures from: 2024, 2024-03-05, ISO 8601 date-time or 14 digits."
-)
-@click.option("--to", "date_to", metavar="WHEN", help="Captures up to (inclusive; a date means its whole day).")
-@click.option("--site", help="Host or domain (example.org also matches www.example.org).")
-@click.option("--type", "mime_type", metavar="T", help="html, pdf, text, image, audio, video ... or a MIME type.")
-@click.option("--sort", type=click.Choice(["relevance", "date", "oldest"]), default="relevance", show_default=True)
+@search_field_options
 @click.option("--limit", type=click.IntRange(1, 100), default=20, show_default=True, help="Hits (URLs) to print.")
 @click.option("--json", "as_json", is_flag=True, help="Print one page of hits as {total, hits, page, per_page, pages}.")
 @click.option("--page", type=click.IntRange(1), default=1, show_default=True, help="With --json: the page.")
@@ -33,42 +27,15 @@ from strata.errors import ArchiveError, ConfigError
 @click.option("--all", "every", is_flag=True, help="Print every hit (no cap), as --format says.")
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "csv"]), default="jsonl", show_default=True)
 @level_option
-@meta_filter_options
 @root_option
-def search(
-    collection,
-    query,
-    date_from,
-    date_to,
-    site,
-    mime_type,
-    sort,
-    limit,
-    as_json,
-    page,
-    per_page,
-    every,
-    fmt,
-    level,
-    root,
-    meta_filters,
-) -> None:
+def search(collection, query, limit, as_json, page, per_page, every, fmt, level, root, search_fields) -> None:
     """Full-text search of COLLECTION: words, "phrases", AND, OR, NOT, -word, parentheses."""
     from index.collection import Collection
-    from index.fulltext.query import SearchParams
+    from index.fulltext.params import SearchParams
     from index.fulltext.query import search as run_search
 
     Collection.open(root, collection)
-    params = SearchParams(
-        q=query,
-        date_from=date_from,
-        date_to=date_to,
-        site=site,
-        type=mime_type,
-        collections=[collection],
-        sort=sort,
-        **meta_filters,
-    )
+    params = SearchParams(q=query, collections=[collection], **search_fields)
     if every or as_json:
         _export(root, params, every, fmt, as_json, page, per_page, level)
         return

@@ -36,7 +36,7 @@ def _seconds(ts14: str) -> float:
 
 
 def run_change_rates(checks: list[tuple[str, str, bool, str, str | None]]) -> dict[str, dict[str, dict]]:
-    """``index.state.page_checks`` rows -> {site: {kind: {checked, changed, interval_days, rate_per_day}}}."""
+    """``index.storage.state.page_checks`` rows -> {site: {kind: {checked, changed, interval_days, rate_per_day}}}."""
     sums: dict[tuple[str, str], list[float]] = {}
     for host, kind, was_changed, at, previous in checks:
         acc = sums.setdefault((host or "?", kind), [0, 0, 0.0, 0])

@@ -1,7 +1,7 @@
 """The collection report: per site, how often pages change and how many are due; per run, what it
 fetched, stored and saved, per site the share of its pages of each kind that changed (over time,
 run by run), how that compares with what a full harvest would have stored instead
-(``index.state.full_harvest_estimate``, the console's storage chart shows the same figure), and how
+(``index.storage.state.full_harvest_estimate``, the console's storage chart shows the same figure), and how
 each incremental run compares with the last full run of the same job before it (another job's runs
 harvest other sites: comparing with them says nothing). An imported run (another tool's files) has
 no duration of its own: its start and end are its first and last capture."""
@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from harvester.change_rates import KINDS
 from harvester.schedule import due_at, parse_iso
 from index.capture.rebuild import IMPORTED_MODE
-from index.state import HarvestState, full_harvest_estimate
+from index.storage.state import HarvestState, full_harvest_estimate
 
 
 def build_report(

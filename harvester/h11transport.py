@@ -23,7 +23,7 @@ What it keeps of httpcore's behaviour, so that captures are the same bytes:
   response." when it closed first;
 - ``harvester.surplus`` reaches the connection's h11 state through ``response.stream.h11_state``.
 
-Used only by the fetch process, whose client needs no proxy, guard or login (``harvester.run``
+Used only by the fetch process, whose client needs no proxy, guard or login (``harvester.fetcher``
 keeps httpx's own transport for those and for fetching in-process).
 """
 

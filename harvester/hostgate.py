@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 
 
 class HostGate:
     """Per host: the moment the last request was sent, and a lock so that two waiting for one host
     go one after the other."""
 
-    def __init__(self, clock=time.monotonic):
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self.clock = clock
         self._last: dict[str, float] = {}
         self._locks: dict[str, tuple[asyncio.Lock, list[int]]] = {}  # while someone waits: lock, users

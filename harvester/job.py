@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from harvester.change import NoiseRules
-from harvester.jobs.frequency import ADAPTIVE, FREQUENCIES, check_frequency
+from harvester.frequency import ADAPTIVE, FREQUENCIES, check_frequency
 from strata.errors import ConfigError
 from strata.settings import (
     Setting,
@@ -144,6 +144,12 @@ JOB_SETTINGS: tuple[Setting, ...] = (
         check_bool,
         "Fetch in a second process, so that HTTP work runs on a core of its own (when the machine has two); false: "
         "in the harvest's process. Runs with a login or behind the console's network guard always fetch in-process.",
+    ),
+    Setting(
+        "capture",
+        "http",
+        check_choice("http"),
+        "How pages are captured: http (each URL fetched on its own, a page's links read from its payload).",
     ),
     Setting("robots", "obey", check_choice("obey", "ignore"), "Obey robots.txt (RFC 9309) or ignore it."),
     Setting(
@@ -280,6 +286,7 @@ class JobSettings:
     max_crawl_delay: float = _default("max_crawl_delay")
     concurrency: int = _default("concurrency")
     fetch_process: bool = _default("fetch_process")
+    capture: str = _default("capture")
     robots: str = _default("robots")
     user_agent: str = _default("user_agent")
     timeout: float = _default("timeout")

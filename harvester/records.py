@@ -24,16 +24,19 @@ import io
 import os
 import typing
 import uuid
+from typing import Any
 from urllib.parse import quote
 
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from harvester.fetchresult import FetchResult, header_value
-from index.state import Original
+from index.capture.profiles import SERVER_NOT_MODIFIED
+from index.storage.state import Original
 
-NOT_MODIFIED_PROFILE = "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
 _BUILDER = WARCWriter(None, gzip=True, warc_version="1.1")
+#: A record to write: warcio's ``ArcWarcRecord`` (untyped) or a ``PreparedRecord``
+Record = Any
 _ASCII_KEPT = "".join(chr(c) for c in range(0x20, 0x7F))
 
 
@@ -69,7 +72,7 @@ def _notes(result: FetchResult) -> dict[str, str]:
     }
 
 
-def response_record(result: FetchResult, warc_date: str):
+def response_record(result: FetchResult, warc_date: str) -> Record:
     headers = {
         "WARC-Date": warc_date,
         "WARC-Payload-Digest": result.digest,
@@ -150,7 +153,7 @@ def _warc_id() -> str:
     return f"<urn:uuid:{uuid.uuid4()}>"  # warcio's make_warc_id
 
 
-def request_record(result: FetchResult, warc_date: str, concurrent_to: str):
+def request_record(result: FetchResult, warc_date: str, concurrent_to: str) -> Record:
     method, _, rest = result.request_line.partition(" ")
     fields = [("WARC-Date", warc_date), ("WARC-Concurrent-To", concurrent_to), *_address(result).items()]
     if (
@@ -171,7 +174,7 @@ def request_record(result: FetchResult, warc_date: str, concurrent_to: str):
     return built_request_record(result, warc_date, concurrent_to)
 
 
-def built_request_record(result: FetchResult, warc_date: str, concurrent_to: str):
+def built_request_record(result: FetchResult, warc_date: str, concurrent_to: str) -> Record:
     """``request_record`` through warcio's builder."""
     # is_http_request: warcio splits the method off as its "protocol" and writes the line back whole
     http = StatusAndHeaders(result.request_line, list(result.request_headers), is_http_request=True)
@@ -183,7 +186,7 @@ def built_request_record(result: FetchResult, warc_date: str, concurrent_to: str
     )
 
 
-def identical_revisit(result: FetchResult, warc_date: str, original: Original):
+def identical_revisit(result: FetchResult, warc_date: str, original: Original) -> Record:
     record = _BUILDER.create_revisit_record(
         result.url,
         result.digest,
@@ -197,7 +200,7 @@ def identical_revisit(result: FetchResult, warc_date: str, original: Original):
     return record
 
 
-def not_modified_revisit(result: FetchResult, warc_date: str, original: Original, digest: str):
+def not_modified_revisit(result: FetchResult, warc_date: str, original: Original, digest: str) -> Record:
     fields = [("WARC-Date", warc_date), *_address(result).items(), *_notes(result).items()]
     refers = [original.url, original.warc_date, original.record_id]
     if digest and _plain([result.url, digest, *refers, *(v for f in fields for v in f)]):
@@ -205,7 +208,7 @@ def not_modified_revisit(result: FetchResult, warc_date: str, original: Original
             ("WARC-Type", "revisit"),
             ("WARC-Record-ID", _warc_id()),
             ("WARC-Target-URI", result.url),
-            ("WARC-Profile", NOT_MODIFIED_PROFILE),
+            ("WARC-Profile", SERVER_NOT_MODIFIED.uri),
             ("WARC-Refers-To-Target-URI", original.url),
             ("WARC-Refers-To-Date", original.warc_date),
             ("WARC-Payload-Digest", digest),
@@ -215,7 +218,7 @@ def not_modified_revisit(result: FetchResult, warc_date: str, original: Original
     return built_not_modified_revisit(result, warc_date, original, digest)
 
 
-def built_not_modified_revisit(result: FetchResult, warc_date: str, original: Original, digest: str):
+def built_not_modified_revisit(result: FetchResult, warc_date: str, original: Original, digest: str) -> Record:
     """``not_modified_revisit`` through warcio's builder."""
     record = _BUILDER.create_revisit_record(
         result.url,
@@ -225,12 +228,12 @@ def built_not_modified_revisit(result: FetchResult, warc_date: str, original: Or
         http_headers=None,
         warc_headers_dict={"WARC-Date": warc_date, **_address(result), **_notes(result)},
     )
-    record.rec_headers.replace_header("WARC-Profile", NOT_MODIFIED_PROFILE)
+    record.rec_headers.replace_header("WARC-Profile", SERVER_NOT_MODIFIED.uri)
     record.rec_headers.add_header("WARC-Refers-To", original.record_id)
     return record
 
 
-def run_record(uri: str, report: bytes | typing.BinaryIO, warc_date: str):
+def run_record(uri: str, report: bytes | typing.BinaryIO, warc_date: str) -> Record:
     """A run's report (``index.capture.runhistory``): a ``metadata`` record of ``application/json``; the
     report as bytes or as a file positioned at its start (read to its end)."""
     if isinstance(report, bytes):
@@ -247,5 +250,5 @@ def run_record(uri: str, report: bytes | typing.BinaryIO, warc_date: str):
     )
 
 
-def record_id(record) -> str:
-    return record.rec_headers.get_header("WARC-Record-ID")
+def record_id(record: Record) -> str:
+    return str(record.rec_headers.get_header("WARC-Record-ID"))

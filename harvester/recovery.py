@@ -40,7 +40,7 @@ from index.capture.seal import index_sealed_file
 from index.cdx import cdxj
 from index.collection import Collection
 from index.integrity.fixity import Fixity
-from index.state import HarvestState
+from index.storage.state import HarvestState
 
 
 @dataclasses.dataclass

@@ -1,5 +1,5 @@
 """The figures a run gets when it ends, from what the collection database holds by then: its
-full-harvest estimate (``index.state.full_harvest_estimate``) and its per-site change rates
+full-harvest estimate (``index.storage.state.full_harvest_estimate``) and its per-site change rates
 (``harvester.change_rates``). Kept with the run's other figures, so readers need not recompute them."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import sqlite3
 
 from harvester.change_rates import run_change_rates
 from harvester.report import RunFigures
-from index.state import HarvestState, full_harvest_estimate, page_checks
+from index.storage.state import HarvestState, full_harvest_estimate, page_checks
 
 
 def close_figures(state: HarvestState, run_id: str, job: str | None, started: str, figures: RunFigures) -> None:

@@ -1,8 +1,8 @@
 """One worker's part in a run that several workers share (``strata worker`` on a root that uses Redis).
 
-``SharedHarvest`` is a ``Harvest`` whose frontier is the run's ``SharedFrontier`` (URLs leased from
-Redis, politeness across workers), whose WARC files carry the worker's label (name and warcinfo),
-and whose run (``SharedRun``) outlives any one worker:
+``shared_harvest(...)`` is a ``Harvest`` (``harvester.run``) with a ``SharedCoordinator``: its frontier
+is the run's ``SharedFrontier`` (URLs leased from Redis, politeness across workers), its WARC files
+carry the worker's label (name and warcinfo), and its run (``SharedRun``) outlives any one worker:
 
 - the *lead* (the worker that claimed the queue entry) names the run, or resumes the unfinished
   one a dead lead left, seeds it, and closes it: once the frontier is settled and the other
@@ -23,19 +23,21 @@ import contextlib
 import logging
 import os
 import time
+from collections.abc import AsyncIterator, Callable
 from datetime import datetime
 from typing import Any
 
-from harvester.recovery import recover
+from harvester.coordinator import Coordinator
+from harvester.job import JobSettings
 from harvester.robots import RobotsUnreachable
 from harvester.run import Harvest
 from harvester.shared_frontier import SharedFrontier
 from harvester.shared_run import SharedRun, add_figures
+from harvester.visit import RobotsFetch
 from harvester.warcfile import OPEN_SUFFIX
 from index.capture.rebuild import rebuild_if_outdated
+from index.collection import Collection
 from index.storage import redisdb
-from index.storage.redisstate import RedisHarvestState
-from index.storage.statestore import open_harvest_state
 from strata.errors import CollectionBusy, HarvestError
 from strata.times import iso, utc_now
 
@@ -44,33 +46,49 @@ BEAT_EVERY = 0.5
 _NOT_ADDED = ("warc_files", "bytes_stored", "full_estimate", "change_rates")
 
 
-class SharedHarvest(Harvest):
-    def __init__(
-        self,
-        collection,
-        job,
-        *,
-        redis_url: str,
-        label: str,
-        lead: bool,
-        run_id: str | None = None,
-        lease_seconds: float | None = None,
-        **kwargs,
-    ):
-        super().__init__(collection, job, **kwargs)
-        self.worker_label = label
+def shared_harvest(
+    collection: Collection,
+    job: JobSettings,
+    *,
+    redis_url: str,
+    label: str,
+    lead: bool,
+    run_id: str | None = None,
+    lease_seconds: float | None = None,
+    **kwargs: Any,
+) -> Harvest:
+    """One worker's harvest of a shared run: the lead's (it claimed the queue entry) or a helper's
+    (it joins ``run_id``)."""
+    coordinator = SharedCoordinator(
+        redis_url=redis_url,
+        label=label,
+        lead=lead,
+        run_id=run_id,
+        lease_seconds=lease_seconds or max(60.0, job.timeout * 3),
+    )
+    return Harvest(collection, job, coordinator=coordinator, **kwargs)
+
+
+class SharedCoordinator(Coordinator):
+    follows_fulltext = False  # the lead indexes the run at its end
+
+    def __init__(self, *, redis_url: str, label: str, lead: bool, run_id: str | None, lease_seconds: float):
+        self.label = label
         self.worker_key = f"{label}:{os.getpid()}:{os.urandom(2).hex()}"  # one per incarnation
         self.lead = lead
         self.join_run_id = run_id
         self.redis_url = redis_url
         self.r = redisdb.connect(redis_url)
-        self.lease_seconds = lease_seconds or max(60.0, job.timeout * 3)
+        self.lease_seconds = lease_seconds
         self.shared: SharedRun | None = None
         self._last_beat = 0.0
         self._last_wait_said = -1e9
         self.expired_leases = 0
         self.captured_twice: list[str] = []
         self.handed_over = False  # this lead found another leading the run at its end: it left as a helper
+        own_suffix = f"-{label}.warc.gz{OPEN_SUFFIX}"
+        self.own_files: Callable[[str], bool] | None = lambda name: name.endswith(own_suffix)
+        self.on_wait: Callable[[str], None] | None = self._waiting
 
     def _patient(self, call):
         return redisdb.patiently(self.redis_url, call, on_wait=self._waiting)
@@ -79,34 +97,32 @@ class SharedHarvest(Harvest):
         """Redis is away: the whole worker waits (every step of a run needs it), and says so once per outage."""
         now = time.monotonic()
         if now - self._last_wait_said > 10.0:
-            log.warning("worker %s: %s", self.worker_label, message)
-            if len(self.notes) < 50:
-                self.notes.append(f"{utc_now():%H:%M:%S} {message}")
+            log.warning("worker %s: %s", self.label, message)
+            self.harvest.log.note_some(f"{utc_now():%H:%M:%S} {message}")
         self._last_wait_said = now
 
-    async def run(self) -> dict:
-        coll = self.collection
-        coll.create()
-        if self.lead:
-            rebuild_if_outdated(coll)
-        own_suffix = f"-{self.worker_label}.warc.gz{OPEN_SUFFIX}"
+    @property
+    def indexes_fulltext(self) -> bool:
+        return self.lead  # (a lead that handed over is no longer one)
+
+    @contextlib.asynccontextmanager
+    async def session(self) -> AsyncIterator[None]:
+        coll = self.harvest.collection
         try:
             if self.lead:
+                rebuild_if_outdated(coll)
                 # A run left unfinished is this worker's to lead from now on, before it waits for the
                 # collection's lock: a lead cut off from Redis may still hold that lock, and must learn
-                # at its end that it no longer leads (``_end_run``), or it would close the run itself.
-                resumed = self._patient(lambda: SharedRun.unfinished(self.r, coll.name, self.job_key))
+                # at its end that it no longer leads (``end_run``), or it would close the run itself.
+                resumed = self._patient(lambda: SharedRun.unfinished(self.r, coll.name, self.harvest.job_key))
                 if resumed is not None:
                     self._patient(lambda: resumed.take_lead(self.worker_key))
                 with await self._collection_lock(waits=resumed is not None):
-                    summary = await self._locked_part(lambda name: name.endswith(own_suffix))
+                    yield
             else:
-                summary = await self._locked_part(lambda name: name.endswith(own_suffix))
+                yield
         finally:
             self.r.close()
-        if self.lead and self.job.fulltext:  # (a lead that handed over is no longer one)
-            summary["fulltext"] = self._index_fulltext()
-        return summary
 
     async def _collection_lock(self, waits: bool) -> contextlib.ExitStack:
         """The collection's harvest lock, held. A lead resuming a run waits for it: the lead it takes
@@ -115,29 +131,20 @@ class SharedHarvest(Harvest):
         while True:
             stack = contextlib.ExitStack()
             try:
-                stack.enter_context(self.collection.harvest_lock())
+                stack.enter_context(self.harvest.collection.harvest_lock())
                 return stack
             except CollectionBusy:
                 if not waits:
                     raise
                 if not said:
-                    log.warning("worker %s: waiting for the worker that led the run to leave it", self.worker_label)
+                    log.warning("worker %s: waiting for the worker that led the run to leave it", self.label)
                     said = True
                 await asyncio.sleep(0.5)
 
-    async def _locked_part(self, own) -> dict:
-        self.state = open_harvest_state(self.collection)
-        if isinstance(self.state, RedisHarvestState):
-            self.state.on_wait = self._waiting
-        try:
-            recover(self.collection, self.state, own=own)  # this label's torn files: a killed worker's
-            return await self._run_locked()
-        finally:
-            self.state.close()
-
-    # -- the seams of Harvest ------------------------------------------------------------------------
-    def _begin_run(self, started: datetime) -> datetime:
-        coll = self.collection.name
+    # -- the steps of the run ------------------------------------------------------------------------
+    def begin_run(self, started: datetime) -> tuple[str, str, datetime]:
+        harvest = self.harvest
+        coll = harvest.collection.name
         if not self.lead:
             run = SharedRun.load(self.r, coll, self.join_run_id or "")
             if run is not None:
@@ -148,42 +155,36 @@ class SharedHarvest(Harvest):
                 if run is not None:
                     run.beat(self.worker_key, {}, left=True)
                 raise HarvestError(f"run {self.join_run_id} of {coll} is not open to more workers")
-            self.shared, self.run_id, self.mode = run, run.run_id, run.mode
-            return datetime.fromisoformat(run.started)
-        resumed = SharedRun.unfinished(self.r, coll, self.job_key)
+            self.shared = run
+            return run.run_id, run.mode, datetime.fromisoformat(run.started)
+        resumed = SharedRun.unfinished(self.r, coll, harvest.job_key)
         if resumed is None:
-            started = super()._begin_run(started)
-            assert self.mode is not None
+            run_id, mode, started = super().begin_run(started)
             self.shared = SharedRun.create(
-                self.r, coll, self.job_key, self.run_id, self.mode, iso(started), lead=self.worker_key
+                self.r, coll, harvest.job_key, run_id, mode, iso(started), lead=self.worker_key
             )
-            return started
+            return run_id, mode, started
         resumed.take_lead(self.worker_key)
-        self.shared, self.run_id, self.mode = resumed, resumed.run_id, resumed.mode
-        if self.state.run(self.run_id) is None:
-            self.state.begin_run(self.run_id, self.job_key, self.mode, resumed.started, os.getpid())
+        self.shared = resumed
+        state = harvest.state
+        if state.run(resumed.run_id) is None:
+            state.begin_run(resumed.run_id, harvest.job_key, resumed.mode, resumed.started, os.getpid())
         else:
-            self.state.update_run(self.run_id, status="running")
-        self.notes.append(f"run {self.run_id} resumed by {self.worker_label} after its lead stopped")
-        return datetime.fromisoformat(resumed.started)
+            state.update_run(resumed.run_id, status="running")
+        harvest.log.notes.append(f"run {resumed.run_id} resumed by {self.label} after its lead stopped")
+        return resumed.run_id, resumed.mode, datetime.fromisoformat(resumed.started)
 
-    async def _visit(self, item) -> None:
+    def holding(self, url: str) -> contextlib.AbstractContextManager[None]:
         # The worker holds the URL's lease while it visits: its state row is read from Redis once.
-        state = self.state
-        if not isinstance(state, RedisHarvestState):
-            return await super()._visit(item)
-        state.hold(item.url)
-        try:
-            await super()._visit(item)
-        finally:
-            state.release(item.url)
+        return self.harvest.state.holding(url)
 
-    def _make_frontier(self) -> Any:  # a SharedFrontier: Frontier's interface, in Redis
-        job = self.job
+    def make_frontier(self) -> Any:  # a SharedFrontier: Frontier's interface, in Redis
+        harvest = self.harvest
+        job = harvest.job
         return SharedFrontier(
             self.r,
-            self.collection.name,
-            self.run_id,
+            harvest.collection.name,
+            harvest.run_id,
             self.worker_key,
             delay=job.delay,
             per_host=job.concurrency,  # leases per host across all workers: the job's connections per host
@@ -193,72 +194,74 @@ class SharedHarvest(Harvest):
             do=self._patient,
         )
 
-    def _seed(self) -> None:
+    def seed(self) -> None:
         if self.lead:
-            self.paging.seed()
+            self.harvest.paging.seed()
             assert self.shared is not None
             self.shared.open_to_others()
 
-    def _closes_run(self) -> bool:
-        # Listing pages are read by whichever worker takes them: no one worker can tell that a content
-        # page vanished from all of them. The lead does, at its end, from what every worker read.
-        return False
+    # Listing pages are read by whichever worker takes them: no one worker can tell that a content
+    # page vanished from all of them. The lead does, at its end, from what every worker read.
+    closes_run = False
 
-    def _stored(self) -> tuple[list[str], int]:
-        files, size = list(self.roller.files), self.roller.bytes_written
+    def stored(self) -> tuple[list[str], int]:
+        recorder = self.harvest.recorder
+        files, size = recorder.files, recorder.bytes_written
         if self.lead:
             for figures in self._others():
                 files += figures.get("warc_files") or []
                 size += figures.get("bytes_stored") or 0
         return sorted(set(files)), size
 
-    def _failure(self) -> str | None:
-        fetched = self.figures.urls_fetched + sum(f.get("urls_fetched") or 0 for f in self._others())
-        return None if fetched else super()._failure()
+    def failure(self) -> str | None:
+        fetched = self.harvest.figures.urls_fetched + sum(f.get("urls_fetched") or 0 for f in self._others())
+        return None if fetched else super().failure()
 
-    async def _end_run(self, started: datetime) -> datetime:
+    async def end_run(self, started: datetime) -> datetime:
+        harvest = self.harvest
         assert self.shared is not None
-        if isinstance(self.frontier, SharedFrontier):
-            self.frontier.flush()  # the leases of its last URLs, done after its last take
+        if isinstance(harvest.frontier, SharedFrontier):
+            harvest.frontier.flush()  # the leases of its last URLs, done after its last take
         shared, me = self.shared, self.worker_key
         if self.lead and not self._patient(lambda: shared.close_as_lead(me)):
             # Cut off long enough for the queue to retry the entry: another worker resumed the run and
             # leads it. This one leaves as a helper; the new lead adds up its figures and closes the run.
             self.lead, self.handed_over = False, True
-            self.notes.append(
-                f"run {self.run_id} is led by another worker now; {self.worker_label} left it as a helper"
+            harvest.log.notes.append(
+                f"run {harvest.run_id} is led by another worker now; {self.label} left it as a helper"
             )
         if not self.lead:
-            if self.paging.tells_vanished and self.status == "finished":
-                reading = self.paging.reading()
+            if harvest.paging.tells_vanished and harvest.status == "finished":
+                reading = harvest.paging.reading()
                 self._patient(lambda: shared.put_paging(me, reading))  # before it leaves: the lead waits for that
-            self.roller.close()
-            self.figures.warc_files, self.figures.bytes_stored = self._stored()
+            harvest.recorder.close()
+            harvest.figures.warc_files, harvest.figures.bytes_stored = self.stored()
             self._beat(left=True)
             return utc_now()
-        while not self._patient(lambda: self.shared.others_done(self.worker_key, self.lease_seconds)):
+        while not self._patient(lambda: shared.others_done(self.worker_key, self.lease_seconds)):
             await asyncio.sleep(0.2)
         for figures in self._others():
-            add_figures(self.figures.__dict__, {k: v for k, v in figures.items() if k not in _NOT_ADDED})
-        if self.paging.tells_vanished and self.status == "finished":
+            add_figures(harvest.figures.__dict__, {k: v for k, v in figures.items() if k not in _NOT_ADDED})
+        if harvest.paging.tells_vanished and harvest.status == "finished":
             self._record_vanished(shared)
-        assert isinstance(self.frontier, SharedFrontier)
-        self.expired_leases, _ = self.frontier.expired()
-        counts = collections.Counter(c["url"] for c in self.state.captures(run_id=self.run_id))
+        assert isinstance(harvest.frontier, SharedFrontier)
+        self.expired_leases, _ = harvest.frontier.expired()
+        counts = collections.Counter(c["url"] for c in harvest.state.captures(run_id=harvest.run_id))
         self.captured_twice = sorted(url for url, n in counts.items() if n > 1)
         if self.expired_leases:
-            self.notes.append(
+            harvest.log.notes.append(
                 f"{self.expired_leases} lease(s) expired (a worker stopped or was too slow); "
                 f"{len(self.captured_twice)} URL(s) captured twice because of it"
             )
-        finished = await super()._end_run(started)
-        self.shared.close()
+        finished = await harvest.close_run(started)
+        shared.close()
         return finished
 
     def _record_vanished(self, shared: SharedRun) -> None:
         """Content pages gone from every listing, as one harvester tells them, from what every worker
         read. A worker that stopped before saying what it read (killed, failed) may have read the
         listing a page moved to: then no page is called vanished, each is left to its due recheck."""
+        harvest = self.harvest
         readings = self._patient(shared.pagings)
         workers = self._patient(shared.workers)
         # who must have said: every other worker that fetched something, or did not leave (died)
@@ -268,15 +271,15 @@ class SharedHarvest(Harvest):
             if key != self.worker_key and (not w["left"] or (w["figures"].get("urls_fetched") or 0) > 0)
         }
         if others - readings.keys():
-            self.notes.append(
+            harvest.log.notes.append(
                 f"{len(others - readings.keys())} worker(s) stopped before saying which listings they read: "
                 "no page is called vanished in this run; each is left to its due recheck"
             )
             return
         for key, reading in readings.items():
             if key != self.worker_key:
-                self.paging.add_reading(reading)
-        self.paging.record_vanished()
+                harvest.paging.add_reading(reading)
+        harvest.paging.record_vanished()
 
     def _others(self) -> list[dict]:
         if self.shared is None:
@@ -284,48 +287,55 @@ class SharedHarvest(Harvest):
         workers = self._patient(self.shared.workers)
         return [w["figures"] for key, w in workers.items() if key != self.worker_key]
 
-    def _report(self, force: bool = False) -> None:
-        super()._report(force)
+    def progressed(self, force: bool) -> None:
         if force or time.monotonic() - self._last_beat >= BEAT_EVERY:
             self._beat()
 
     def _beat(self, left: bool = False) -> None:
-        if self.shared is None:
+        shared = self.shared
+        if shared is None:
             return
         self._last_beat = time.monotonic()
-        figures = {**self.figures.as_dict(), "warc_files": list(self.roller.files)}
-        figures["bytes_stored"] = self.roller.bytes_written
-        self._patient(lambda: self.shared.beat(self.worker_key, figures, left))
+        harvest = self.harvest
+        figures = {**harvest.figures.as_dict(), "warc_files": harvest.recorder.files}
+        figures["bytes_stored"] = harvest.recorder.bytes_written
+        self._patient(lambda: shared.beat(self.worker_key, figures, left))
 
-    def summary(self, started: datetime, finished: datetime) -> dict:
-        out = super().summary(started, finished)
+    def summary(self, out: dict) -> None:
         out.update(
-            worker=self.worker_label,
+            worker=self.label,
             lead=self.lead,
             handed_over=self.handed_over,
             expired_leases=self.expired_leases,
             captured_twice=self.captured_twice,
         )
-        return out
 
     # -- robots.txt once per run -------------------------------------------------------------------------
-    async def _fetch_robots(self, url: str) -> tuple[int | None, bytes | None]:
-        assert self.shared is not None
-        shared = self.shared
-        while True:
-            answer = self._patient(lambda: shared.robots_answer(url))
-            if answer is not None:
-                kind, value = answer
-                if kind == "error":
-                    raise RobotsUnreachable(value)
-                return value
-            if self._patient(lambda: shared.claim_robots(url, self.worker_key, self.lease_seconds)):
-                return await self._fetch_robots_for_all(shared, url)
-            await asyncio.sleep(0.05)
+    def share_robots(self, fetch: RobotsFetch) -> RobotsFetch:
+        """robots.txt of a site fetched by one worker of the run, its answer (or its failure) kept in
+        Redis for the others."""
 
-    async def _fetch_robots_for_all(self, shared: SharedRun, url: str) -> tuple[int | None, bytes | None]:
+        async def robots(url: str) -> tuple[int | None, bytes | None]:
+            assert self.shared is not None
+            shared = self.shared
+            while True:
+                answer = self._patient(lambda: shared.robots_answer(url))
+                if answer is not None:
+                    kind, value = answer
+                    if kind == "error":
+                        raise RobotsUnreachable(value)
+                    return value
+                if self._patient(lambda: shared.claim_robots(url, self.worker_key, self.lease_seconds)):
+                    return await self._fetch_robots_for_all(shared, url, fetch)
+                await asyncio.sleep(0.05)
+
+        return robots
+
+    async def _fetch_robots_for_all(
+        self, shared: SharedRun, url: str, fetch: RobotsFetch
+    ) -> tuple[int | None, bytes | None]:
         try:
-            fetched = await super()._fetch_robots(url)
+            fetched = await fetch(url)
         except RobotsUnreachable as exc:
             why = str(exc)
             self._patient(lambda: shared.put_robots_error(url, why))

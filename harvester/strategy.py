@@ -5,7 +5,7 @@ In incremental runs of jobs that name page kinds (``index_patterns``, ``content_
 index pages are re-read from the seeds; an ordered listing (newest first) is read page after page
 only while a page holds links new since the last run; content pages come back when due
 (``harvester.schedule.due_at``). In every other run all known URLs are rechecked and every link
-in scope is followed. ``harvester.run`` asks this module what to queue; it fetches and records.
+in scope is followed. ``harvester.visit`` asks this module what to queue; it fetches and records.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from harvester.schedule import (
 )
 from harvester.scope import Scope
 from index.capture import decision
-from index.state import HarvestState
+from index.storage.state import HarvestState
 from strata.media import HTML_TYPES
 from strata.times import iso
 

@@ -1,10 +1,27 @@
-"""Everything derived from a collection's WARC files: the CDXJ index, the harvest state and digest
-index (SQLite), the full-text index (Whoosh), reports; all rebuildable (``index.capture.rebuild``).
+"""Everything derived from a collection's WARC files, all rebuildable from them
+(``index.capture.rebuild``), in parts ordered from the bottom up (tests/unit/strata/test_layout.py):
 
-Other packages use: ``collection.Collection``, ``state.HarvestState``, ``cdxj``, ``payload``,
-``fulltext.index_run``, ``query.search``, ``report.build_report``, ``rebuild.rebuild_state``,
-``fixity.Fixity`` (and ``HashingFile``), ``verify.verify``, ``fixitycheck.quick_verify``,
-``digestscan.scan`` / ``check_record_at``, ``revisits`` (where a revisit's payload is: one rule for
-every surface), ``importing.import_files``, ``capture_index`` (where a collection's CDXJ lines are
-read from: files, or Redis on a Redis root).
+- ``collection`` (a collection's directories and lock), ``payload`` (a record's payload, decoded);
+- ``storage``: the root's backend, the harvest state (SQLite, or Redis for URL state and digests);
+- ``integrity``: fixity, record scanners, ``strata verify``;
+- ``access``: the access rules, one verdict for every surface;
+- ``cdx``: CDXJ lines, SURT keys, where a collection's lines are read from, one URL's captures;
+- ``fulltext``: the search engine behind ``fulltext.backend.SearchBackend``, its fields and facets;
+- ``capture``: the capture path (the decision, revisit profiles, recording a capture) and what
+  derives captures from WARCs (rebuild, import, seal, run records);
+- ``compare`` (two captures, side by side) and ``export`` (WACZ).
 """
+
+# What other packages may import (tests/unit/strata/test_surfaces.py holds them to it).
+__all__ = [
+    "access",
+    "capture",
+    "cdx",
+    "collection",
+    "compare",
+    "export",
+    "fulltext",
+    "integrity",
+    "payload",
+    "storage",
+]

@@ -3,7 +3,7 @@ and how much changed at each.
 
 Built from two things a reader may already be shown: the captures of the URL
 (``index.cdx.versions.read_versions``, through ``filter_captures``, so access rules apply) and, from the
-harvest state, each capture's class and payload size (``index.state.capture_marks``). A collection
+harvest state, each capture's class and payload size (``index.storage.state.capture_marks``). A collection
 indexed by ``wb-manager`` alone has no state: its captures are then ``capture`` (a response) or
 ``revisit``, and their sizes are the records'.
 

@@ -28,10 +28,6 @@ RESERVED_NAMES = frozenset(
 )
 
 
-def default_root() -> Path:
-    return Path(os.environ.get("STRATA_ROOT") or "collections")
-
-
 def root_state_dir(root: Path) -> Path:
     """Strata's per-root state (queue, staff accounts): not a collection (names cannot start with '.')."""
     return Path(root) / ".strata"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import zlib
 from pathlib import Path
+from typing import Any
 
 from warcio.archiveiterator import ArchiveIterator
 
@@ -75,7 +76,7 @@ def _brotli_capped(data: bytes, max_out: int) -> bytes:
         raise DecodeError(f"corrupt brotli body ({exc})") from None
 
 
-def read_record(warc_path: Path, offset: int):
+def read_record(warc_path: Path, offset: int) -> tuple[Any, Any, bytes]:
     """(rec_headers, http_headers, raw payload bytes) of the record at ``offset``."""
     with open(warc_path, "rb") as fh:
         fh.seek(offset)

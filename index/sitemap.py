@@ -2,7 +2,7 @@
 of its own, a page, or the folder's own page, named ``""``), how many URLs and captures it holds,
 its first and last capture, and how many of its URLs changed (new, changed or deleted) since a date.
 
-Counted by ``index.state.sitemap_children`` (SQL over the host's captures), or, when the collection's
+Counted by ``index.storage.state.sitemap_children`` (SQL over the host's captures), or, when the collection's
 access rules hide something from the reader, by ``index.access.counts.visible_sitemap_children``
 (every capture through ``RuleSet.verdict``): a hidden capture counts nowhere and an entry of hidden
 captures only is not listed. ``site_map(...)`` answers what the site map page and its JSON show.

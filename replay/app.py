@@ -11,7 +11,6 @@ The replay origin keeps no state about readers: no session, no cookies of its ow
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 from flask import Flask
@@ -40,7 +39,7 @@ def create_app(root: Path, config: dict | None = None) -> Flask:
         "cdx": CdxApi(Path(root), settings["cdx_limit"], settings["cdx_time_limit"]),
     }
 
-    from replay import access, filters, origins
+    from replay import access, filters, origins, search
     from replay.views import (
         capture_api,
         cdx,
@@ -64,10 +63,7 @@ def create_app(root: Path, config: dict | None = None) -> Flask:
     errors.register(app)
     app.register_blueprint(home.bp)
     app.register_blueprint(pywb_static.bp)
-    if importlib.util.find_spec("replay.search") is not None:
-        from replay.search import bp as search_bp
-
-        app.register_blueprint(search_bp)
+    app.register_blueprint(search.bp)
     app.register_blueprint(collection.bp)
     app.register_blueprint(publications.bp)
     app.register_blueprint(capture_api.bp)

@@ -11,7 +11,7 @@ from flask import g, has_request_context
 
 from index.access.rules import RuleSet, rules_for
 from index.collection import Collection, check_name, list_collections
-from index.state import Deletion, deletion, open_readonly
+from index.storage.state import Deletion, deletion, open_readonly
 from replay.errors import UnknownCollection
 from strata.errors import CollectionError
 

@@ -28,15 +28,24 @@ from urllib.parse import urlencode
 
 from flask import Blueprint, Response, current_app, jsonify, render_template, request, stream_with_context
 
-from index.fulltext.query import MAX_PER_PAGE, SearchParams, search
+from index.fulltext.fields import (
+    EXPORT_SELECTING,
+    FACETS,
+    FIELDS,
+    FILTER_PARAMS,
+    META_PARAMS,
+    PARAMS,
+    SELECTING,
+    params_of,
+)
+from index.fulltext.params import MAX_PER_PAGE, SearchParams
+from index.fulltext.query import search
 from index.fulltext.text import MIME_GROUPS
 from replay.errors import public_message
 from replay.histogram_chart import histogram_chart
 from strata.errors import QueryError, StrataError
 
 bp = Blueprint("search", __name__, template_folder="templates")
-META_PARAMS = ("title", "author", "keyword", "lang", "published_from", "published_to")
-PARAMS = ("q", "from", "to", "site", "type", "sort", "c", "in", *META_PARAMS)
 EXPORT_TIME_LIMIT = 30.0  # seconds per collection for a download's search
 
 
@@ -51,25 +60,7 @@ def _root() -> Path:
 
 
 def _params(per_page_default: int) -> SearchParams:
-    args = request.args
-    return SearchParams(
-        q=args.get("q", ""),
-        date_from=args.get("from") or None,
-        date_to=args.get("to") or None,
-        site=args.get("site") or None,
-        type=args.get("type") or None,
-        collections=[c for c in args.getlist("c") if c] or None,
-        sort=args.get("sort") or "relevance",
-        page=args.get("page", "1"),
-        per_page=args.get("per_page", str(per_page_default)),
-        scope=args.get("in") or "all",
-        title=args.get("title") or None,
-        author=args.get("author") or None,
-        keyword=args.get("keyword") or None,
-        lang=args.get("lang") or None,
-        published_from=args.get("published_from") or None,
-        published_to=args.get("published_to") or None,
-    )
+    return SearchParams(**params_of(request.args.get, request.args.getlist, per_page_default))
 
 
 def _level() -> str:
@@ -125,8 +116,8 @@ def export(fmt: str):
         return jsonify({"error": f"no export as {fmt!r}: use /search/export.csv or /search/export.jsonl"}), 404
     limit = _settings().get("search_export_limit", 10000)
     try:
-        if not any(request.args.get(k) for k in ("q", "from", "to", "site", "type")):
-            raise QueryError("give a query or a filter (q, from, to, site, type) to export its hits")
+        if not any(request.args.get(k) for k in EXPORT_SELECTING):
+            raise QueryError(f"give a query or a filter ({', '.join(EXPORT_SELECTING)}) to export its hits")
         hits = all_hits(_root(), _params(per_page_default=1), time_limit=EXPORT_TIME_LIMIT, level=_level())
     except StrataError as exc:
         return jsonify({"error": public_message(exc.message, _root())}), exc.http_status
@@ -154,7 +145,7 @@ def page():
 
     root = _root()
     result, error, status = None, None, 200
-    if any(request.args.get(k) for k in ("q", "from", "to", "site", "type", *META_PARAMS)):
+    if any(request.args.get(k) for k in SELECTING):
         try:
             result = search(root, _params(per_page_default=10), access_level=_level())
             _links(result)
@@ -172,6 +163,17 @@ def page():
         max_per_page=MAX_PER_PAGE,
         export_href=_export_href,
         export_limit=_settings().get("search_export_limit", 10000),
-        meta_open=any(request.args.get(k) for k in (*META_PARAMS, "in")),
+        meta_open=any(request.args.get(k) for k in META_PARAMS),
+        # the form's first group (dates, site, type, order, collection) stays unfolded on a narrow
+        # screen while one of them is in use
+        filters_active=any(
+            request.args.get(field.param) not in (None, "", field.default)
+            for field in FIELDS
+            if field.kind in ("capture", "order", "collection")
+        ),
+        # the filters given, each to be removed by "clear filters"
+        filters={k: None for k in FILTER_PARAMS} if any(request.args.get(k) for k in FILTER_PARAMS) else {},
+        fields={field.param: field for field in FIELDS},
+        facets=FACETS,
         chart=histogram_chart(result["histogram"]) if result else None,
     ), status

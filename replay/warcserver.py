@@ -50,7 +50,7 @@ from index.cdx.capture_index import root_cdx
 from index.collection import Collection
 from index.integrity.digestscan import check_member, check_record_at, read_member
 from index.revisits import Candidate, Revisit, rank
-from index.state import indexed_original, open_readonly
+from index.storage.state import indexed_original, open_readonly
 from replay.asof import RAW_PARAM, AsOfIndexSource
 from replay.recordload import PayloadRecordLoader, RecordLoader
 from replay.recordmemo import RecordMemo

@@ -6,3 +6,19 @@ hierarchy; ``demo.site_server`` serves a content model over HTTP/1.1 on 127.0.0.
 """
 
 __version__ = "0.1.0"
+
+# What other packages may import (tests/unit/strata/test_surfaces.py holds them to it).
+__all__ = [
+    "__version__",
+    "charset",
+    "errors",
+    "eventloop",
+    "media",
+    "ports",
+    "public_suffix",
+    "query_encoding",
+    "regex",
+    "settings",
+    "times",
+    "urls",
+]

@@ -21,8 +21,10 @@ _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(b|kb|mb|gb|kib|mib|gib)?\s*$", re.I)
 _SIZE_UNITS = {None: 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "kib": 2**10, "mib": 2**20, "gib": 2**30}
 
 
-def parse_duration(value: Any) -> float:
-    """Seconds from a number or a string such as ``"90s"``, ``"12h"``, ``"7d"``, ``"2w"``."""
+def parse_seconds(value: Any) -> float:
+    """Seconds from a number or a string such as ``"90s"``, ``"6m"`` (minutes), ``"12h"``, ``"7d"``,
+    ``"2w"``: a job's intervals. (An embargo's calendar period, where ``6m`` is six months, is
+    ``index.access.rules.parse_calendar_period``.)"""
     if isinstance(value, bool):
         raise ValueError("expected a duration such as 30, '90s', '12h' or '7d'")
     if isinstance(value, (int, float)):
@@ -126,7 +128,7 @@ def check_header_value(value: Any) -> str:
 
 
 def check_duration(value: Any) -> float:
-    return parse_duration(value)
+    return parse_seconds(value)
 
 
 def check_size(value: Any) -> int:

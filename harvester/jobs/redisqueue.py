@@ -1,5 +1,6 @@
-"""The run queue and job schedule in the root's Redis (``index.storage.backend``): ``RunQueue`` as
-``SQLiteQueue`` implements it, for several workers and console processes on several machines.
+"""The run queue and job schedule in the root's Redis (``index.storage.backend``): the storage of
+``RunQueue`` (whose logic is ``harvester.jobs.queue_model``'s), for several workers and console
+processes on several machines.
 
 Each entry is one JSON value (``strata:queue:entry:<id>``, the SQLite row's fields) and its id in
 the sorted set ``strata:queue:ids``; schedules are fields of the hash ``strata:schedule``. Every
@@ -26,22 +27,11 @@ from typing import Any
 
 from valkey.exceptions import LockError, LockNotOwnedError
 
-from harvester.jobs.queue_model import (
-    MAX_ATTEMPTS,
-    MODES,
-    QueuedRun,
-    RunQueue,
-    ScheduleEntry,
-    entry_of_fields,
-    fields_of_entry,
-    is_stale,
-)
+from harvester.jobs.queue_model import RunQueue, fields_of_entry, schedule_of_fields
 from index.storage import redisdb
 from index.storage.backend import backend_of
-from strata.errors import BackendUnavailable, ConfigError, HarvestError
+from strata.errors import BackendUnavailable, ConfigError
 from strata.times import iso_micro as iso
-from strata.times import parse_iso_micro as parse_iso
-from strata.times import utc_now
 
 LOCK_SECONDS = 10.0
 LOCK_WAIT = 30.0  # seconds a change waits for another process's
@@ -103,7 +93,7 @@ class RedisQueue(RunQueue):
             raise _LockLost("no longer owned")
 
     # -- entries ---------------------------------------------------------------------------------
-    def _fields(self, entry_id: int) -> dict | None:
+    def _fields(self, entry_id):
         raw = self.r.get(_entry_key(entry_id))
         return json.loads(raw) if raw else None
 
@@ -111,184 +101,39 @@ class RedisQueue(RunQueue):
         self._check_held()
         self.r.set(_entry_key(fields["id"]), json.dumps(fields, ensure_ascii=False, default=str))
 
-    def _all(self, newest_first: bool = False) -> list[dict]:
+    def _rows(self, collection=None, job=None, statuses=None, newest_first=False, limit=None):
         ids = self.r.zrevrange(IDS, 0, -1) if newest_first else self.r.zrange(IDS, 0, -1)
         if not ids:
             return []
-        raws = self.r.mget([_entry_key(int(i)) for i in ids])
-        return [json.loads(raw) for raw in raws if raw]
+        out = []
+        for raw in self.r.mget([_entry_key(int(i)) for i in ids]):
+            row = json.loads(raw) if raw else None
+            if row is None or collection is not None and row["collection"] != collection:
+                continue
+            if job is not None and row["job"] != job or statuses and row["status"] not in statuses:
+                continue
+            out.append(row)
+            if limit is not None and len(out) >= limit:
+                break
+        return out
 
-    def _insert(self, **fields) -> int:
+    def _insert(self, fields):
         entry_id = int(self.r.incr(SEQ))
-        row = {
-            "id": entry_id,
-            "started_at": None,
-            "finished_at": None,
-            "worker": None,
-            "heartbeat": None,
-            "cancel_requested": 0,
-            "run_id": None,
-            "progress": "{}",
-            "summary": "{}",
-            "error": None,
-            **fields,
-        }
-        self._put(row)
+        self._put({"id": entry_id, **fields})
         self.r.zadd(IDS, {str(entry_id): entry_id})
         return entry_id
 
-    def _active(self, collection: str, job: str) -> dict | None:
-        for row in self._all():
-            if row["collection"] == collection and row["job"] == job and row["status"] in ("queued", "running"):
-                return row
-        return None
-
-    def enqueue(
-        self, collection, job, mode="auto", reason="manual", requested_by=None, now=None, retry_of=None, attempt=1
-    ):
-        if mode not in MODES:
-            raise ConfigError(f"run mode must be one of {', '.join(MODES)}, not {mode!r}")
-        now = now or utc_now()
-        with self._tx():
-            existing = self._active(collection, job)
-            if existing is not None:
-                return entry_of_fields(existing), False
-            entry_id = self._insert(
-                collection=collection,
-                job=job,
-                mode=mode,
-                status="queued",
-                reason=reason,
-                requested_by=requested_by,
-                queued_at=iso(now),
-                attempt=attempt,
-                retry_of=retry_of,
-            )
-        entry = self.get(entry_id)
-        assert entry is not None
-        return entry, True
-
-    def claim(self, worker, now=None, skip=frozenset()):
-        now = now or utc_now()
-        with self._tx():
-            rows = self._all()
-            busy = {r["collection"] for r in rows if r["status"] == "running"} | set(skip)
-            row = next((r for r in rows if r["status"] == "queued" and r["collection"] not in busy), None)
-            if row is None:
-                return None
-            row.update(status="running", worker=worker, started_at=iso(now), heartbeat=iso(now))
+    def _update(self, row, changes):
+        if changes:
+            row.update(changes)
             self._put(row)
-        return entry_of_fields(row)
-
-    def heartbeat(self, entry_id, worker, progress=None, run_id=None, now=None):
-        now = now or utc_now()
-        with self._tx():
-            row = self._fields(entry_id)
-            if row is None:
-                return False
-            if row["worker"] == worker and row["status"] == "running":
-                row["heartbeat"] = iso(now)
-                if progress is not None:
-                    row["progress"] = json.dumps(progress, ensure_ascii=False, default=str)
-                if run_id is not None:
-                    row["run_id"] = run_id
-                self._put(row)
-        return bool(row["cancel_requested"])
-
-    def finish(self, entry_id, status, summary=None, error=None, now=None):
-        if status not in ("finished", "failed", "cancelled", "interrupted"):
-            raise ValueError(f"not a final status: {status!r}")
-        now = now or utc_now()
-        summary = summary or {}
-        with self._tx():
-            row = self._fields(entry_id)
-            if row is None or row["status"] != "running":
-                return
-            row.update(
-                status=status,
-                finished_at=iso(now),
-                summary=json.dumps(summary, ensure_ascii=False, default=str),
-                error=error,
-                run_id=summary.get("run_id") or row["run_id"],
-            )
-            self._put(row)
-
-    def cancel(self, entry_id, now=None):
-        now = now or utc_now()
-        with self._tx():
-            row = self._fields(entry_id)
-            if row is None:
-                raise HarvestError(f"no queued run {entry_id}")
-            if row["status"] == "queued":
-                row.update(status="cancelled", finished_at=iso(now), error="cancelled before it started")
-                self._put(row)
-            elif row["status"] == "running":
-                row["cancel_requested"] = 1
-                self._put(row)
-        return entry_of_fields(row)
-
-    def interrupt(self, entry_id, why, retry=True, now=None):
-        now = now or utc_now()
-        with self._tx():
-            row = self._fields(entry_id)
-            if row is None or row["status"] != "running":
-                return None
-            again = retry and not row["cancel_requested"] and row["attempt"] < MAX_ATTEMPTS
-            row.update(
-                status="interrupted", finished_at=iso(now), error=why + ("; queued again" if again else "; not retried")
-            )
-            self._put(row)
-            if again:
-                self._insert(
-                    collection=row["collection"],
-                    job=row["job"],
-                    mode=row["mode"],
-                    status="queued",
-                    reason="retry",
-                    requested_by=row["requested_by"],
-                    queued_at=iso(now),
-                    attempt=row["attempt"] + 1,
-                    retry_of=row["id"],
-                )
-        return entry_of_fields(row)
-
-    def stale(self, now=None, stale_after=60.0):
-        now = now or utc_now()
-        running = [entry_of_fields(r) for r in self._all() if r["status"] == "running"]
-        return [entry for entry in running if is_stale(entry, now, stale_after)]
-
-    def get(self, entry_id):
-        row = self._fields(entry_id)
-        return entry_of_fields(row) if row else None
-
-    def entries(self, collection=None, job=None, statuses=None, limit=100):
-        out: list[QueuedRun] = []
-        for row in self._all(newest_first=True):
-            if collection is not None and row["collection"] != collection:
-                continue
-            if job is not None and row["job"] != job:
-                continue
-            if statuses and row["status"] not in statuses:
-                continue
-            out.append(entry_of_fields(row))
-            if len(out) >= int(limit):
-                break
-        return out
 
     # -- schedules -------------------------------------------------------------------------------
     def schedule(self, collection, job):
         raw = self.r.hget(SCHEDULE, f"{collection}\t{job}")
         if not raw:
             return None
-        d = json.loads(raw)
-        return ScheduleEntry(
-            d["collection"],
-            d["job"],
-            d["frequency"],
-            parse_iso(d["next_due"]),
-            parse_iso(d["last_queued"]),
-            d["paused"],
-        )
+        return schedule_of_fields(json.loads(raw))
 
     def save_schedule(self, entry):
         value = {
@@ -302,20 +147,8 @@ class RedisQueue(RunQueue):
         self.r.hset(SCHEDULE, f"{entry.collection}\t{entry.job}", json.dumps(value))
 
     def schedules(self):
-        out = []
-        for raw in self.r.hvals(SCHEDULE):
-            d = json.loads(raw)
-            out.append(
-                ScheduleEntry(
-                    d["collection"],
-                    d["job"],
-                    d["frequency"],
-                    parse_iso(d["next_due"]),
-                    parse_iso(d["last_queued"]),
-                    d["paused"],
-                )
-            )
-        return sorted(out, key=lambda e: (e.collection, e.job))
+        entries = [schedule_of_fields(json.loads(raw)) for raw in self.r.hvals(SCHEDULE)]
+        return sorted(entries, key=lambda e: (e.collection, e.job))
 
     def put_entry(self, entry):
         with self._tx():
@@ -325,16 +158,5 @@ class RedisQueue(RunQueue):
             if int(self.r.get(SEQ) or 0) < entry.id:
                 self.r.set(SEQ, entry.id)
 
-    def forget_job(self, collection, job, now=None):
-        now = now or utc_now()
-        with self._tx():
-            self.r.hdel(SCHEDULE, f"{collection}\t{job}")
-            for row in self._all():
-                if row["collection"] != collection or row["job"] != job:
-                    continue
-                if row["status"] == "queued":
-                    row.update(status="cancelled", finished_at=iso(now), error="job deleted")
-                    self._put(row)
-                elif row["status"] == "running":
-                    row["cancel_requested"] = 1
-                    self._put(row)
+    def _drop_schedule(self, collection, job):
+        self.r.hdel(SCHEDULE, f"{collection}\t{job}")

@@ -27,11 +27,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from harvester.change_rates import HISTORY, adaptive_interval, pooled_rate
+from harvester.frequency import ADAPTIVE, first_due, next_slot
 from harvester.job import JobSettings, load_job_file
-from harvester.jobs.frequency import ADAPTIVE, first_due, next_slot
 from harvester.jobs.queue import QueuedRun, RunQueue, ScheduleEntry
 from index.collection import Collection, list_job_collections
-from index.state import job_runs, last_started, open_readonly
+from index.storage.state import job_runs, last_started, open_readonly
 from strata.errors import ConfigError, StrataError
 from strata.times import utc_now
 

@@ -39,7 +39,7 @@ from harvester.jobs.queue import QueuedRun, RunQueue, open_queue, worker_id
 from harvester.jobs.worker_label import check_label, host_label, joinable_runs, label_lock
 from harvester.login import harvest_transport
 from harvester.run import Harvest
-from harvester.shared_harvest import SharedHarvest
+from harvester.shared_harvest import shared_harvest
 from index.collection import Collection
 from index.storage import redisdb
 from index.storage.backend import backend_of
@@ -212,7 +212,7 @@ class Worker:
 
         shared: dict[str, Any] = {}
         if self.shared_url and self._harvest_factory is None:
-            factory = SharedHarvest
+            factory = shared_harvest
             shared = {
                 "redis_url": self.shared_url,
                 "label": self.label,
@@ -257,7 +257,7 @@ class Worker:
         try:
             coll = Collection.open(self.root, entry.collection)
             job = load_job_file(coll.job_path(entry.job))
-            active.harvest = SharedHarvest(
+            active.harvest = shared_harvest(
                 coll,
                 job,
                 transport=harvest_transport(job, self.policy),

@@ -1,6 +1,6 @@
 """Collection and site listings counted as a level sees them: a hidden capture adds to no count.
 
-``index.state`` counts with SQL (``summary``, ``sites``, ``runs``); when the collection's rules hide
+``index.storage.state`` counts with SQL (``summary``, ``sites``, ``runs``); when the collection's rules hide
 something from the level, the same figures are counted here from every capture's (url, host,
 timestamp, run, class) through ``RuleSet.verdict``. A host, a seed or a run whose every capture is
 hidden is not listed at all. Byte figures of a run cannot be split by capture, so they are left out
@@ -15,8 +15,8 @@ import threading
 import time
 from collections import OrderedDict, defaultdict
 
-from index import state
 from index.access.rules import RuleSet, urlkey
+from index.storage import state
 
 # a run's figure and the capture classes it counts
 _FIGURES = {

@@ -53,7 +53,8 @@ __all__ = [
     "RuleSet",
     "RulesUnreadable",
     "Verdict",
-    "parse_duration",
+    "check_level",
+    "parse_calendar_period",
     "prefix_keys",
     "rules_for",
     "urlkey",
@@ -94,8 +95,10 @@ def check_level(value: str, name: str = "--level", allowed: tuple[str, ...] = LE
     return value
 
 
-def parse_duration(text: str, name: str = "--embargo") -> dict[str, int]:
-    """``1y``, ``6m`` (or ``6mo``), ``2w``, ``30d``, or a sum (``1y6m``) as pywb's ``{"years": 1, ...}``."""
+def parse_calendar_period(text: str, name: str = "--embargo") -> dict[str, int]:
+    """A calendar period: ``1y``, ``6m`` (or ``6mo``: months), ``2w``, ``30d``, or a sum (``1y6m``), as
+    pywb's ``{"years": 1, ...}``. (A job's intervals in seconds, where ``6m`` is six minutes, are
+    ``strata.settings.parse_seconds``.)"""
     compact = (text or "").strip().lower().replace(" ", "")
     if not compact or _DURATION.sub("", compact):
         raise ConfigError(f"{name}: {text!r} is not a duration; use e.g. 30d, 2w, 6m, 1y or 1y6m")
@@ -214,7 +217,7 @@ class Rule:
             prefix=prefix.strip(),
             access=deny,
             level=level,
-            embargo=parse_duration(embargo) if embargo else None,
+            embargo=parse_calendar_period(embargo) if embargo else None,
             reason=reason.strip(),
             by=by,
             at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),

@@ -1,7 +1,8 @@
 """The per-URL decision: what one capture of a URL means, and what the collection then knows of it.
 
-One pure function, used by the harvest as it fetches (``harvester.run``) and by the rebuild as it
-reads the WARCs back in capture-time order (``index.capture.rebuild``); nothing else derives a class.
+One pure function, called through ``index.capture.record.record_capture`` by the harvest as it
+records (``harvester.recorder``) and by the rebuild as it reads the WARCs back in capture-time order
+(``index.capture.rebuild``); nothing else derives a class.
 
     decide(previous, capture) -> Decision(cls, state, original)
 
@@ -31,18 +32,23 @@ its payload digest; its row keeps no status.
 ``not_stored(previous, outcome, at, run_id)`` is the same for looks that wrote no record: a soft
 change the job does not store, and a content page found vanished from every listing.
 
-No I/O, nothing of Strata's imported but ``index.state``'s ``Original``.
+No I/O, nothing of Strata's imported but ``index.storage.state``'s ``Original`` and the revisit profiles
+(``index.capture.profiles``).
 """
 
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
-from index.state import Original
+from index.capture.profiles import profile_of
+from index.storage.state import Original
+
+#: A row of the harvest state (``index.storage.state``) as a dict: a URL's, a capture's; or fields to write
+Row = dict[str, Any]
 
 GONE_STATUSES = (404, 410)
 REDIRECT_STATUSES = (301, 302, 303, 307, 308)
-NOT_MODIFIED_PROFILE = "server-not-modified"  # the tail of the WARC 1.1 revisit profile URI
 
 
 def is_success(status: int | None) -> bool:
@@ -58,13 +64,19 @@ class Observation:
     run_id: str
     status: int | None  # HTTP status; None: no response (an error)
     digest: str | None = None  # payload digest of the capture (a revisit's: its original's)
-    record_type: str | None = None  # "response" | "revisit" | None (nothing written)
-    profile: str | None = None  # a revisit's WARC-Profile
+    record_type: str | None = None  # "response" | "revisit" | "resource" | None (nothing written)
+    profile: str | None = None  # a revisit's WARC-Profile (a URI of ``index.capture.profiles``)
     record_id: str | None = None  # the record written, its date and file: the original of
     warc_date: str | None = None  # later revisits when it holds the payload
     warc: str | None = None
+    offset: int = 0  # where the record is in its file, and its length there
+    length: int = 0
+    mime: str = "unknown"  # the payload's media type (a 304's: its original's)
+    payload_length: int = 0  # the payload's bytes (a revisit's: its original's as fetched or held)
     holds_payload: bool = False  # a response with a digest and its whole, non-empty payload
-    refers_to: Original | None = None  # a revisit's original
+    refers_to: Original | None = None  # a revisit's original, when WARC-Refers-To names its record
+    refers_to_uri: str | None = None  # a revisit's WARC-Refers-To-Target-URI and -Date, as written
+    refers_to_date: str | None = None
     etag: str | None = None
     last_modified: str | None = None
     location: str | None = None
@@ -74,18 +86,18 @@ class Observation:
 
     @property
     def not_modified_revisit(self) -> bool:
-        return self.record_type == "revisit" and NOT_MODIFIED_PROFILE in (self.profile or "")
+        return self.record_type == "revisit" and profile_of(self.profile).not_modified
 
 
 @dataclasses.dataclass(frozen=True)
 class Decision:
     cls: str
-    state: dict  # fields to write to the URL's row
+    state: Row  # fields to write to the URL's row
     original: Original | None = None  # digest-index entry the capture provides
     redirect: str | None = None  # a redirect's Location
 
 
-def classify(previous: dict | None, status: int | None, digest: str | None, main_text_same: bool = False) -> str:
+def classify(previous: Row | None, status: int | None, digest: str | None, main_text_same: bool = False) -> str:
     if status is None:
         return "error"
     if status == 304:
@@ -95,7 +107,7 @@ def classify(previous: dict | None, status: int | None, digest: str | None, main
     return payload_class(previous, status, digest, main_text_same)
 
 
-def payload_class(previous: dict | None, status: int, digest: str | None, main_text_same: bool = False) -> str:
+def payload_class(previous: Row | None, status: int, digest: str | None, main_text_same: bool = False) -> str:
     """What the payload says, whatever the status: new, unchanged, soft, changed (or deleted)."""
     prev_status = previous.get("last_status") if previous else None
     if status in GONE_STATUSES and is_success(prev_status):
@@ -109,7 +121,7 @@ def payload_class(previous: dict | None, status: int, digest: str | None, main_t
     return "changed"
 
 
-def compares_main_text(previous: dict | None, status: int | None, digest: str | None) -> bool:
+def compares_main_text(previous: Row | None, status: int | None, digest: str | None) -> bool:
     """Would the main text decide between ``changed`` and ``soft``? Only for a changed 2xx payload
     of a URL that answered 2xx before: the harvest computes the (costly) comparison only then."""
     if not previous or not is_success(status) or not is_success(previous.get("last_status")):
@@ -117,7 +129,7 @@ def compares_main_text(previous: dict | None, status: int | None, digest: str | 
     return classify(previous, status, digest) == "changed"
 
 
-def record_class(previous: dict | None, capture: Observation) -> str:
+def record_class(previous: Row | None, capture: Observation) -> str:
     """The capture's class (see the module's docstring)."""
     if capture.record_type == "revisit":
         if capture.not_modified_revisit or capture.status == 304:
@@ -130,14 +142,14 @@ def record_class(previous: dict | None, capture: Observation) -> str:
     return classify(previous, capture.status, capture.digest, capture.main_text_same)
 
 
-def decide(previous: dict | None, capture: Observation) -> Decision:
+def decide(previous: Row | None, capture: Observation) -> Decision:
     cls = record_class(previous, capture)
     if cls == "error":
         return Decision(cls, {})
     status = capture.status
     # a record with a payload and no HTTP status counts as a success for the URL's state
     succeeded = is_success(status) or (status is None and capture.record_type is not None)
-    state: dict = {"last_checked": capture.at, "last_run": capture.run_id, "last_class": cls}
+    state: Row = {"last_checked": capture.at, "last_run": capture.run_id, "last_class": cls}
     if capture.page_kind is not None:
         state["page_kind"] = capture.page_kind
     if capture.fingerprint is not None:
@@ -191,7 +203,7 @@ def decide(previous: dict | None, capture: Observation) -> Decision:
     return Decision(cls, state, original, capture.location if status in REDIRECT_STATUSES else None)
 
 
-def not_stored(previous: dict | None, outcome: str, at: str, run_id: str) -> dict:
+def not_stored(previous: Row | None, outcome: str, at: str, run_id: str) -> Row:
     """The URL's next state after a look that wrote no record (a ``checks`` row): ``soft``, a soft
     change not stored; ``deleted``, a content page no longer on any listing. Other outcomes (not
     due, not followed, robots, errors) leave the row as it was."""

@@ -3,9 +3,9 @@
 WARC files are the single source of truth. This re-derives, in a fresh database swapped in at the
 end: WARC files, runs (from each file's ``warcinfo``: run id, job, mode), captures and their classes
 and per-URL state (payload, original, validators, where it was found: the request's ``Referer``)
-through ``index.capture.decision``, the digest index, and the CDXJ. Captures are applied in capture-time
-order (WARC-Date) across all files, never in file-name order: other tools' file names do not sort
-by capture date.
+and the digest index, through ``index.capture.record`` as the harvest records them, and the CDXJ.
+Captures are applied in capture-time order (WARC-Date) across all files, never in file-name order:
+other tools' file names do not sort by capture date.
 
 Each file is read once (``index.capture_facts``): its CDXJ lines and one small ``Fact`` per capture
 record. The facts wait in a temporary database, the lines in an on-disk sort, so memory stays bounded
@@ -40,16 +40,18 @@ from typing import TYPE_CHECKING, cast
 from warcio.archiveiterator import ArchiveIterator
 
 from index import capture_facts
-from index.capture import runhistory
-from index.capture.decision import NOT_MODIFIED_PROFILE, Observation, decide
+from index.capture import backendcopy, runhistory
+from index.capture.decision import Observation
+from index.capture.profiles import profile_of
+from index.capture.record import record_capture
 from index.capture_facts import Fact, FileFacts, arc_record_id
 from index.cdx import cdxj
 from index.collection import Collection
 from index.integrity.fixity import Fixity
 from index.integrity.warcscan import Damage
-from index.state import SCHEMA_VERSION, Capture, HarvestState, Original, schema_version
-from index.storage import backendcopy, redisdb
+from index.storage import redisdb
 from index.storage.backend import backend_of
+from index.storage.state import SCHEMA_VERSION, HarvestState, Original, schema_version
 from strata.times import digits14
 
 if TYPE_CHECKING:
@@ -72,7 +74,7 @@ def _iso(warc_date: str) -> str:
 def rebuild_if_outdated(collection: Collection) -> bool:
     """Before the state is used: finish an import or a rebuild that was killed half way through
     (``finish_interrupted``), and rebuild a database made by an older Strata
-    (``index.state.SCHEMA_VERSION``): the schema is rebuilt from the WARCs rather than migrated.
+    (``index.storage.state.SCHEMA_VERSION``): the schema is rebuilt from the WARCs rather than migrated.
     True when it was rebuilt."""
     if finish_interrupted(collection):
         return True
@@ -358,7 +360,7 @@ def _derive_all(
     facts: sqlite3.Connection,
     progress: Callable[[dict], None] | None,
 ) -> dict[str, dict]:
-    """Every capture in WARC-Date order (ties: file, then offset), through ``index.capture.decision``; each
+    """Every capture in WARC-Date order (ties: file, then offset), through ``index.capture.record``; each
     run's report where it comes in that order (at the run's end)."""
     runs: dict[str, dict] = {}
     for info in scan.files:
@@ -414,9 +416,9 @@ def derive_capture(
     soft: set[str] | tuple[str, ...] = (),
     job: str | None = None,
 ) -> None:
-    """One capture record through ``index.capture.decision``, as the harvest did when it wrote it."""
+    """One capture record through ``index.capture.record``, as the harvest did when it wrote it."""
     url, date = fact.url, fact.warc_date
-    not_modified = fact.rec_type == "revisit" and NOT_MODIFIED_PROFILE in (fact.profile or "")
+    not_modified = fact.rec_type == "revisit" and profile_of(fact.profile).not_modified
     status = 304 if not_modified else fact.status
     previous = state.url(url)
     state.see_url(
@@ -449,7 +451,7 @@ def derive_capture(
         if fact.rec_type == "revisit" and fact.refers_to
         else None
     )
-    capture = Observation(
+    observed = Observation(
         url=url,
         at=_iso(date),
         run_id=run_id,
@@ -460,38 +462,20 @@ def derive_capture(
         record_id=fact.record_id,
         warc_date=date,
         warc=warc,
+        offset=fact.offset,
+        length=fact.length,
+        mime=mime or "unknown",
+        payload_length=payload_length,
         holds_payload=fact.rec_type != "revisit" and bool(fact.digest) and not fact.truncated and bool(payload_length),
         refers_to=refers,
+        refers_to_uri=fact.refers_to_uri,
+        refers_to_date=fact.refers_to_date,
         etag=fact.etag,
         last_modified=fact.last_modified,
         location=fact.location,
         main_text_same=url in soft,
     )
-    decided = decide(previous, capture)
-    state.add_capture(
-        Capture(
-            run_id=run_id,
-            url=url,
-            timestamp=digits14(date),
-            warc_date=date,
-            record_type=fact.rec_type,
-            cls=decided.cls,
-            status=status,
-            digest=fact.digest,
-            mime=mime or "unknown",
-            payload_length=payload_length,
-            warc=warc,
-            offset=fact.offset,
-            length=fact.length,
-            record_id=fact.record_id,
-            refers_to_uri=fact.refers_to_uri,
-            refers_to_date=fact.refers_to_date,
-            location=fact.location,
-        )
-    )
-    state.update_url(url, **decided.state)
-    if decided.original and fact.digest:
-        state.add_digest(fact.digest, decided.original)
+    record_capture(state, previous, observed)
 
 
 def add_missing_captures(collection: Collection, state: HarvestState, name: str) -> int:

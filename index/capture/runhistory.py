@@ -33,7 +33,7 @@ from typing import IO
 from warcio.archiveiterator import ArchiveIterator
 
 from index.capture.decision import not_stored
-from index.state import HarvestState
+from index.storage.state import HarvestState
 from strata.times import digits14
 
 RUN_URI_PREFIX = "urn:strata:run:"

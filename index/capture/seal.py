@@ -8,7 +8,7 @@ import fcntl
 
 from index.cdx import cdxj
 from index.collection import Collection
-from index.state import HarvestState
+from index.storage.state import HarvestState
 
 
 def index_sealed_file(

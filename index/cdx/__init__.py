@@ -1,2 +1,11 @@
 """The CDXJ index and what reads it: pywb's lines and SURT keys, where a collection's lines are read
 from (files or Redis), one URL's captures, permanent capture ids."""
+
+# What other packages may import (tests/unit/strata/test_surfaces.py holds them to it).
+__all__ = [
+    "capture_index",
+    "cdxj",
+    "pid",
+    "redis_cdx",
+    "versions",
+]

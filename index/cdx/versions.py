@@ -26,7 +26,7 @@ from index.cdx.capture_index import capture_lines
 from index.cdx.cdxj import parse_line
 from index.collection import Collection
 from index.revisits import Candidate, Revisit, original_of
-from index.state import record_locations
+from index.storage.state import record_locations
 from strata.errors import ConfigError, StrataError
 from strata.times import pad_as_of, pad_start
 

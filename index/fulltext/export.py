@@ -10,7 +10,7 @@ date range, first, last, type, host, replay address) for CSV and JSON Lines.
 Every capture passes the collection's ``index.access.exposure`` filter (surface ``search-export``): a
 capture it refuses is left out of the hit, a hit with no capture left is left out.
 
-Memory: one small record per hit (score, where its best document is, its capture timestamps as
+Memory: one small record per hit (score, where its first and last captures' documents are, its capture timestamps as
 integers) besides what any search holds: 100,000 hits took 62 MB of heap more than a plain search
 (``bench/search_export_bench.py``; the index files every search maps whole come on top).
 """
@@ -28,8 +28,9 @@ from pathlib import Path
 
 from index.access.exposure import capture_filter, show_all
 from index.collection import Collection, list_collections
-from index.fulltext.matching import IndexView, TimeUp, evaluate, rank
-from index.fulltext.query import SearchParams, _allowed, open_view, parse_query
+from index.fulltext.backend import Hit, SearchBackend
+from index.fulltext.engine import open_backend
+from index.fulltext.params import SearchParams, parse_query
 from index.fulltext.snippets import snippet
 from strata.errors import ConfigError, QueryError
 
@@ -52,14 +53,12 @@ CSV_FIELDS = ("url", "title", "first", "last", "count", "captures", "type", "mim
 class _Group:
     collection: str
     url: str
-    score: float
-    view: IndexView
-    docnum: int
+    score: float  # its best document's
     stamps: set[int]
     # the documents holding the first and the last capture: a hit's title and snippet are those of
     # the capture its replay address opens (one of the two), not of its best-scoring version
-    first: tuple[int, IndexView, int]
-    last: tuple[int, IndexView, int]
+    first: tuple[int, SearchBackend, Hit]
+    last: tuple[int, SearchBackend, Hit]
 
 
 @dataclasses.dataclass
@@ -72,7 +71,7 @@ class HitSet:
     prefixes: set[str]
     timed_out: bool
     unindexed: list[str]
-    private_views: list[IndexView] = dataclasses.field(default_factory=list)  # opened for this export alone
+    private: list[SearchBackend] = dataclasses.field(default_factory=list)  # opened for this export alone
 
     @property
     def total(self) -> int:
@@ -97,36 +96,28 @@ def all_hits(
     groups: dict[tuple[str, str], _Group] = {}
     timed_out = False
     unindexed: list[str] = []
-    private_views: list[IndexView] = []
-    lo, hi = p.date_from, p.date_to
+    private_backends: list[SearchBackend] = []
     for name in names:
         coll = Collection.existing(Path(root), name)
-        view = _private_view(coll) if private else open_view(coll)
-        if view is None:
+        backend = open_backend(coll, private=private)
+        if backend is None:
             if coll.warc_files():
                 unindexed.append(name)
             continue
         if private:
-            private_views.append(view)
+            private_backends.append(backend)
         shown = capture_filter(Path(root), name, "search-export", level)
         deadline = math.inf if time_limit is None else time.monotonic() + time_limit
-        try:
-            ranked = rank(evaluate(view, parsed.tree, deadline, p.scope), _allowed(view, p), view.count + 1, deadline)
-        except TimeUp:
-            timed_out = True
-            continue
-        timed_out = timed_out or ranked.timed_out
-        url_col = view.columns["url"]
-        for score, docnum in ranked.hits:
-            stamps = view.captures.of(docnum, lo, hi)
-            if not stamps:
-                continue
-            url = url_col[docnum]
+        found = backend.matches(parsed, p, None, deadline)
+        timed_out = timed_out or found.timed_out
+        for hit in found.hits:
+            url, stamps = hit.url, hit.stamps
+            hit.stamps = []  # the group keeps them, as integers: 100,000 hits' lists would weigh
             if shown is not show_all:
                 stamps = [ts for ts in stamps if shown(url, ts)]
                 if not stamps:
                     continue
-            _add_hit(groups, name, url, score, view, docnum, set(map(int, stamps)))
+            _add_hit(groups, name, backend, hit, set(map(int, stamps)))
     hits = list(groups.values())
     if p.sort == "date":
         hits.sort(key=lambda g: (max(g.stamps), g.score), reverse=True)
@@ -134,34 +125,26 @@ def all_hits(
         hits.sort(key=lambda g: (min(g.stamps), -g.score))
     else:
         hits.sort(key=lambda g: (-g.score, g.url))
-    for view in private_views:
-        view.release_pages()
-    return HitSet(p, hits, parsed.terms, parsed.prefixes, timed_out, unindexed, private_views)
+    for backend in private_backends:
+        backend.release_pages()
+    return HitSet(p, hits, parsed.terms, parsed.prefixes, timed_out, unindexed, private_backends)
 
 
-def _add_hit(groups: dict, name: str, url: str, score: float, view: IndexView, docnum: int, stamps: set) -> None:
-    """A matching document joins its (collection, URL) group."""
-    lo_ts, hi_ts = min(stamps), max(stamps)
-    group = groups.get((name, url))
+def _add_hit(
+    groups: dict[tuple[str, str], _Group], name: str, backend: SearchBackend, hit: Hit, stamps: set[int]
+) -> None:
+    """A matching document (``stamps``: its captures shown) joins its (collection, URL) group."""
+    lo, hi = min(stamps), max(stamps)
+    group = groups.get((name, hit.url))
     if group is None:
-        groups[(name, url)] = _Group(
-            name, url, score, view, docnum, stamps, (lo_ts, view, docnum), (hi_ts, view, docnum)
-        )
+        groups[(name, hit.url)] = _Group(name, hit.url, hit.score, stamps, (lo, backend, hit), (hi, backend, hit))
         return
     group.stamps.update(stamps)
-    if score > group.score:
-        group.score, group.view, group.docnum = score, view, docnum
-    if lo_ts < group.first[0]:
-        group.first = (lo_ts, view, docnum)
-    if hi_ts > group.last[0]:
-        group.last = (hi_ts, view, docnum)
-
-
-def _private_view(coll: Collection) -> IndexView | None:
-    try:
-        return IndexView(coll, populate=False)
-    except FileNotFoundError:
-        return None
+    group.score = max(group.score, hit.score)
+    if lo < group.first[0]:
+        group.first = (lo, backend, hit)
+    if hi > group.last[0]:
+        group.last = (hi, backend, hit)
 
 
 def _hit(hits: HitSet, group: _Group, with_snippet: bool = False, base: str = "") -> dict:
@@ -171,8 +154,8 @@ def _hit(hits: HitSet, group: _Group, with_snippet: bool = False, base: str = ""
     stamps = [f"{ts:014d}" for ts in sorted(group.stamps)]
     opens_first = bool(p.date_from and not p.date_to)
     replay_ts = stamps[0] if opens_first else stamps[-1]
-    _, view, docnum = group.first if opens_first else group.last
-    stored = view.searcher.stored_fields(docnum)
+    _, backend, best = group.first if opens_first else group.last
+    host, kind = backend.summary(best)
     out = {
         "collection": group.collection,
         "url": group.url,
@@ -182,18 +165,18 @@ def _hit(hits: HitSet, group: _Group, with_snippet: bool = False, base: str = ""
         "first": stamps[0],
         "last": stamps[-1],
         "replay_ts": replay_ts,
-        "type": view.columns["mtype"][docnum],
-        "mime": stored.get("mime") or "",
-        "host": view.columns["host"][docnum],
+        "type": kind,
+        "mime": backend.mime(best),
+        "host": host,
         "replay": f"{base}/{group.collection}/{replay_ts}/{group.url}",
         "score": round(float(group.score), 4),
     }
     if with_snippet:
-        title, description, _, text, _ = view.texts(docnum)
-        out["title"] = title or ""
-        out["snippet"], out["snippet_html"] = snippet(text or description or "", hits.terms, hits.prefixes)
+        (text,) = backend.details([best])
+        out["title"] = text.title
+        out["snippet"], out["snippet_html"] = snippet(text.text or text.description, hits.terms, hits.prefixes)
     else:
-        out["title"] = view.raw_texts(docnum).split(b"\x00", 1)[0].decode("utf-8", "replace")
+        out["title"] = backend.title(best)
     return out
 
 
@@ -239,8 +222,8 @@ def iter_rows(hits: HitSet, limit: int | None = None, base: str = "") -> Iterato
         hit = _hit(hits, group, base=base)
         yield {k: hit[k] for k in CSV_FIELDS}
         if n % RELEASE_EVERY == RELEASE_EVERY - 1:
-            for view in hits.private_views:
-                view.release_pages()
+            for backend in hits.private:
+                backend.release_pages()
 
 
 def jsonl_lines(hits: HitSet, limit: int | None = None, base: str = "") -> Iterator[str]:

@@ -70,7 +70,7 @@ from index.fulltext.rebuild import create
 from index.fulltext.store import fsync_tree, open_index, write_lock
 from index.fulltext.update import Followed, catch_up_rows, group_capture, index_run, original_location
 from index.payload import read_record
-from index.state import HarvestState
+from index.storage.state import HarvestState
 from strata.errors import StrataError
 
 BATCH = 500  # capture rows read at a time

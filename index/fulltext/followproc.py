@@ -190,6 +190,11 @@ def documents_in(collection: Collection) -> int:
     return read_existing(collection.fulltext_dir, CaptureStore.doc_count, 0)
 
 
+def searchable_runs(collection: Collection) -> set[str]:
+    """The runs whose captures are in the collection's index (SQLite only: no Whoosh)."""
+    return read_existing(collection.fulltext_dir, CaptureStore.runs, set())
+
+
 def merge_figures(final: dict, during: dict, stopped_at: float | None = None) -> dict:
     """The run's full-text figures: ``final`` (index_run's) with the indexer's work counted in."""
     out = dict(final)

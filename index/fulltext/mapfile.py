@@ -31,7 +31,7 @@ class MappedStorage(FileStorage):
     (850 MB at 100,000 documents, 8 GB at a million) and the first query after start waits for the
     whole index to be read from disk (2 s at 100,000 documents with a cold page cache). Left off, a
     process holds the pages it has read; ``mapped_bytes`` says how many, and ``release_pages``
-    drops them (``index.fulltext.query`` does so past ``MAPPED_LIMIT``)."""
+    drops them (``index.fulltext.whooshindex`` does so past ``MAPPED_LIMIT``)."""
 
     def __init__(self, path, readonly: bool = False, populate: bool = False):
         # without mmap, CompoundStorage asks the file for subset(): _MappedFile answers with views

@@ -1,4 +1,4 @@
-"""Evaluating a parsed query (``index.fulltext.query``) over one collection's posting lists.
+"""Evaluating a parsed query (``index.fulltext.params``) over one collection's posting lists.
 
 Whoosh's matchers step through postings one Python call at a time: a term found in 96,000 of
 100,000 documents took 330 ms to score. Here a term's postings are read whole
@@ -364,7 +364,7 @@ class _Context:
 
 
 def evaluate(view: IndexView, tree, deadline: float = math.inf, scope: str = "all") -> Matches:
-    """The candidates of a parse tree (``index.fulltext.query._analyse``) in this index; ``None`` (no
+    """The candidates of a parse tree (``index.fulltext.params._analyse``) in this index; ``None`` (no
     query) matches every document with score 0. ``scope``: ``all`` or ``main`` (no boilerplate)."""
     if scope not in SCOPES:
         raise ValueError(f"scope must be one of {SCOPES}, not {scope!r}")

@@ -14,8 +14,8 @@ from collections.abc import Callable
 from urllib.parse import unquote, urlsplit
 
 from index.collection import Collection
+from index.fulltext.engine import open_backend
 from index.fulltext.metadata import date_key
-from index.fulltext.query import open_view
 
 __all__ = ["MAX_PUBLICATIONS", "publications"]
 
@@ -29,39 +29,35 @@ def publications(
     has no full-text index (then there are no entries). ``shown(url, timestamp)``: the captures a
     reader may see (``index.access.exposure``); the others count for nothing, their documents' titles
     included."""
-    view = open_view(collection)
-    if view is None:
+    backend = open_backend(collection)
+    if backend is None:
         return {"host": host, "entries": [], "total": 0, "indexed": False}
-    docs = view.filter_docs("host", host) & view.filter_docs("mtype", "pdf")
     by_url: dict[str, dict] = {}
-    url_col = view.columns["url"]
-    for docnum in docs:
-        stamps = view.captures.of(docnum)
-        url = url_col[docnum]
+    for hit in backend.documents_of(host, "pdf"):
+        stamps = hit.stamps
         if shown is not None:
-            stamps = [ts for ts in stamps if shown(url, ts)]
+            stamps = [ts for ts in stamps if shown(hit.url, ts)]
         if not stamps:
             continue
-        entry = by_url.get(url)
+        entry = by_url.get(hit.url)
         if entry is None:
-            entry = by_url[url] = {"url": url, "captures": set(), "docnum": docnum, "latest": ""}
+            entry = by_url[hit.url] = {"url": hit.url, "captures": set(), "hit": hit, "latest": ""}
         entry["captures"].update(stamps)
         if stamps[-1] > entry["latest"]:
-            entry["latest"], entry["docnum"] = stamps[-1], docnum
+            entry["latest"], entry["hit"] = stamps[-1], hit
     entries = []
-    for entry in by_url.values():
-        stored = view.searcher.stored_fields(entry["docnum"])
-        title, description, _, _, _ = view.texts(entry["docnum"])
+    found = list(by_url.values())
+    for entry, text in zip(found, backend.details(entry["hit"] for entry in found), strict=True):
         stamps = sorted(entry["captures"])
         entries.append(
             {
                 "url": entry["url"],
-                "title": title or _file_name(entry["url"]),
-                "has_title": bool(title),
-                "author": stored.get("author") or "",
-                "description": description or "",
-                "published": stored.get("published") or "",
-                "size": stored.get("size") or 0,
+                "title": text.title or _file_name(entry["url"]),
+                "has_title": bool(text.title),
+                "author": text.author,
+                "description": text.description,
+                "published": text.published,
+                "size": text.size,
                 "captures": stamps,
                 "count": len(stamps),
                 "first": stamps[0],

@@ -39,7 +39,7 @@ from index.payload import DecodeError, decode_content
 from strata.charset import charset_param, codec_for_label, decode, detect_codec, html_charset
 from strata.media import HTML_TYPES, PDF_TYPES, TEXT_TYPES
 
-__all__ = ["MAX_TEXT_CHARS", "Extracted", "extract", "mime_group"]
+__all__ = ["MAX_TEXT_CHARS", "MIME_GROUPS", "Extracted", "extract", "mime_group"]
 
 MAX_TEXT_CHARS = 100_000  # per document, after normalisation
 MAX_BOILER_CHARS = 20_000  # of boilerplate kept per document

@@ -18,7 +18,7 @@ from index.fulltext.payloads import MISSING, Figures, PayloadCache, read_payload
 from index.fulltext.postings import BulkWriter
 from index.fulltext.rebuild import rebuild_locked
 from index.fulltext.store import fsync_tree, open_index, write_lock
-from index.state import HarvestState
+from index.storage.state import HarvestState
 
 
 @dataclass(frozen=True)

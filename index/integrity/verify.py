@@ -43,7 +43,7 @@ from index.collection import Collection
 from index.fixitycheck import WARC_SUFFIXES, ArchiveCheck, Problem, VerifyReport, _payload
 from index.integrity.digestscan import Damage, Record, bare_digest, scan
 from index.revisits import Candidate, Revisit, original_of
-from index.state import open_readonly, record_locations
+from index.storage.state import open_readonly, record_locations
 from strata.times import digits14
 
 _BATCH = 2000

@@ -1,5 +1,5 @@
 """SQLite connections as Strata opens them: WAL, autocommit with explicit transactions, a busy
-timeout, and the owner's schema applied. Used by the harvest state (``index.state``, the only module
+timeout, and the owner's schema applied. Used by the harvest state (``index.storage.state``, the only module
 with SQL on ``harvest.sqlite``), the run queue and the staff accounts."""
 
 from __future__ import annotations

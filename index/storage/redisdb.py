@@ -8,7 +8,7 @@ unmodified pywb is pointed at (``index: redis://host:port/db/pywb:<coll>:cdxj`` 
     strata:queue:entry:<id>         JSON of one queue entry (the SQLite row's fields)
     strata:queue:lock               held around every queue change (the SQLite BEGIN IMMEDIATE)
     strata:schedule                 hash "<collection>\\t<job>" -> JSON schedule entry
-    strata:<coll>:urls              hash URL -> JSON of its state row (``index.state`` ``urls``)
+    strata:<coll>:urls              hash URL -> JSON of its state row (``index.storage.state`` ``urls``)
     strata:<coll>:jobs:<job>        set of the URLs a job queued ('' for --seed runs)
     strata:<coll>:digests           hash payload digest -> JSON original (the dedup index)
     strata:<coll>:indexed           set of WARC files sealed and indexed (a digest is usable once

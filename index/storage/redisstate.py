@@ -1,6 +1,6 @@
 """Harvest state with the per-URL state and the digest index in the root's Redis (``index.storage.backend``).
 
-``RedisHarvestState`` is ``HarvestState`` (``index.state``, the one owner of harvest.sqlite) whose
+``RedisHarvestState`` is ``HarvestState`` (``index.storage.state``, the one owner of harvest.sqlite) whose
 URL-state and digest-index questions are answered by Redis, so every worker and every machine of
 the root reads the same: what an incremental run rechecks (``job_urls``, ``url``), where a payload
 is already held (``lookup_digest``). Every write still goes to the collection's SQLite file too
@@ -15,13 +15,14 @@ could still take away. Redis calls wait out an outage (``index.storage.redisdb.p
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from index.state import HarvestState, Original
 from index.storage import redisdb
+from index.storage.state import HarvestState, Original
 
 SQLITE_LOCK_MARGIN = 30.0  # seconds past Redis's patience that a worker waits for SQLite's write lock
 
@@ -67,7 +68,6 @@ class RedisHarvestState(HarvestState):
         # as they would for Redis itself, not SQLite's usual 30 s (after which a run failed with
         # "database is locked" while Redis was merely away).
         self.conn.execute(f"PRAGMA busy_timeout={int((patience + SQLITE_LOCK_MARGIN) * 1000)}")
-        self.on_wait: Callable[[str], None] | None = None
         self._columns = self.url_columns()
         self._urls = redisdb.urls_key(collection)
         self._digests = redisdb.digests_key(collection)
@@ -91,6 +91,22 @@ class RedisHarvestState(HarvestState):
         if not raw:
             return None
         return {c: None for c in self._columns} | json.loads(raw)
+
+    def grouped_commits(
+        self, schedule: Callable[[Callable[[], None]], object]
+    ) -> contextlib.AbstractContextManager[None]:
+        """No deferred commits: a Redis call waiting out an outage would then hold SQLite's write
+        lock, which the run's other workers wait for."""
+        return contextlib.nullcontext()
+
+    @contextlib.contextmanager
+    def holding(self, url: str) -> Iterator[None]:
+        """The URL's row is read from Redis once while this process holds its lease (``hold``)."""
+        self.hold(url)
+        try:
+            yield
+        finally:
+            self.release(url)
 
     def hold(self, url: str) -> None:
         """This process works on ``url`` now (it holds its lease) until ``release``: its row is kept."""

@@ -5,9 +5,9 @@ written through to that file) when the root uses Redis."""
 from __future__ import annotations
 
 from index.collection import Collection
-from index.state import HarvestState
 from index.storage.backend import backend_of
 from index.storage.redisstate import RedisHarvestState
+from index.storage.state import HarvestState
 
 
 def open_harvest_state(collection: Collection) -> HarvestState:

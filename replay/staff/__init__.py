@@ -6,4 +6,5 @@ public replay app. Everything else is internal.
 
 from replay.staff.app import STAFF_SETTINGS, create_staff_app
 
-__all__ = ["STAFF_SETTINGS", "create_staff_app"]
+# What other packages may import (tests/unit/strata/test_surfaces.py holds them to it).
+__all__ = ["STAFF_SETTINGS", "create_staff_app", "users"]

@@ -1,7 +1,7 @@
 """Server-rendered SVG charts for a job's history (no script, nothing fetched).
 
 - ``storage_chart``: per run, the WARC bytes it stored next to what a full harvest would have
-  stored (``index.state.full_harvest_estimate``, as ``strata report`` says: its stored bytes, the
+  stored (``index.storage.state.full_harvest_estimate``, as ``strata report`` says: its stored bytes, the
   payload bytes its revisits and 304s did not store again, and the pages it skipped at their last
   known size).
 - ``classes_chart``: per run, the URLs it looked at, stacked by class (new, changed, soft,

@@ -23,21 +23,21 @@ import re
 from pathlib import Path
 from typing import Any
 
-# The choices of the three choice fields, as the job table defines them (a test checks they agree).
 import tomlkit
 
+from harvester.frequency import check_frequency
 from harvester.guard import GuardError, NetworkPolicy, check_url_sync
 from harvester.job import JOB_SETTINGS, SECRET_SETTINGS, JobSettings, load_job_file, validate_job
-from harvester.jobs.frequency import check_frequency
 from harvester.login import parse_cookies
 from strata.errors import ConfigError
 from strata.settings import Setting, check_duration, check_size
 
-# The choices of the three choice fields, as the job table defines them (a test checks they agree).
+# The choices of the choice fields, as the job table defines them (a test checks they agree).
 CHOICES = {
     "scope": ("same-host", "same-domain", "any"),
     "robots": ("obey", "ignore"),
     "default_page_kind": ("index", "content"),
+    "capture": ("http",),
 }
 FREQUENCY_SUGGESTIONS = ("manual", "hourly", "daily", "weekly", "monthly", "quarterly", "adaptive", "0 3 * * *")
 # The form's groups, in order; every row of the job table is in exactly one (a test checks it).
@@ -77,7 +77,12 @@ GROUPS: tuple[tuple[str, str, bool, tuple[str, ...]], ...] = (
             "store_soft_changes",
         ),
     ),
-    ("capture", "Capture: what is stored", False, ("max_resource_size", "warc_max_size", "request_records")),
+    (
+        "capture",
+        "Capture: how pages are captured, what is stored",
+        False,
+        ("capture", "max_resource_size", "warc_max_size", "request_records"),
+    ),
     (
         "advanced",
         "Advanced: logins, proxies, processes",

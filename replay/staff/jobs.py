@@ -10,8 +10,8 @@ from flask import Blueprint, abort, g, redirect, render_template, request, url_f
 from harvester.job import JOB_SETTINGS, SECRET_SETTINGS, JobSettings, load_job_file
 from harvester.jobs.scheduler import iter_jobs, set_paused
 from index.collection import Collection, check_name, list_collections
-from index.state import full_harvest_estimate, open_readonly
-from index.state import job_runs as job_runs_of
+from index.storage.state import full_harvest_estimate, open_readonly
+from index.storage.state import job_runs as job_runs_of
 from replay.staff import charts, overview
 from replay.staff.context import ext
 from replay.staff.fixity import last_verifications

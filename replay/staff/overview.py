@@ -12,8 +12,8 @@ from pathlib import Path
 from harvester.jobs.origin import queue_entries_by_run, started_by
 from harvester.jobs.queue import RunQueue
 from index.collection import Collection, list_known_collections
-from index.state import open_readonly
-from index.state import runs as runs_of
+from index.storage.state import open_readonly
+from index.storage.state import runs as runs_of
 
 
 def collection_runs(root: Path, collection: str) -> list[dict]:

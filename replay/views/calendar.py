@@ -6,7 +6,7 @@ The calendar (``render``): the years with captures, the chosen year's month grid
 of changes (``index.capture_calendar``, ``replay.calendar_chart``) over every capture the reader may
 see (``index.cdx.versions.read_versions`` through ``filter_captures``), and the table of one period
 (``<ts>``: a year, month or day; a longer timestamp, the month of the capture in force then, which is
-outlined), each capture described by ``index.state.capture_entries`` as ``strata captures`` prints
+outlined), each capture described by ``index.storage.state.capture_entries`` as ``strata captures`` prints
 it: kind, HTTP status class, run and, for a revisit, its original."""
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ import itertools
 
 from flask import jsonify, render_template
 
-from index import state
 from index.capture_calendar import marks_of, month_grids, period_of, years
 from index.cdx.versions import Version, original_finder, read_versions
+from index.storage import state
 from replay import access
 from replay.address import Address
 from replay.asof import pad_as_of
@@ -105,7 +105,7 @@ def _cdx_of(v: Version) -> dict:
 
 def render_json(addr: Address):
     """The calendar's list as JSON: ``{"collection", "url", "captures": [...]}``, each capture with
-    the fields of ``index.state.CAPTURE_FIELDS`` (what ``strata captures --json`` prints)."""
+    the fields of ``index.storage.state.CAPTURE_FIELDS`` (what ``strata captures --json`` prints)."""
     _, captures = _captures(addr)
     fields = state.CAPTURE_FIELDS
     return jsonify(

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, render_template, request
 
-from index import state
 from index.capture_calendar import marks_of, years
 from index.cdx.versions import read_versions
 from index.compare import payload, sides, words_changed
 from index.fulltext.pagetext import PageTexts
 from index.marked import mark_pair
+from index.storage import state
 from replay import access
 from replay.address import Address, check_timestamp, check_url
 from replay.calendar_chart import timeline_of

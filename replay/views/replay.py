@@ -10,7 +10,7 @@ from __future__ import annotations
 from flask import Blueprint, Response, redirect, request, url_for
 from warcio.timeutils import http_date_to_timestamp
 
-from index import state
+from index.storage import state
 from replay import access, origins
 from replay.address import Address, parse_address
 from replay.asof import pad_as_of

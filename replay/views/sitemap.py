@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from flask import Blueprint, jsonify, render_template, request
 
-from index.fulltext.query import parse_when
+from index.fulltext.params import parse_when
 from index.sitemap import SiteMap, check_folder, site_map
 from replay import access
 from replay.context import ext

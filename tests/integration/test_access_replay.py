@@ -166,7 +166,7 @@ def test_collection_and_home_counts(request_as, ruled, kind):
 
 def _captures(ruled) -> list[dict]:
     from index.collection import Collection
-    from index.state import HarvestState
+    from index.storage.state import HarvestState
 
     with HarvestState(Collection(ruled.root, ruled.name).db_path) as state:
         return state.captures()

@@ -9,7 +9,8 @@ import shutil
 import pytest
 
 from index.access.rules import AccessRules, Rule
-from index.fulltext.query import SearchParams, search
+from index.fulltext.params import SearchParams
+from index.fulltext.query import search
 from tests.support.access_fixtures import MARKERS, PROXY, RESTRICTED
 from tests.support.search_fixtures import copy_collection
 

@@ -18,9 +18,9 @@ from cli import cli
 from harvester.jobs.queue import ScheduleEntry, open_queue
 from index.cdx.cdxj import iter_index
 from index.collection import Collection
-from index.state import HarvestState
 from index.storage import redisdb
 from index.storage.backend import settings_path
+from index.storage.state import HarvestState
 from strata.errors import ConfigError
 from tests.conftest import harvest
 from tests.support.replay_fixtures import StrataServer

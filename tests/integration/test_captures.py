@@ -18,7 +18,7 @@ from cli import cli
 from index.capture.rebuild import rebuild_state
 from index.cdx import cdxj
 from index.collection import Collection
-from index.state import HarvestState
+from index.storage.state import HarvestState
 from replay import create_app
 from tests.conftest import VENV_BIN
 from tests.support.warc_makers import DATA, Cap, write_warc

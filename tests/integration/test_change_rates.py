@@ -18,7 +18,7 @@ from harvester.jobs.queue import SQLiteQueue
 from harvester.jobs.scheduler import Scheduler
 from harvester.schedule import PageKinds
 from index.collection import Collection
-from index.state import HarvestState
+from index.storage.state import HarvestState
 from strata.errors import ConfigError
 from tests.integration.test_jobs_apart import strata, write_job_file
 

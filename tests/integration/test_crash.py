@@ -18,7 +18,7 @@ from demo.sample_site import SampleSite
 from demo.site_server import Resource, SiteServer
 from index.cdx import cdxj
 from index.collection import Collection
-from index.state import HarvestState
+from index.storage.state import HarvestState
 from tests.conftest import VENV_BIN, harvest
 
 STRATA = str(VENV_BIN / "strata")

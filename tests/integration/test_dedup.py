@@ -11,7 +11,7 @@ from demo.site_server import Resource, SiteServer
 from harvester.job import validate_job
 from harvester.run import Harvest
 from index.collection import Collection
-from index.state import HarvestState
+from index.storage.state import HarvestState
 
 SHARED = b"<html><body><p>" + b"the same report, published twice. " * 200 + b"</p></body></html>"
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from harvester.fetchproc import INLINE_MAX, FetchProcess
 from index.collection import Collection
-from index.state import HarvestState
+from index.storage.state import HarvestState
 from tests.conftest import VENV_BIN, free_port, harvest
 
 

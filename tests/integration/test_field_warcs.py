@@ -33,7 +33,7 @@ from index.capture.importing import import_files
 from index.capture.rebuild import rebuild_state
 from index.collection import Collection
 from index.integrity.verify import verify
-from index.state import HarvestState
+from index.storage.state import HarvestState
 from tests.conftest import REPO, VENV_BIN
 from tests.support.warc_makers import pywb_cdxj
 

@@ -17,7 +17,8 @@ import pytest
 from index.collection import Collection
 from index.fulltext import store as fulltext
 from index.fulltext.documents import IndexUnusable, indexable
-from index.fulltext.query import TIME_LIMIT, SearchParams, parse_query, parse_when, search
+from index.fulltext.params import SearchParams, parse_query, parse_when
+from index.fulltext.query import TIME_LIMIT, search
 from index.fulltext.rebuild import rebuild
 from index.fulltext.store import open_index
 from index.fulltext.update import index_run
@@ -447,7 +448,7 @@ def test_bulk_writer_keeps_document_numbers_when_it_merges(tmp_path):
 def test_unchanged_pages_add_capture_rows_not_documents(searched):
     """After runs 2 and 3, only keys (URL, payload) new to the index became documents; the others
     got their new dates as rows. Indexing a run again writes nothing."""
-    from index.state import HarvestState
+    from index.storage.state import HarvestState
 
     for figures, run in zip(searched.index_figures[1:], searched.runs[1:], strict=True):
         with HarvestState(searched.coll.db_path) as state:

@@ -28,11 +28,12 @@ from index.collection import Collection
 from index.fulltext import follow, followproc
 from index.fulltext import store as fulltext
 from index.fulltext.captures import CaptureStore, read_existing
-from index.fulltext.query import SearchParams, search
+from index.fulltext.params import SearchParams
+from index.fulltext.query import search
 from index.fulltext.rebuild import rebuild
 from index.fulltext.store import open_index
 from index.fulltext.update import index_run
-from index.state import HarvestState
+from index.storage.state import HarvestState
 from tests.conftest import VENV_BIN
 
 PAGES = followproc.START_AFTER + 40  # enough for the run to start its indexer

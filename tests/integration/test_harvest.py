@@ -14,7 +14,7 @@ from warcio.archiveiterator import ArchiveIterator
 from demo.sample_site import SampleSite
 from index.cdx import cdxj
 from index.collection import Collection
-from index.state import HarvestState
+from index.storage.state import HarvestState
 from tests.conftest import VENV_BIN, harvest
 
 

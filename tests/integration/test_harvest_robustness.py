@@ -15,7 +15,7 @@ from warcio.archiveiterator import ArchiveIterator
 from harvester.job import validate_job
 from harvester.run import Harvest
 from index.collection import Collection
-from index.state import HarvestState
+from index.storage.state import HarvestState
 from tests.conftest import VENV_BIN, free_port, harvest
 
 STRATA = str(VENV_BIN / "strata")

@@ -21,7 +21,7 @@ from harvester.job import validate_job
 from harvester.jobs.queue import SQLiteQueue
 from harvester.jobs.scheduler import Scheduler
 from harvester.jobs.worker import Worker
-from index.state import SCHEMA_VERSION, HarvestState
+from index.storage.state import SCHEMA_VERSION, HarvestState
 from tests.conftest import VENV_BIN
 
 STRATA = str(VENV_BIN / "strata")

@@ -12,7 +12,7 @@ from warcio.warcwriter import WARCWriter
 
 from index.capture.rebuild import rebuild_state
 from index.collection import Collection
-from index.state import HarvestState
+from index.storage.state import HarvestState
 
 PAGE = "http://example.org/page.html"
 OTHER = "http://example.org/other.html"

@@ -9,8 +9,8 @@ import httpx
 
 from demo.sample_site import SampleSite
 from index.collection import Collection
-from index.state import HarvestState
 from index.storage import redisdb
+from index.storage.state import HarvestState
 from tests.conftest import harvest
 
 

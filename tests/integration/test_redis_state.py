@@ -7,8 +7,8 @@ import sqlite3
 from urllib.parse import urlsplit
 
 from index.collection import Collection
-from index.state import HarvestState
 from index.storage import redisdb
+from index.storage.state import HarvestState
 from tests.conftest import harvest
 
 

@@ -17,7 +17,7 @@ from harvester.guard import NetworkPolicy
 from harvester.jobs.queue import open_queue
 from harvester.jobs.worker import Worker
 from index.collection import Collection
-from index.state import HarvestState
+from index.storage.state import HarvestState
 from tests.conftest import VENV_BIN, free_port
 
 STRATA = str(VENV_BIN / "strata")

@@ -18,7 +18,7 @@ from demo.sample_site import SampleSite
 from index.capture import runhistory
 from index.capture.rebuild import rebuild_state
 from index.collection import Collection
-from index.state import HarvestState
+from index.storage.state import HarvestState
 from tests.conftest import VENV_BIN
 
 STRATA = str(VENV_BIN / "strata")
@@ -210,7 +210,7 @@ def test_a_killed_run_comes_back_interrupted_with_the_figures_of_its_warcs(root,
 # rows are not.
 _DIE_AT_COMMIT = """
 import os, sys
-from index.state import HarvestState
+from index.storage.state import HarvestState
 commit_now, calls = HarvestState.commit_now, [0]
 def dying_commit(self):
     if self._deferred_open and not self._units_open:

@@ -6,12 +6,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from harvester.frequency import add_months, check_frequency, next_slot
 from harvester.job import validate_job
-from harvester.jobs.frequency import add_months, check_frequency, next_slot
 from harvester.jobs.queue import open_queue
 from harvester.jobs.scheduler import Scheduler, set_paused
 from index.collection import Collection
-from index.state import HarvestState
+from index.storage.state import HarvestState
 from strata.errors import ConfigError
 
 T0 = datetime(2024, 1, 31, 10, 0, tzinfo=UTC)

@@ -18,7 +18,8 @@ from lxml import html as lxml_html
 from cli import cli
 from index.fulltext import store as fulltext
 from index.fulltext.documents import FORMAT, FORMAT_FILE, IndexUnusable
-from index.fulltext.query import SearchParams, search
+from index.fulltext.params import SearchParams
+from index.fulltext.query import search
 from index.fulltext.rebuild import rebuild
 from index.fulltext.store import open_index
 from replay.app import create_app

@@ -21,8 +21,8 @@ from harvester.job import validate_job
 from harvester.jobs.queue import open_queue
 from index.capture import runhistory
 from index.collection import Collection
-from index.state import HarvestState
 from index.storage import redisdb
+from index.storage.state import HarvestState
 from tests.conftest import VENV_BIN, harvest
 
 STRATA = str(VENV_BIN / "strata")

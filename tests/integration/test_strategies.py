@@ -14,7 +14,7 @@ from demo.site_server import Resource, SiteServer
 from harvester.change import NoiseRules, content_digest, main_text, similarity
 from harvester.schedule import change_rate, due_at, is_ordered_listing, is_pagination_link, next_interval
 from index.collection import Collection
-from index.state import HarvestState
+from index.storage.state import HarvestState
 from tests.conftest import harvest
 
 STRATEGY = dict(
@@ -271,7 +271,7 @@ class NoisyPages:
 
 
 def test_a_page_is_fingerprinted_when_first_parsed_so_a_change_is_told_without_reading_back(root, monkeypatch):
-    from harvester.run import Harvest
+    from harvester.recorder import Recorder
 
     job = dict(store_soft_changes=False, default_page_kind="content")
     with SiteServer(NoisyPages(), version=1) as server:
@@ -282,8 +282,8 @@ def test_a_page_is_fingerprinted_when_first_parsed_so_a_change_is_told_without_r
                 fingerprint = state.url(server.base_url + path)["fingerprint"]
                 assert fingerprint == content_digest(main_text(body, "utf-8", NoiseRules())), path
         read_back = []
-        stored_body = Harvest._stored_body
-        monkeypatch.setattr(Harvest, "_stored_body", lambda self, cap: read_back.append(cap) or stored_body(self, cap))
+        stored_body = Recorder.stored_body
+        monkeypatch.setattr(Recorder, "stored_body", lambda self, cap: read_back.append(cap) or stored_body(self, cap))
         server.version = 2
         run2 = harvest(root, server, name="noisy", mode="incremental", **job)
         with state_of(root, "noisy") as state:

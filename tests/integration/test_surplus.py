@@ -84,7 +84,7 @@ def test_every_url_is_archived_with_its_own_bytes(root, fetch_process):
         run = Harvest(Collection.open(root, "c", create=True), job)
         summary = asyncio.run(run.run())
         log = list(server.log)
-    assert (run.fetcher is not None) == fetch_process
+    assert (run.fetcher.process is not None) == fetch_process
     assert summary["errors"] == 0 and summary["status"] == "finished"
     captures = archived(root, "c")
     expected = {server.base_url + path: body for path, body in stored.items()}

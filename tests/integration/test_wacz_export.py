@@ -22,7 +22,7 @@ from warcio.archiveiterator import ArchiveIterator
 
 from cli import cli
 from index.collection import Collection
-from index.state import HarvestState
+from index.storage.state import HarvestState
 from tests.conftest import REPO, VENV_BIN
 
 WACZ_TOOL = REPO / ".venv-wacz" / "bin" / "wacz"

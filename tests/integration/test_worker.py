@@ -23,7 +23,7 @@ from harvester.jobs.queue import open_queue
 from harvester.jobs.worker import Worker
 from harvester.login import CookieTransport, harvest_transport, parse_cookies
 from index.collection import Collection
-from index.state import HarvestState
+from index.storage.state import HarvestState
 from strata.errors import ConfigError
 from tests.conftest import VENV_BIN
 

@@ -25,7 +25,7 @@ import pytest
 from demo.sample_site import serve_sample_site
 from index.cdx import cdxj
 from index.collection import Collection
-from index.state import HarvestState
+from index.storage.state import HarvestState
 from tests.conftest import VENV_BIN, Wayback, free_port, harvest
 from tests.support.processes import stop_process
 

@@ -16,7 +16,7 @@ import pytest
 from demo.sample_site import SampleSite, serve_sample_site
 from index.collection import Collection
 from index.fulltext.update import index_run
-from index.state import HarvestState
+from index.storage.state import HarvestState
 from tests.conftest import harvest
 
 NAME = "fixture"

@@ -48,9 +48,9 @@ from index.export.wacz.extsort import ExternalSort
 from index.export.wacz.records import Located, OriginalFinder, RecordReader, iter_located
 from index.export.wacz.signing import Signer
 from index.fulltext.pagetext import PageTexts
-from index.fulltext.query import parse_when
+from index.fulltext.params import parse_when
 from index.integrity.digestscan import check_record_at
-from index.state import open_readonly, run_files, runs
+from index.storage.state import open_readonly, run_files, runs
 from strata.errors import ConfigError
 
 __all__ = ["Selection", "export_wacz"]

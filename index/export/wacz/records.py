@@ -30,7 +30,7 @@ from pywb.utils.canonicalize import canonicalize
 
 from index.collection import Collection
 from index.revisits import Candidate, Revisit, rank
-from index.state import indexed_original
+from index.storage.state import indexed_original
 
 HEAD_BYTES = 1 << 16  # enough for any WARC header block the export reads
 

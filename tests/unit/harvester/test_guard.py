@@ -18,7 +18,7 @@ from harvester.guard import BlockedAddress, GuardedTransport, GuardError, Networ
 from harvester.job import validate_job
 from harvester.run import Harvest
 from index.collection import Collection
-from index.state import HarvestState
+from index.storage.state import HarvestState
 from strata.errors import ConfigError
 
 

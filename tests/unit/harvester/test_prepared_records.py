@@ -15,7 +15,7 @@ from harvester import records
 from harvester.fetch import FetchResult
 from harvester.warcfile import WarcRoller
 from index.cdx.cdxj import RecordIndexer, index_warc
-from index.state import Original
+from index.storage.state import Original
 
 DATE = "2026-12-01T23:00:00.654321Z"
 ORIGINAL = Original("http://a.test/p?q=1", "2026-11-01T00:00:00.123456Z", "<urn:uuid:1234>", "old.warc.gz")

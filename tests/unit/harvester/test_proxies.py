@@ -27,7 +27,7 @@ from harvester.guard import GuardedTransport, NetworkPolicy
 from harvester.job import validate_job
 from harvester.run import Harvest
 from index.collection import Collection
-from index.state import HarvestState
+from index.storage.state import HarvestState
 from strata.errors import ConfigError
 from tests.conftest import free_port
 

@@ -175,14 +175,14 @@ def test_a_change_whose_queue_lock_expired_while_held_writes_nothing_and_says_so
     from strata.errors import BackendUnavailable
 
     entry, _ = redis_queue.enqueue("c", "news", now=T0)
-    reads = redis_queue._all
+    reads = redis_queue._rows
 
     def paused_read(*args, **kwargs):
         rows = reads(*args, **kwargs)
         time.sleep(0.6)  # the lock expires meanwhile
         return rows
 
-    monkeypatch.setattr(redis_queue, "_all", paused_read)
+    monkeypatch.setattr(redis_queue, "_rows", paused_read)
     with pytest.raises(BackendUnavailable, match="expired while this process held it"):
         redis_queue.claim("w1", now=T0)
     monkeypatch.undo()

@@ -1,9 +1,9 @@
-"""harvester.decide.dedup_decision: when a payload already held is written as a revisit."""
+"""harvester.write_policy.dedup_decision: when a payload already held is written as a revisit."""
 
 import pytest
 
-from harvester.decide import EMPTY_SHA1, dedup_decision
-from index.state import Original
+from harvester.write_policy import EMPTY_SHA1, dedup_decision
+from index.storage.state import Original
 
 HELD = Original("http://example.org/a", "2026-01-01T00:00:00Z", "<urn:uuid:1>", "a.warc.gz")
 DIGEST = "sha1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"

@@ -18,7 +18,7 @@ from index.access.rules import (
     RuleSet,
     RulesUnreadable,
     compile_lines,
-    parse_duration,
+    parse_calendar_period,
     prefix_keys,
     urlkey,
 )
@@ -61,9 +61,9 @@ def test_bad_levels_access_and_durations():
         Rule.new("example.gov", "hide")
     for text in ("3x", "", "1y2", "0d", "y"):
         with pytest.raises(ConfigError, match="^--embargo: "):
-            parse_duration(text)
-    assert parse_duration("1y6m") == {"years": 1, "months": 6}
-    assert parse_duration("2w 3d") == {"weeks": 2, "days": 3}
+            parse_calendar_period(text)
+    assert parse_calendar_period("1y6m") == {"years": 1, "months": 6}
+    assert parse_calendar_period("2w 3d") == {"weeks": 2, "days": 3}
 
 
 def test_prefix_one_url_host_and_site():

@@ -14,7 +14,7 @@ from warcio.archiveiterator import ArchiveIterator
 from index.capture.importing import import_files
 from index.cdx import cdxj
 from index.collection import Collection
-from index.state import HarvestState
+from index.storage.state import HarvestState
 from tests.conftest import REPO, VENV_BIN
 from tests.support.warc_makers import pywb_cdxj
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from index.capture.decision import Observation, classify, compares_main_text, decide, not_stored
-from index.state import Original
+from index.storage.state import Original
 
 URL = "http://example.org/a.html"
 AT = "2026-01-02T03:04:05.678Z"

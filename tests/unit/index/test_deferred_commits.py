@@ -8,7 +8,7 @@ import sqlite3
 
 import pytest
 
-from index.state import HarvestState
+from index.storage.state import HarvestState
 
 
 def _seen(db_path) -> set[str]:

@@ -10,7 +10,7 @@ import subprocess
 from harvester.recovery import recover
 from index.collection import Collection
 from index.integrity.fixity import Fixity
-from index.state import HarvestState
+from index.storage.state import HarvestState
 from tests.conftest import harvest
 
 

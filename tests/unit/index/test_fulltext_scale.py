@@ -9,10 +9,11 @@ from pathlib import Path
 import numpy as np
 
 from index.collection import Collection
-from index.fulltext import query
+from index.fulltext import whooshindex
 from index.fulltext.captures import TABLE_FILE, CaptureStore, CaptureTable
 from index.fulltext.documents import Payload
-from index.fulltext.query import SearchParams, search
+from index.fulltext.params import SearchParams
+from index.fulltext.query import search
 from index.fulltext.rebuild import create
 
 
@@ -114,7 +115,7 @@ def test_searches_drop_their_mapped_pages_past_the_limit(tmp_path, monkeypatch):
     params = SearchParams(q="数据 common", collections=["scale"])
     assert search(tmp_path, params)["total_documents"] == 200
     assert _segment_rss(coll) > 0  # the pages it read stay mapped under the limit
-    monkeypatch.setattr(query, "MAPPED_LIMIT", 0)
+    monkeypatch.setattr(whooshindex, "MAPPED_LIMIT", 0)
     assert search(tmp_path, params)["total_documents"] == 200
     assert _segment_rss(coll) == 0
     assert search(tmp_path, params)["total_documents"] == 200  # and read again from the page cache
@@ -205,7 +206,7 @@ def test_prefetch_advises_the_bytes_of_the_values_asked_for(tmp_path, monkeypatc
 def test_a_phrase_reads_its_candidates_texts_ahead(tmp_path, monkeypatch):
     """Every candidate a phrase query checks has had its text read ahead before."""
     from index.fulltext.matching import IndexView, evaluate, rank
-    from index.fulltext.query import parse_query
+    from index.fulltext.params import parse_query
 
     coll = _collection(tmp_path, 200)
     view = IndexView(coll)

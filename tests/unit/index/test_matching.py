@@ -15,7 +15,7 @@ import pytest
 from index.collection import Collection
 from index.fulltext.documents import Payload
 from index.fulltext.matching import BOILER_WEIGHT, IndexView, evaluate, matching_docs, rank
-from index.fulltext.query import parse_query
+from index.fulltext.params import parse_query
 from index.fulltext.rebuild import create
 
 WORDS = ["数据", "安全", "国会", "图书", "档案", "网络", "政府", "新闻"]

@@ -32,7 +32,7 @@ from index.capture.rebuild import rebuild_state
 from index.cdx import cdxj
 from index.collection import Collection
 from index.integrity.verify import verify
-from index.state import HarvestState
+from index.storage.state import HarvestState
 
 URLS = ["http://example.test/", "https://example.test/", "http://example.test/a.html", "http://other.test/b.png"]
 BODIES = [b"<html><p>one</p></html>", b"<html><p>two</p></html>", b"\x89PNG fake image", b""]

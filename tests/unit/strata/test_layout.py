@@ -2,10 +2,17 @@
 
     strata (leaves) < demo < index < harvester < replay < cli
 
-Every import of Strata's own modules is read, function-level ones included, and none may point at a
-package above its own; and no two modules may import each other, directly or round a circle. There
-is no exception list: a new import against the order fails here with the file, the line and the
-two packages.
+and inside two of them, their parts in an order of their own:
+
+    index:      collection, payload < storage < integrity < access < cdx < fulltext < capture
+                < compare < export
+    harvester:  the path of a URL and the run (every module at the top) < jobs
+
+Every import of Strata's own modules is read, function-level ones included (and those only a type
+checker reads), and none may point at a package above its own, or at a part above its own within
+one; and no two modules may import each other, directly or round a circle. There is no exception
+list: a new import against the order fails here with the file, the line and the two packages or
+parts. A new module or subpackage of ``index`` takes its place in ``SUBLAYERS`` first.
 """
 
 from __future__ import annotations
@@ -16,6 +23,22 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[3]
 LAYERS = ("strata", "demo", "index", "harvester", "replay", "cli")
 RANK = {name: rank for rank, name in enumerate(LAYERS)}
+# Parts of a package (its modules and subpackages, by name), lowest first; names on one rank may not
+# import each other either. "*": every part not named, which may import each other.
+SUBLAYERS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "index": (
+        ("collection", "payload"),
+        ("storage",),
+        ("integrity",),
+        ("access",),
+        ("cdx",),
+        ("fulltext",),
+        ("capture",),
+        ("compare",),
+        ("export",),
+    ),
+    "harvester": (("*",), ("jobs",)),
+}
 
 
 def _module_name(path: Path) -> str:
@@ -53,6 +76,24 @@ def _imports(name: str, path: Path, modules: dict[str, Path]) -> list[tuple[int,
     return [(line, target) for line, target in out if target.split(".")[0] in RANK]
 
 
+def _part(name: str) -> tuple[str, str] | None:
+    """(package, part) of a module inside a package with parts (``index.cdx.cdxj`` -> index, cdx)."""
+    pieces = name.split(".")
+    if pieces[0] not in SUBLAYERS or len(pieces) < 2:
+        return None
+    return pieces[0], pieces[1]
+
+
+def _sub_rank(package: str, part: str) -> int | None:
+    for rank, names in enumerate(SUBLAYERS[package]):
+        if part in names:
+            return rank
+    for rank, names in enumerate(SUBLAYERS[package]):
+        if "*" in names:
+            return rank
+    return None
+
+
 def _graph() -> dict[str, list[tuple[int, str]]]:
     modules = _modules()
     return {name: _imports(name, path, modules) for name, path in modules.items()}
@@ -65,6 +106,36 @@ def test_every_package_imports_only_packages_below_it():
             if RANK[target.split(".")[0]] > RANK[name.split(".")[0]]:
                 against.add(f"{_modules()[name].relative_to(REPO)}:{line}: {name} imports {target}")
     assert not against, "imports against the order " + " < ".join(LAYERS) + ":\n" + "\n".join(sorted(against))
+
+
+def test_the_parts_of_a_package_import_only_parts_below_them():
+    against = set()
+    for name, imports in _graph().items():
+        mine = _part(name)
+        for line, target in imports:
+            theirs = _part(target)
+            if mine is None or theirs is None or mine[0] != theirs[0] or mine[1] == theirs[1]:
+                continue
+            package = mine[0]
+            low, high = _sub_rank(package, theirs[1]), _sub_rank(package, mine[1])
+            assert low is not None and high is not None
+            unnamed = "*" in SUBLAYERS[package][high] and low == high  # the unnamed parts: one layer
+            if low >= high and not unnamed:
+                against.add(f"{_modules()[name].relative_to(REPO)}:{line}: {name} imports {target}")
+    order = {p: " < ".join(", ".join(names) for names in ranks) for p, ranks in SUBLAYERS.items()}
+    assert not against, f"imports against the order of the parts ({order}):\n" + "\n".join(sorted(against))
+
+
+def test_every_part_of_an_ordered_package_has_its_place():
+    """A new module or subpackage of index (no "*" there) must be put in the order, not fall through."""
+    for package, ranks in SUBLAYERS.items():
+        named = {name for names in ranks for name in names}
+        parts = {path.stem if path.is_file() else path.name for path in (REPO / package).iterdir()}
+        parts = {p for p in parts if not p.startswith(("_", ".")) and (REPO / package / p).is_dir() or
+                 (REPO / package / f"{p}.py").is_file()} - {"__init__"}  # fmt: skip
+        if "*" not in named:
+            assert parts <= named, f"{package}: place {sorted(parts - named)} in SUBLAYERS"
+        assert named - {"*"} <= parts, f"{package}: SUBLAYERS names {sorted(named - {'*'} - parts)}, which are gone"
 
 
 def test_no_module_cycles():

@@ -16,7 +16,7 @@ import pytest
 from demo.sample_site import serve_sample_site
 from harvester.scope import Decision, Scope
 from index.collection import Collection
-from index.state import HarvestState
+from index.storage.state import HarvestState
 from strata.public_suffix import registrable_domain
 from strata.urls import url_host
 from tests.conftest import harvest

@@ -136,6 +136,8 @@ class HarvestState:
         self._deferred_open = False
         self._units_open = 0
         self.deferred_units = self.deferred_commits = 0  # transactions grouped, commits made
+        #: Hears each wait for a backend that is away (``index.storage.redisstate``; SQLite never waits).
+        self.on_wait: Callable[[str], None] | None = None
 
     def close(self) -> None:
         self.conn.close()
@@ -146,7 +148,7 @@ class HarvestState:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def transaction(self):
+    def transaction(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
         """``with state.transaction():`` the writes inside commit together or not at all. Within
         ``commits_deferred`` they are a savepoint of a transaction committed soon after."""
         if self._schedule_commit is not None:
@@ -169,6 +171,17 @@ class HarvestState:
         finally:
             self._schedule_commit = None
             self.commit_now()
+
+    def grouped_commits(
+        self, schedule: Callable[[Callable[[], None]], object]
+    ) -> contextlib.AbstractContextManager[None]:
+        """``commits_deferred`` where this backend allows it (``index.storage.redisstate`` does not)."""
+        return self.commits_deferred(schedule)
+
+    def holding(self, url: str) -> contextlib.AbstractContextManager[None]:
+        """This process holds ``url``'s lease while inside (one of several workers on a run): a
+        backend shared by several processes may keep its row meanwhile. Nothing to do for SQLite."""
+        return contextlib.nullcontext()
 
     def commit_now(self) -> None:
         """Commit the transaction ``commits_deferred`` holds open, if any (not from inside one of its

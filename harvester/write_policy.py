@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from index.capture.decision import is_success
-from index.state import Original
+from index.capture.decision import Row, is_success
+from index.storage.state import Original
 
 EMPTY_SHA1 = "sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ"
 
@@ -36,7 +36,7 @@ def dedup_decision(
     return WriteDecision("revisit", original)
 
 
-def conditional_headers(previous: dict | None) -> dict[str, str]:
+def conditional_headers(previous: Row | None) -> dict[str, str]:
     """Validators to send: only when the URL's payload is held by an original we can point at."""
     if not previous or not previous.get("orig_record_id") or not is_success(previous.get("last_status")):
         return {}

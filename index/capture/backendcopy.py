@@ -15,8 +15,8 @@ from typing import Any
 
 from index.cdx import cdxj
 from index.collection import Collection
-from index.state import HarvestState, Original
 from index.storage import redisdb
+from index.storage.state import HarvestState, Original
 
 BATCH = 2000
 Counts = dict[str, tuple[int, int]]
