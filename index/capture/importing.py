@@ -1,7 +1,7 @@
 """Taking WARC and ARC files written by other tools into a collection (``strata import``).
 
 Each file is checked whole before anything of it enters the collection, by the reader ``strata
-verify`` and replay use (``index.capture_facts``, over ``index.integrity.digestscan``): every record read
+verify`` and replay use (``index.capture.filefacts``, over ``index.integrity.digestscan``): every record read
 back whole, its block and payload digests checked, one record per gzip member; what every reader
 tolerates (a record not followed by CRLF CRLF) is accepted, as ``verify`` notes it; and, where its
 CDXJ lines cannot be built from the records, pywb's own indexer must read it. An ARC file is checked
@@ -32,8 +32,7 @@ import shutil
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from index import capture_facts
-from index.capture import rebuild
+from index.capture import filefacts, rebuild
 from index.collection import Collection
 from index.fulltext.update import index_run
 from index.integrity import warcscan
@@ -149,7 +148,7 @@ def check_file(path: Path) -> Checked | Refused:
         return Refused(str(path), 0, "the file is empty")
     hasher = hashlib.sha256()
     try:
-        read = capture_facts.read_file(path, path.name, hasher)  # pywb's indexer too, where the lines need it
+        read = filefacts.read_file(path, path.name, hasher)  # pywb's indexer too, where the lines need it
     except OSError as exc:
         return Refused(str(path), None, f"cannot be read: {exc.strerror or exc}")
     except Exception as exc:  # noqa: BLE001 (a third-party file pywb cannot index is refused, whatever the reason)

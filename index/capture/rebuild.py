@@ -7,7 +7,7 @@ and the digest index, through ``index.capture.record`` as the harvest records th
 Captures are applied in capture-time order (WARC-Date) across all files, never in file-name order:
 other tools' file names do not sort by capture date.
 
-Each file is read once (``index.capture_facts``): its CDXJ lines and one small ``Fact`` per capture
+Each file is read once (``index.capture.filefacts``): its CDXJ lines and one small ``Fact`` per capture
 record. The facts wait in a temporary database, the lines in an on-disk sort, so memory stays bounded
 whatever the collection's size; the captures are then derived from the facts in time order without
 reading any record again. Every record pywb's indexer indexes is in the CDXJ; every ``response``,
@@ -39,12 +39,11 @@ from typing import TYPE_CHECKING, cast
 
 from warcio.archiveiterator import ArchiveIterator
 
-from index import capture_facts
-from index.capture import backendcopy, runhistory
+from index.capture import backendcopy, filefacts, runhistory
 from index.capture.decision import Observation
+from index.capture.filefacts import Fact, FileFacts, arc_record_id
 from index.capture.profiles import profile_of
 from index.capture.record import record_capture
-from index.capture_facts import Fact, FileFacts, arc_record_id
 from index.cdx import cdxj
 from index.collection import Collection
 from index.integrity.fixity import Fixity
@@ -163,7 +162,7 @@ def rebuild_state(
     were there under ``name``. ``before_swap`` runs once everything is derived and written beside the
     collection's files, before they are replaced: an exception there leaves the collection as it was
     (the import puts its files in place there). Two passes: every file is read once
-    (``index.capture_facts``); the captures are then derived in WARC-Date order across all files,
+    (``index.capture.filefacts``); the captures are then derived in WARC-Date order across all files,
     whatever the file names, from the facts alone, and each run's report applied where the run ended
     (``index.capture.runhistory``)."""
     extra = dict(extra or {})
@@ -310,7 +309,7 @@ def _scan(
     for index, (path, name) in enumerate(zip(paths, files, strict=True)):
         # a damaged file is read up to its damage: every whole record before it is indexed
         try:
-            read = capture_facts.read_file(path, name)
+            read = filefacts.read_file(path, name)
         except Exception as exc:  # noqa: BLE001 (a file nothing can read is damaged from its first byte)
             read = FileFacts(name, path.stat().st_size, good_end=0)
             read.damage = Damage(
@@ -483,7 +482,7 @@ def add_missing_captures(collection: Collection, state: HarvestState, name: str)
     recovery has just sealed) that have none: a harvest killed after writing a URL's records and
     before committing its rows (``harvester.run.COMMIT_INTERVAL``) leaves exactly those. The file's
     run and job are its ``warcinfo``'s. Returns the rows added."""
-    read = capture_facts.read_file(collection.archive_dir / name, name)
+    read = filefacts.read_file(collection.archive_dir / name, name)
     added = 0
     with state.transaction():
         for fact in read.facts:
