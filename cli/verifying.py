@@ -97,8 +97,8 @@ def verify(collection, quick, fixity_only, adopt, strict, as_json, root) -> None
     coll = Collection.open(root, collection)
     progress = _VerifyProgress() if sys.stderr.isatty() and not as_json else None
     try:
-        if mode == "quick":  # nothing that reads a WARC is imported for it (index.fixitycheck)
-            from index.fixitycheck import quick_verify
+        if mode == "quick":  # nothing that reads a WARC is imported for it (index.integrity.fixitycheck)
+            from index.integrity.fixitycheck import quick_verify
 
             report = quick_verify(coll, strict=strict)
         else:

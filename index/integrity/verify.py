@@ -3,7 +3,7 @@
 Three depths (``MODES``):
 
 - ``quick``: every file in ``archive/`` is in the fixity manifest and every manifest entry has its
-  file, of the recorded size, and the SHA-256 its ingest recorded (``index.fixitycheck``, which
+  file, of the recorded size, and the SHA-256 its ingest recorded (``index.integrity.fixitycheck``, which
   ``Verifier`` builds on). No file is read.
 - ``fixity``: as ``quick``, and every file is hashed (SHA-256) against the manifest.
 - ``full`` (the default): as ``fixity``, in the same read of each file every record is parsed and its
@@ -40,8 +40,8 @@ from pathlib import Path
 
 from index.cdx.surtkey import surt_key
 from index.collection import Collection
-from index.fixitycheck import WARC_SUFFIXES, ArchiveCheck, Problem, VerifyReport, _payload
 from index.integrity.digestscan import Damage, Record, bare_digest, scan
+from index.integrity.fixitycheck import WARC_SUFFIXES, ArchiveCheck, Problem, VerifyReport, _payload
 from index.revisits import Candidate, Revisit, original_of
 from index.storage.state import open_readonly, record_locations
 from strata.times import digits14

@@ -30,5 +30,5 @@ def test_a_quick_verification_imports_neither_the_verifier_nor_the_harvester(tmp
     (tmp_path / "c" / "archive").mkdir(parents=True)
     done = subprocess.run([sys.executable, "-c", probe, str(tmp_path)], capture_output=True, text=True, check=True)
     loaded = set(json.loads(done.stdout.strip().splitlines()[-1]))
-    assert "index.fixitycheck" in loaded
+    assert "index.integrity.fixitycheck" in loaded
     assert not loaded & {"index.integrity.verify", "index.integrity.digestscan", "harvester.run", "asyncio", "pywb"}
