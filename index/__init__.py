@@ -1,11 +1,12 @@
 """Everything derived from a collection's WARC files, all rebuildable from them
 (``index.capture.rebuild``), in parts ordered from the bottom up (tests/unit/strata/test_layout.py):
 
-- ``collection`` (a collection's directories and lock), ``payload`` (a record's payload, decoded);
+- ``collection`` (a collection's directories and lock), ``payload`` (a record's payload, decoded),
+  ``surtkey`` (the key pywb files a URL under: the index's, and the revisit lookup's);
 - ``storage``: the root's backend, the harvest state (SQLite, or Redis for URL state and digests);
 - ``integrity``: fixity, record scanners, ``strata verify``;
 - ``access``: the access rules, one verdict for every surface;
-- ``cdx``: CDXJ lines, SURT keys, where a collection's lines are read from, one URL's captures;
+- ``cdx``: CDXJ lines, where a collection's lines are read from, one URL's captures;
 - ``fulltext``: the search engine behind ``fulltext.backend.SearchBackend``, its fields and facets;
 - ``capture``: the capture path (the decision, revisit profiles, recording a capture) and what
   derives captures from WARCs (rebuild, import, seal, run records);

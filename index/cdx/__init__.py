@@ -1,5 +1,5 @@
-"""The CDXJ index and what reads it: pywb's lines and SURT keys, where a collection's lines are read
-from (files or Redis), one URL's captures, permanent capture ids."""
+"""The CDXJ index and what reads it: pywb's lines (keyed by ``index.surtkey``), where a collection's
+lines are read from (files or Redis), one URL's captures, permanent capture ids."""
 
 # What other packages may import (tests/unit/strata/test_surfaces.py holds them to it).
 __all__ = [

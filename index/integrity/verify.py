@@ -38,12 +38,12 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from index.cdx.surtkey import surt_key
 from index.collection import Collection
 from index.integrity.digestscan import Damage, Record, bare_digest, scan
 from index.integrity.fixitycheck import WARC_SUFFIXES, ArchiveCheck, Problem, VerifyReport, _payload
 from index.revisits import Candidate, Revisit, original_of
 from index.storage.state import open_readonly, record_locations
+from index.surtkey import surt_key
 from strata.times import digits14
 
 _BATCH = 2000

@@ -4,7 +4,7 @@
 
 and inside two of them, their parts in an order of their own:
 
-    index:      collection, payload < storage < integrity < access < cdx < fulltext < capture
+    index:      collection, payload, surtkey < storage < integrity < access < cdx < fulltext < capture
                 < compare < export
     harvester:  the path of a URL and the run (every module at the top) < jobs
 
@@ -27,7 +27,7 @@ RANK = {name: rank for rank, name in enumerate(LAYERS)}
 # import each other either. "*": every part not named, which may import each other.
 SUBLAYERS: dict[str, tuple[tuple[str, ...], ...]] = {
     "index": (
-        ("collection", "payload"),
+        ("collection", "payload", "surtkey"),
         ("storage",),
         ("integrity",),
         ("access",),
