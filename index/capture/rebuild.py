@@ -35,7 +35,7 @@ import shutil
 import sqlite3
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import cast
 
 from warcio.archiveiterator import ArchiveIterator
 
@@ -45,6 +45,7 @@ from index.capture.filefacts import Fact, FileFacts, arc_record_id
 from index.capture.profiles import profile_of
 from index.capture.record import record_capture
 from index.cdx import cdxj
+from index.cdx.extsort import ExternalSort
 from index.collection import Collection
 from index.integrity.fixity import Fixity
 from index.integrity.warcscan import Damage
@@ -52,9 +53,6 @@ from index.storage import redisdb
 from index.storage.backend import backend_of
 from index.storage.state import SCHEMA_VERSION, HarvestState, Original, schema_version
 from strata.times import digits14
-
-if TYPE_CHECKING:
-    from index.export.wacz.extsort import ExternalSort
 
 IMPORTED_MODE = "imported"  # the mode of a run made from another tool's file
 PENDING = "rebuild.pending"  # in strata/: a rebuild's swap is under way
@@ -177,10 +175,6 @@ def rebuild_state(
             + ", ".join(_FACT_FIELDS)
             + ")"
         )
-        # here, not at the top: index.export.wacz's package imports pywb and the full-text engine, which a
-        # harvest (importing this module for rebuild_if_outdated) must not pay for at every start
-        from index.export.wacz.extsort import ExternalSort
-
         sort_dir = collection.state_dir / SORT_DIR
         shutil.rmtree(sort_dir, ignore_errors=True)
         sort_dir.mkdir(parents=True)

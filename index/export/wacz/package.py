@@ -18,7 +18,7 @@ The package, as the WACZ 1.1.1 specification lays it out:
     datapackage.json              every file above with its size and SHA-256
     datapackage-digest.json       the SHA-256 of datapackage.json, signed when a key is given
 
-Memory stays bounded: the index lines are sorted on disk (``index.export.wacz.extsort``), records are
+Memory stays bounded: the index lines are sorted on disk (``index.cdx.extsort``), records are
 copied one at a time, and ZIP entries are written as streams (ZIP64 when they pass 4 GiB). The
 package is written beside the destination as ``<out>.part`` and renamed into place when complete.
 """
@@ -42,9 +42,9 @@ from urllib.parse import urljoin
 from warcio.warcwriter import WARCWriter
 
 from index.access.exposure import capture_filter, show_all
+from index.cdx.extsort import ExternalSort
 from index.collection import Collection
 from index.collection_meta import read_metadata
-from index.export.wacz.extsort import ExternalSort
 from index.export.wacz.records import Located, OriginalFinder, RecordReader, iter_located
 from index.export.wacz.signing import Signer
 from index.fulltext.pagetext import PageTexts

@@ -1,10 +1,10 @@
-"""The on-disk sort behind the WACZ export: sorted, duplicates dropped, few lines in memory."""
+"""The on-disk sort behind the WACZ export and the rebuild: sorted, duplicates dropped, few lines in memory."""
 
 from __future__ import annotations
 
 import random
 
-from index.export.wacz.extsort import ExternalSort
+from index.cdx.extsort import ExternalSort
 
 
 def test_spilled_runs_merge_sorted_without_duplicates(tmp_path):
