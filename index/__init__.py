@@ -6,7 +6,7 @@
 - ``storage``: the root's backend, the harvest state (SQLite, or Redis for URL state and digests);
 - ``integrity``: fixity, record scanners, ``strata verify``;
 - ``access``: the access rules, one verdict for every surface;
-- ``cdx``: CDXJ lines, where a collection's lines are read from, one URL's captures;
+- ``cdx``: CDXJ lines, where a collection's lines are read from, one URL's captures and their calendar;
 - ``fulltext``: the search engine behind ``fulltext.backend.SearchBackend``, its fields and facets;
 - ``capture``: the capture path (the decision, revisit profiles, recording a capture) and what
   derives captures from WARCs (rebuild, import, seal, run records);

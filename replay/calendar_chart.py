@@ -9,7 +9,7 @@ import calendar
 import math
 from datetime import date
 
-from index.capture_calendar import CHANGE_KINDS, Mark, Month, month_grids
+from index.cdx.capture_calendar import CHANGE_KINDS, Mark, Month, month_grids
 
 HEIGHT = 60  # the SVG's own units; it is stretched to the width of the page
 

@@ -914,7 +914,7 @@ def capture_entries_by_location(
 
 def capture_marks(conn: sqlite3.Connection, urls: Iterable[str]) -> dict[tuple[str, int], tuple[str, int | None]]:
     """(WARC file, offset) -> (class, payload length) of every capture of ``urls``: what the
-    calendar colours and measures (``index.capture_calendar``), in one query per URL."""
+    calendar colours and measures (``index.cdx.capture_calendar``), in one query per URL."""
     out: dict[tuple[str, int], tuple[str, int | None]] = {}
     for url in dict.fromkeys(urls):
         for warc, offset, cls, length in conn.execute(

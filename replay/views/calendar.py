@@ -3,7 +3,7 @@
 ``/api/captures/<coll>/<url>`` (``render_json``).
 
 The calendar (``render``): the years with captures, the chosen year's month grids and its timeline
-of changes (``index.capture_calendar``, ``replay.calendar_chart``) over every capture the reader may
+of changes (``index.cdx.capture_calendar``, ``replay.calendar_chart``) over every capture the reader may
 see (``index.cdx.versions.read_versions`` through ``filter_captures``), and the table of one period
 (``<ts>``: a year, month or day; a longer timestamp, the month of the capture in force then, which is
 outlined), each capture described by ``index.storage.state.capture_entries`` as ``strata captures`` prints
@@ -15,7 +15,7 @@ import itertools
 
 from flask import jsonify, render_template
 
-from index.capture_calendar import marks_of, month_grids, period_of, years
+from index.cdx.capture_calendar import marks_of, month_grids, period_of, years
 from index.cdx.versions import Version, original_finder, read_versions
 from index.storage import state
 from replay import access

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, render_template, request
 
-from index.capture_calendar import marks_of, years
+from index.cdx.capture_calendar import marks_of, years
 from index.cdx.versions import read_versions
 from index.compare import payload, sides, words_changed
 from index.fulltext.pagetext import PageTexts

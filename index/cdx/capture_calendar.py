@@ -24,7 +24,19 @@ from collections.abc import Iterable, Mapping
 from index.cdx.versions import Version
 from strata.times import pad_as_of
 
-__all__ = ["KINDS", "Day", "Mark", "Month", "Period", "YearSummary", "marks_of", "month_grids", "period_of", "years"]
+__all__ = [
+    "CHANGE_KINDS",
+    "KINDS",
+    "Day",
+    "Mark",
+    "Month",
+    "Period",
+    "YearSummary",
+    "marks_of",
+    "month_grids",
+    "period_of",
+    "years",
+]
 
 # Most significant first: a day's colour is its most significant capture's kind.
 KINDS = (
