@@ -5,7 +5,8 @@
   ``surtkey`` (the key pywb files a URL under: the index's, and the revisit lookup's);
 - ``storage``: the root's backend, the harvest state (SQLite, or Redis for URL state and digests);
 - ``integrity``: fixity, record scanners, ``strata verify``;
-- ``access``: the access rules, one verdict for every surface;
+- ``access``: the access rules, one verdict for every surface, and the listings counted through
+  them (collection counts, holdings, a host's site map);
 - ``cdx``: CDXJ lines, where a collection's lines are read from, one URL's captures and their calendar;
 - ``fulltext``: the search engine behind ``fulltext.backend.SearchBackend``, its fields and facets;
 - ``capture``: the capture path (the decision, revisit profiles, recording a capture) and what

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from index.sitemap import Entry
+from index.access.sitemap import Entry
 
 MAX_RECTS = 60  # the largest entries drawn; the rest are in the table
 SHAPES = {"wide": (720.0, 360.0), "tall": (360.0, 460.0)}

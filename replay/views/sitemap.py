@@ -1,15 +1,15 @@
 """A host's site map: ``/<coll>/sitemap/<host>?folder=/news/&since=2024-01-01``, its folders and
 pages one level at a time with their counts, a treemap of them (``replay.sitemap_chart``), and the
 same as JSON at ``/api/sitemap/<coll>/<host>`` (same parameters). Counts are the reader's
-(``index.sitemap`` through ``index.access.counts``); a host or folder with nothing visible is a 404,
+(``index.access.sitemap`` through ``index.access.counts``); a host or folder with nothing visible is a 404,
 as if never archived. Linked from the collection page's list of sites."""
 
 from __future__ import annotations
 
 from flask import Blueprint, jsonify, render_template, request
 
+from index.access.sitemap import SiteMap, check_folder, site_map
 from index.fulltext.params import parse_when
-from index.sitemap import SiteMap, check_folder, site_map
 from replay import access
 from replay.context import ext
 from replay.errors import BadAddress
