@@ -25,7 +25,7 @@ def diff_command(collection, url, ts1, ts2, level, as_json, root) -> None:
     (identical or not), 2 for an unknown collection, URL or timestamp, 1 when a payload cannot be
     read from the WARCs."""
     from index.collection import Collection
-    from index.compare import compare
+    from index.compare.diff import compare
 
     result = compare(Collection.open(root, collection), url, ts1, ts2, {"level": level})
     if as_json:

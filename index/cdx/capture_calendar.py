@@ -10,7 +10,7 @@ indexed by ``wb-manager`` alone has no state: its captures are then ``capture`` 
 How much changed at a capture is counted in payload bytes: a new URL's whole payload; a changed
 payload's size against the payload before it (a change that keeps the size counts 0 bytes but is
 still a change); a deletion the payload that went; an unchanged or not-modified capture 0. It is a
-measure of size, cheap enough for a URL of 10,000 captures; ``index.compare`` says what changed in
+measure of size, cheap enough for a URL of 10,000 captures; ``index.compare.diff`` says what changed in
 words, two captures at a time.
 """
 

@@ -1,7 +1,7 @@
 """Changes side by side and over time.
 
 - ``/<coll>/marked/<old|new>/<ts1>/<ts2>/<url>``: one of two captures of an HTML page as it rendered,
-  with the words removed (old) or added (new) marked in place (``index.marked``). The diff page
+  with the words removed (old) or added (new) marked in place (``index.compare.marked``). The diff page
   shows the two in sandboxed frames next to each other. The document keeps nothing active and is
   sent with a ``sandbox`` Content-Security-Policy: archived code never runs here.
 - ``/<coll>/changes/<url>``: a URL's changes over time: the captures that found it new, changed or
@@ -9,7 +9,7 @@
   before it.
 
 Both list or read only the captures the reader may see (``index.cdx.versions.filter_captures``, through
-``index.compare.sides`` and ``read_versions``).
+``index.compare.diff.sides`` and ``read_versions``).
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from flask import Blueprint, Response, render_template, request
 
 from index.cdx.capture_calendar import marks_of, years
 from index.cdx.versions import read_versions
-from index.compare import payload, sides, words_changed
+from index.compare.diff import payload, sides, words_changed
+from index.compare.marked import mark_pair
 from index.fulltext.pagetext import PageTexts
-from index.marked import mark_pair
 from index.storage import state
 from replay import access
 from replay.address import Address, check_timestamp, check_url

@@ -1,11 +1,11 @@
-"""``/<coll>/diff/<ts1>/<ts2>/<url>``: two captures of a URL compared (``index.compare``), and
+"""``/<coll>/diff/<ts1>/<ts2>/<url>``: two captures of a URL compared (``index.compare.diff``), and
 ``/<coll>/diff?url=&from=&to=``, the calendar's compare form, which redirects to that address."""
 
 from __future__ import annotations
 
 from flask import Blueprint, redirect, render_template, request
 
-from index.compare import compare
+from index.compare.diff import compare
 from replay.address import check_timestamp, check_url
 from replay.context import ext
 from replay.errors import BadAddress

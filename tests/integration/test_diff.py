@@ -31,7 +31,7 @@ def mixed_client(mixed_archive):
 
 
 def test_a_revisit_pair_is_identical_from_the_index_alone(mixed_archive, monkeypatch):
-    from index import compare
+    from index.compare import diff as compare
 
     reads: list[str] = []
     real = compare.read_record

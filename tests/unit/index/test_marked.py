@@ -1,11 +1,11 @@
-"""Two captures of a page marked in place (``index.marked``): what is marked, what is taken out, and
+"""Two captures of a page marked in place (``index.compare.marked``): what is marked, what is taken out, and
 where addresses go."""
 
 from __future__ import annotations
 
 import lxml.html
 
-from index.marked import MAX_WORDS, mark_pair
+from index.compare.marked import MAX_WORDS, mark_pair
 
 OLD = """<html><head><base href="http://cdn.test/x/"><script>steal()</script>
 <meta http-equiv="refresh" content="0;url=http://evil.test/"></head>

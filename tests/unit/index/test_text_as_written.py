@@ -3,7 +3,7 @@ found are the same), and a word diff of Chinese text with no spaces put between 
 
 from __future__ import annotations
 
-from index.compare import Comparison, _diff_words
+from index.compare.diff import Comparison, _diff_words
 from index.fulltext.cjk import CJKBigramAnalyzer
 from index.fulltext.text import as_written, extract
 

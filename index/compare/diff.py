@@ -26,8 +26,8 @@ from index.access.rules import rules_for
 from index.cdx.pid import capture_pid
 from index.cdx.versions import NoSuchCapture, Version, as_of, original_finder, read_versions
 from index.collection import Collection
+from index.compare.image_size import image_size
 from index.fulltext.text import extract, mime_group
-from index.image_size import image_size
 from index.payload import read_record
 from index.revisits import Candidate, Revisit
 from strata.errors import ArchiveError

@@ -3,7 +3,7 @@ one, the words removed (``<del class="strata-del">``); on the newer, the words a
 (``<ins class="strata-ins">``). The changes page shows the two side by side.
 
 The words are those of the page's visible text (text nodes of ``<body>``, not scripts, styles or
-templates), in document order, compared with ``difflib`` as ``index.compare`` compares main texts:
+templates), in document order, compared with ``difflib`` as ``index.compare.diff`` compares main texts:
 each CJK character a word, so Chinese and Japanese changes are marked character by character and
 nothing is inserted between them. A page of more than ``MAX_WORDS`` words is shown unmarked (the
 comparison is quadratic at worst), and says so.
