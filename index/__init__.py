@@ -2,7 +2,9 @@
 (``index.capture.rebuild``), in parts ordered from the bottom up (tests/unit/strata/test_layout.py):
 
 - ``collection`` (a collection's directories and lock), ``payload`` (a record's payload, decoded),
-  ``surtkey`` (the key pywb files a URL under: the index's, and the revisit lookup's);
+  ``revisits`` (where a revisit's payload is: the one rule replay, verify, the calendar, diff and
+  the WACZ export follow), ``surtkey`` (the key pywb files a URL under);
+- ``collection_meta``: a collection's description (pywb's ``metadata.yaml``);
 - ``storage``: the root's backend, the harvest state (SQLite, or Redis for URL state and digests);
 - ``integrity``: fixity, record scanners, ``strata verify``;
 - ``access``: the access rules, one verdict for every surface, and the listings counted through
@@ -20,10 +22,12 @@ __all__ = [
     "capture",
     "cdx",
     "collection",
+    "collection_meta",
     "compare",
     "export",
     "fulltext",
     "integrity",
     "payload",
+    "revisits",
     "storage",
 ]

@@ -4,8 +4,8 @@
 
 and inside two of them, their parts in an order of their own:
 
-    index:      collection, payload, surtkey < storage < integrity < access < cdx < fulltext < capture
-                < compare < export
+    index:      collection, payload, revisits, surtkey < collection_meta < storage < integrity < access
+                < cdx < fulltext < capture < compare < export
     harvester:  the path of a URL and the run (every module at the top) < jobs
 
 Every import of Strata's own modules is read, function-level ones included (and those only a type
@@ -27,7 +27,8 @@ RANK = {name: rank for rank, name in enumerate(LAYERS)}
 # import each other either. "*": every part not named, which may import each other.
 SUBLAYERS: dict[str, tuple[tuple[str, ...], ...]] = {
     "index": (
-        ("collection", "payload", "surtkey"),
+        ("collection", "payload", "revisits", "surtkey"),
+        ("collection_meta",),
         ("storage",),
         ("integrity",),
         ("access",),
