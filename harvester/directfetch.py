@@ -31,6 +31,7 @@ import hashlib
 import re
 import tempfile
 import time
+from collections.abc import Callable
 
 import h11
 import httpx
@@ -99,22 +100,27 @@ class DirectFetcher:
         request = self.client.build_request("GET", url, headers=headers)
         return request.url, request.url.raw_path, request.headers.raw
 
-    async def fetch(self, url: str, headers: dict[str, str], deadline: float, max_size: int) -> FetchResult:
-        """GET ``url``; never raises for network trouble (``result.error`` says what happened)."""
+    async def fetch(
+        self, url: str, headers: dict[str, str], deadline: float, max_size: int, sent: Callable[[], None] | None = None
+    ) -> FetchResult:
+        """GET ``url``; never raises for network trouble (``result.error`` says what happened).
+        ``sent``: called the moment the request is written, once its connection is ready."""
         result = FetchResult(url=url)
         started = time.monotonic()
         digester = hashlib.sha1()
         body = tempfile.SpooledTemporaryFile(max_size=SPOOL_IN_MEMORY)
         try:
-            where, target, sent = self.request(url, headers)
-            record_request(result, target, sent)
+            where, target, head_fields = self.request(url, headers)
+            record_request(result, target, head_fields)
             origin = where if isinstance(where, tuple) else origin_of(where)
             async with asyncio.timeout(deadline):
                 connection = await self.transport.checkout(origin, origin[1].decode("ascii"), self._timeouts["connect"])
-                head = await self.transport.exchange(connection, b"GET", target, sent, [], self._timeouts)
+                if sent is not None:
+                    sent()
+                head = await self.transport.exchange(connection, b"GET", target, head_fields, [], self._timeouts)
                 answer = ResponseBody(self.transport, connection, self._timeouts["read"])
                 try:
-                    self._record_head(result, url, sent, connection, head)
+                    self._record_head(result, url, head_fields, connection, head)
                     if await read_body(result, answer, max_size, body, digester):
                         result.surplus = pending_bytes(connection.h11, connection.stream)
                         if result.surplus:

@@ -21,6 +21,7 @@ import http.cookiejar
 import tempfile
 import time
 import typing
+from collections.abc import Awaitable, Callable
 
 import httpx
 
@@ -112,20 +113,36 @@ def _peer_address(response: httpx.Response) -> str | None:
     return peer[0] if isinstance(peer, tuple) and peer else None
 
 
+def _when_written(sent: Callable[[], None]) -> Callable[[str, dict], Awaitable[None]]:
+    """httpcore's ``trace`` extension, calling ``sent`` as the request's head is about to be
+    written to its connection (after any connect, TLS handshake or proxy tunnel)."""
+
+    async def trace(event: str, info: dict) -> None:
+        if event.endswith("send_request_headers.started"):
+            sent()
+
+    return trace
+
+
 async def fetch(
     client: httpx.AsyncClient,
     url: str,
     headers: dict[str, str] | None = None,
     deadline: float = 60.0,
     max_size: int = 100 * 10**6,
+    sent: Callable[[], None] | None = None,
 ) -> FetchResult:
-    """GET ``url``; never raises for network trouble (``result.error`` says what happened)."""
+    """GET ``url``; never raises for network trouble (``result.error`` says what happened).
+    ``sent``: called the moment the request is written (``harvester.hostgate``), where the client's
+    transport says so (httpcore's, and so the in-process client's)."""
     result = FetchResult(url=url)
     started = time.monotonic()
     digester = hashlib.sha1()
     body = tempfile.SpooledTemporaryFile(max_size=SPOOL_IN_MEMORY)
     try:
         request = client.build_request("GET", url, headers=headers or {})
+        if sent is not None:
+            request.extensions["trace"] = _when_written(sent)
         record_request(result, request.url.raw_path, request.headers.raw)
         async with asyncio.timeout(deadline):
             response = await _send(client, request)

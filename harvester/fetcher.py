@@ -80,11 +80,10 @@ class HttpFetcher:
             return await self.process.fetch(url, headers, job.timeout, job.max_resource_size, interval)
         from harvester.fetch import fetch
 
-        async with self._slots:  # a request waits for a connection before its deadline starts
-            await self._gate.open(url_host(url), interval)
-            return await fetch(
-                self._in_process_client(), url, headers=headers, deadline=job.timeout, max_size=job.max_resource_size
-            )
+        async with self._slots, self._gate.turn(url_host(url), interval) as sent:
+            # a request waits for a connection, then for its host's turn, before its deadline starts
+            client = self._in_process_client()
+            return await fetch(client, url, headers, job.timeout, job.max_resource_size, sent)
 
     def _in_process_client(self) -> httpx.AsyncClient:
         """The client for fetching in this process (no fetch process, or it died), made at the first

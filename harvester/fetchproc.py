@@ -102,8 +102,8 @@ class FetchProcess:
     async def fetch(
         self, url: str, headers: dict[str, str], deadline: float, max_size: int, interval: float = 0.0
     ) -> FetchResult:
-        """``interval``: seconds between this host's requests, counted there from the last one sent
-        (``harvester.hostgate``)."""
+        """``interval``: seconds between this host's requests, counted there from the moment the last
+        one was written (``harvester.hostgate``)."""
         if not self.alive:
             return FetchResult(url=url, error="the fetch process has exited")
         fetch_id = next(self._ids)
@@ -208,8 +208,9 @@ async def _answer(
     interval: float = 0.0,
 ) -> None:
     async with slots:  # one request per connection: a fetch waits for one before its deadline starts
-        await gate.open(url_host(url), interval)  # this host's last request here, sent interval ago
-        result = await fetch(url, headers, deadline, max_size)
+        # this host's last request here was written interval ago; this one's turn lasts until it is
+        async with gate.turn(url_host(url), interval) as sent:
+            result = await fetch(url, headers, deadline, max_size, sent)
     body = body_path = None
     try:
         if result.body is not None:

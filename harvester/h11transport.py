@@ -165,6 +165,9 @@ class H11Transport(httpx.AsyncBaseTransport):
         origin = origin_of(url)
         body = [chunk async for chunk in typing.cast(typing.AsyncIterable[bytes], request.stream)]
         connection = await self.checkout(origin, server_name, timeouts.get("connect"))
+        trace = request.extensions.get("trace")  # httpcore's extension: the request's head is written now
+        if trace is not None:
+            await trace("http11.send_request_headers.started", {"request": request})
         event = await self.exchange(
             connection, request.method.encode("ascii"), url.raw_path, request.headers.raw, body, timeouts
         )

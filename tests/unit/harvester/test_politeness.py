@@ -131,6 +131,20 @@ def test_crawl_delay_is_counted_from_the_request_actually_sent(root, busy_machin
     assert min(gaps) >= 1.0 - 0.03, gaps
 
 
+def _turn(gate, host, interval, written_after=0.0, now=None):
+    """A request through the gate: its turn taken, written ``written_after`` seconds later."""
+
+    async def request():
+        async with gate.turn(host, interval) as sent:
+            taken = gate.clock()
+            if now is not None:
+                now[0] += written_after  # its connection took that long
+            sent()
+            return taken
+
+    return request()
+
+
 def test_the_gate_counts_from_when_it_opened_not_from_the_plan():
     """``HostGate``: a wait that ends late moves the next turn with it."""
     from harvester.hostgate import HostGate
@@ -139,20 +153,80 @@ def test_the_gate_counts_from_when_it_opened_not_from_the_plan():
     gate = HostGate(clock=lambda: now[0])
 
     async def run():
-        assert await gate.open("h", 1.0) == 100.0
+        assert await _turn(gate, "h", 1.0) == 100.0
         now[0] = 100.4  # asked again 0.4 s later: waits the rest of the second
-        waiting = asyncio.create_task(gate.open("h", 1.0))
+        waiting = asyncio.create_task(_turn(gate, "h", 1.0))
         await asyncio.sleep(0)
         assert not waiting.done()
         now[0] = 101.25  # it woke late: that is when the request went
         assert await asyncio.wait_for(waiting, 2) == 101.25
         now[0] = 102.0  # 0.75 s after the request sent: not yet
-        late = asyncio.create_task(gate.open("h", 1.0))
+        late = asyncio.create_task(_turn(gate, "h", 1.0))
         await asyncio.sleep(0.01)
         assert not late.done()
         now[0] = 102.25
         assert await asyncio.wait_for(late, 2) == 102.25
-        assert await gate.open("other", 1.0) == 102.25  # another host is not held
+        assert await _turn(gate, "other", 1.0) == 102.25  # another host is not held
+
+    asyncio.run(run())
+
+
+def test_the_gate_counts_from_when_the_request_was_written():
+    """A connection that takes long to make does not shorten the gap to the next request: the turn
+    is held until the request is written, and the next counts from then (0.96 s under
+    ``Crawl-delay: 1`` was seen when it counted from the turn's start)."""
+    from harvester.hostgate import HostGate
+
+    now = [100.0]
+    gate = HostGate(clock=lambda: now[0])
+
+    async def run():
+        first = asyncio.create_task(_turn(gate, "h", 1.0, written_after=0.3, now=now))
+        assert await first == 100.0  # taken at 100.0, written at 100.3
+        now[0] = 101.0  # a second after the first turn began, 0.7 s after its request was written
+        second = asyncio.create_task(_turn(gate, "h", 1.0))
+        await asyncio.sleep(0.01)
+        assert not second.done()
+        now[0] = 101.3
+        assert await asyncio.wait_for(second, 2) == 101.3
+
+        async def failed():  # a turn whose connection failed (nothing written) counts from its end
+            async with gate.turn("h", 1.0):
+                now[0] = 101.8
+                raise OSError("connection refused")
+
+        with pytest.raises(OSError):
+            await failed()
+        now[0] = 102.5
+        third = asyncio.create_task(_turn(gate, "h", 1.0))
+        await asyncio.sleep(0.01)
+        assert not third.done()
+        now[0] = 102.8
+        assert await asyncio.wait_for(third, 2) == 102.8
+
+    asyncio.run(run())
+
+
+def test_a_turn_holds_its_host_until_the_request_is_written():
+    """While one request's connection is being made, the next to the host waits for it to be
+    written, not for the turn's start; a zero interval holds nothing."""
+    from harvester.hostgate import HostGate
+
+    now = [100.0]
+    gate = HostGate(clock=lambda: now[0])
+
+    async def run():
+        async with gate.turn("h", 1.0) as sent:
+            now[0] = 105.0  # a slow connect: the interval has long passed, but nothing was written
+            other = asyncio.create_task(_turn(gate, "h", 1.0))
+            await asyncio.sleep(0.01)
+            assert not other.done()
+            sent()
+        now[0] = 106.0
+        assert await asyncio.wait_for(other, 2) == 106.0
+        async with gate.turn("h", 0.0), gate.turn("h", 0.0):
+            pass  # nothing held
+        assert not gate._locks  # no lock kept for a host nobody waits for
 
     asyncio.run(run())
 
