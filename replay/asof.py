@@ -39,6 +39,7 @@ from index.capture_index import IndexPart
 from index.collection import Collection
 from index.redis_cdx import RedisCdx
 from replay.redis_index import RedisPartSource
+from replay.snapshots import RunSpans
 from strata.errors import CollectionError
 from strata.times import pad_as_of
 
@@ -77,6 +78,7 @@ class AsOfIndexSource(DirectoryIndexSource):
         self._listings: dict[str, tuple[tuple[int, int], list]] = {}
         self.rules_for = rules_for  # coll -> index.access.RuleSet, for queries carrying ACCESS_PARAM
         self.redis = redis  # the root's Redis CDX (index.capture_index): index.cdxj is read from it
+        self.spans = RunSpans(Path(self.base_prefix))  # a moment during a run means the run's snapshot
 
     def _iter_sources(self, params: dict):
         """The index files of the collection, listed again only when its directory changes (a
@@ -109,6 +111,10 @@ class AsOfIndexSource(DirectoryIndexSource):
     def __call__(self, params: dict):
         if params.get("closest") == "now":
             params["closest"] = timestamp_now()
+        elif params.get("closest"):
+            # as of the end of the run in progress at that moment (replay.snapshots): what a page's
+            # scripts asked for later in the same run belongs to the same snapshot
+            params["closest"] = self.spans.extend(params.get("param.coll", ""), pad_as_of(params["closest"]))
         if params.get("content_type"):
             params["filter"] = "=mime:" + params["content_type"]
         query = CDXQuery(params)

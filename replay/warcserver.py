@@ -1,9 +1,11 @@
 """pywb's warcserver as Strata runs it: one in-process WSGI app over the collections root.
 
 It is pywb's auto-collection handler (index ``<root>/<coll>/indexes/*.cdxj``, WARCs under
-``<root>/<coll>/archive/``, pywb's fuzzy-match rules) with four differences:
+``<root>/<coll>/archive/``, pywb's fuzzy-match rules) with these differences:
 
-- the index answers ``closest=`` as of that time (``replay.asof``);
+- the index answers ``closest=`` as of that time (``replay.asof``), a moment during a run meaning
+  the run's snapshot (``replay.snapshots``); fuzzy matches too, cache-busting parameters by a
+  stated rule first (``replay.fuzzy``);
 - only the WARC loader: no live-web or video loader, so nothing is ever fetched from the live web;
 - the original of a revisit of another URL is looked up by its record ID (``WARC-Refers-To``) in the
   collection's harvest state (``strata/harvest.sqlite``) and loaded directly, instead of by pywb's
@@ -54,6 +56,7 @@ from index.collection import Collection
 from index.digestscan import check_member, check_record_at, read_member
 from index.state import indexed_original, open_readonly
 from replay.asof import AsOfIndexSource
+from replay.fuzzy import SnapshotFuzzyMatcher
 from replay.recordload import PayloadRecordLoader, RecordLoader
 from replay.recordmemo import RecordMemo
 from strata.errors import CollectionError
@@ -295,6 +298,7 @@ def make_warcserver(root: Path, rules_for=None) -> tuple[BaseWarcServer, AsOfInd
     archive_paths = os.path.join(root_dir, "{coll}", "archive", "")
     loader = _StrataWARCPathLoader(archive_paths, index, Path(root_dir))
     handler = ResourceHandler(index, [loader])
+    handler.fuzzy = SnapshotFuzzyMatcher()  # the cache-buster rule, and the requested time kept
     server = BaseWarcServer(debug=False)
     server.add_route("/<path_param_value>", handler, path_param_name="param.coll")
     return server, index
