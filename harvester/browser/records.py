@@ -1,6 +1,7 @@
 """The WARC records of what a page looked like and said, beside the records of its requests.
 
-Strata's convention, Browsertrix's URIs (so Browsertrix QA and ReplayWeb.page read them too):
+Strata's convention, Browsertrix's URIs (``strata.pageuris``; Browsertrix QA and ReplayWeb.page
+read them too):
 
 =====================  ===================================  =============================================
 ``WARC-Target-URI``     ``Content-Type``                      block
@@ -34,30 +35,11 @@ import re
 
 from warcio.warcwriter import WARCWriter
 
-VIEW = "view"
-TEXT = "text"
-PAGEINFO = "pageinfo"
-KINDS = (VIEW, TEXT, PAGEINFO)
-TITLE_HEADER = "WARC-Strata-Title"
+from strata.pageuris import PAGEINFO, TEXT, TITLE_HEADER, VIEW, page_uri
+
 _CONTENT_TYPES = {VIEW: "image/png", TEXT: "text/plain; charset=utf-8", PAGEINFO: "application/json"}
 _BUILDER = WARCWriter(None, gzip=True, warc_version="1.1")
 _SPACE = re.compile(r"\s+")
-
-
-def page_uri(kind: str, page_url: str) -> str:
-    """``urn:<kind>:<page URL>``."""
-    if kind not in KINDS:
-        raise ValueError(f"unknown page record kind {kind!r}")
-    return f"urn:{kind}:{page_url}"
-
-
-def parse_page_uri(uri: str) -> tuple[str, str] | None:
-    """(kind, page URL) of a page record's URI, or None for any other URI."""
-    for kind in KINDS:
-        prefix = f"urn:{kind}:"
-        if uri.startswith(prefix) and uri[len(prefix) :].startswith(("http://", "https://")):
-            return kind, uri[len(prefix) :]
-    return None
 
 
 def one_line(text: str, limit: int = 1000) -> str:
