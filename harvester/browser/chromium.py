@@ -70,6 +70,9 @@ FLAGS = (
     "--disable-site-isolation-trials",
     "--disable-features=HttpsUpgrades,HttpsFirstBalancedModeAutoEnable,MediaRouter,OptimizationHints,"
     "IsolateOrigins,site-per-process",
+    # No first tab: the driver attaching while Chromium opens one could wait forever (Playwright's
+    # own launches pass it too); each page is opened in a context of its own.
+    "--no-startup-window",
     "--remote-debugging-address=127.0.0.1",
     "--remote-debugging-port=0",
 )
