@@ -16,6 +16,7 @@ from cli import (  # noqa: E402,F401,I001
     exporting,
     harvesting,
     importing,
+    qa,
     searching,
     serving,
     staffing,

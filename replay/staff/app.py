@@ -133,13 +133,14 @@ def create_staff_app(root: Path, config: dict | None = None) -> Flask:
         "policy": NetworkPolicy.from_env(settings["allow_networks"]),
     }
 
-    from replay.staff import access, auth, filters, jobs, runs, security
+    from replay.staff import access, auth, filters, jobs, qa, runs, security
 
     security.register(app)
     filters.register(app)
     app.register_blueprint(auth.bp)
     app.register_blueprint(jobs.bp)
     app.register_blueprint(runs.bp)
+    app.register_blueprint(qa.bp)
     app.register_blueprint(access.bp)
     app.jinja_env.globals["config_restricted"] = lambda: bool(settings["restricted_url"])
     return app
