@@ -80,10 +80,10 @@ class Sampler(threading.Thread):
         self.interval = interval
         self.peak_rss = self.peak_pss = 0
         self.most_processes = 0
-        self._stop = threading.Event()
+        self._halt = threading.Event()
 
     def run(self) -> None:
-        while not self._stop.wait(self.interval):
+        while not self._halt.wait(self.interval):
             pids = _descendants(os.getpid())
             rss = pss = 0
             for pid in pids:
@@ -93,7 +93,7 @@ class Sampler(threading.Thread):
             self.most_processes = max(self.most_processes, len(pids))
 
     def stop(self) -> None:
-        self._stop.set()
+        self._halt.set()
         self.join()
 
 
