@@ -11,7 +11,7 @@ so that ``python -m harvester.browser.keeper`` starts with the standard library 
   goes through), ``RequestOutcome``.
 - ``settings.BrowserSettings``: page concurrency, the page deadline, the behaviours' bounds.
 - ``records``: the WARC records of a page's screenshot, text and request list (``urn:view:``,
-  ``urn:text:``, ``urn:pageinfo:``), and ``parse_page_uri`` for readers.
+  ``urn:text:``, ``urn:pageinfo:``; the URIs themselves are ``strata.pageuris``, for readers).
 - ``chromium.ChromiumProcess`` and ``chromium.sweep``: the browser process itself (QA uses it with
   its own interception), and the clean-up of what a killed owner left.
 
