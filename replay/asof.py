@@ -5,7 +5,9 @@ pywb sorts the captures of a URL by distance from the requested timestamp in eit
 orders them instead as the NDL's WARP rule says: the most recent capture at or before the
 requested time first (newest first), then, only as a fallback, the later captures (earliest
 first). pywb's loader takes the first candidate it can load, so this ordering alone gives
-"at or before, else the earliest later".
+"at or before, else the earliest later". A requested time that falls during a finished run is
+read as that run's end (``replay.snapshots``): what a page's scripts asked for seconds after its
+navigation belongs to the same snapshot as the page.
 
 ``AsOfIndexSource`` is pywb's directory index source (every ``*.cdx``/``*.cdxj`` under
 ``<root>/<coll>/indexes/``, as ``wayback`` reads them) with that ordering in place of

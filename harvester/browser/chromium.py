@@ -39,8 +39,8 @@ from pathlib import Path
 from strata.errors import BrowserUnavailable
 
 CHROMIUM = "/usr/bin/chromium"
-FLAGS = (
-    "--headless",
+# FIELD-NOTES' flags for these closed machines (the tests' Playwright launches use them too)
+CLOSED_MACHINE_FLAGS = (
     "--no-sandbox",
     "--disable-gpu",
     "--disable-quic",
@@ -48,6 +48,10 @@ FLAGS = (
     "--disable-background-networking",
     "--disable-component-update",
     "--disable-sync",
+)
+FLAGS = (
+    "--headless",
+    *CLOSED_MACHINE_FLAGS,
     "--disable-default-apps",
     "--disable-extensions",
     "--disable-breakpad",

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import socket
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -33,6 +32,7 @@ from replay.qa.server import QaReplayServer
 from tests.conftest import harvest
 from tests.support.browser_capture import capture_pages, record_live
 from tests.support.chromium import launched
+from tests.support.served_site import live_site_is_down
 from tests.support.staff_helpers import add_user, csrf_from, log_in, make_client
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -131,15 +131,6 @@ def test_what_only_scripts_show_is_captured(built):
 
 
 # -- replay --------------------------------------------------------------------------------------------
-def live_site_is_down(base_url: str) -> bool:
-    parts = urlsplit(base_url)
-    try:
-        socket.create_connection((parts.hostname, parts.port), timeout=1).close()
-    except OSError:
-        return True
-    return False
-
-
 def test_replay_in_chromium_renders_each_versions_text_and_nothing_leaves(built):
     assert live_site_is_down(built.base_url)
     with QaReplayServer(built.root) as server, launched() as browser:
