@@ -92,7 +92,7 @@ async def load_page(context, url: str, resolve: Resolve, settings: BrowserSettin
     await interceptor.attach(context, page)
     try:
         await _navigate(page, url, capture, deadline)
-        if capture.error is None:
+        if capture.error is None and not capture.timed_out:
             try:
                 capture.behaviours = await asyncio.wait_for(
                     run_behaviours(page, settings, _quiet(interceptor, settings), deadline),
@@ -122,15 +122,24 @@ def _quiet(interceptor: Interceptor, settings: BrowserSettings):
 
 
 async def _navigate(page, url: str, capture: PageCapture, deadline: float) -> None:
+    """Navigate, then wait for the load event until the deadline. A document that came but never
+    finished loading (a resource that hangs) is still the page: ``timed_out``, not ``error``."""
     try:
-        response = await page.goto(url, wait_until="load", timeout=max(100.0, (deadline - time.monotonic()) * 1000))
-    except Exception as exc:
-        message = str(exc).split("\n", 1)[0][:300]
+        response = await page.goto(url, wait_until="commit", timeout=_ms_left(deadline))
+    except Exception as exc:  # refused, a network error, no answer before the deadline
         capture.timed_out = "Timeout" in type(exc).__name__
-        capture.error = message
+        capture.error = str(exc).split("\n", 1)[0][:300]
         return
     capture.final_url = page.url
     capture.status = response.status if response is not None else None
+    try:
+        await page.wait_for_load_state("load", timeout=_ms_left(deadline))
+    except Exception:
+        capture.timed_out = True
+
+
+def _ms_left(deadline: float) -> float:
+    return max(100.0, (deadline - time.monotonic()) * 1000)
 
 
 async def _read(page, capture: PageCapture, settings: BrowserSettings) -> None:
