@@ -28,13 +28,19 @@ from harvester.browser.settings import BrowserSettings
 
 Quiet = Callable[[float], Awaitable[bool]]  # wait at most that long for quiet; True if quiet
 
-_SCROLL_STEP = """() => {
+# One viewport down, then two animation frames (at most a second): IntersectionObserver callbacks
+# run in a frame's rendering steps, so the lazy images in view have been asked for before the
+# network is watched for quiet, however loaded the machine.
+_SCROLL_STEP = """async () => {
   const el = document.scrollingElement || document.documentElement;
   if (!el) return {moved: false, height: 0};
   const before = el.scrollTop;
   window.scrollBy(0, Math.max(200, window.innerHeight - 50));
-  return {moved: el.scrollTop > before, height: el.scrollHeight,
-          bottom: el.scrollTop + window.innerHeight >= el.scrollHeight - 2};
+  await Promise.race([
+    new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r))),
+    new Promise(r => setTimeout(r, 1000)),
+  ]);
+  return {moved: el.scrollTop > before, height: el.scrollHeight};
 }"""
 
 _CLICK = """(selector) => {
