@@ -3,8 +3,9 @@
 it with warcio into one WARC file of a collection, as another tool would. ``strata index rebuild``
 then derives the CDXJ, the harvest state and full text from it (real WARCs, real pywb).
 
-Used by the browser tests (``tests/browser/test_browser_capture.py`` and the replay, search and QA
-tests over the two-version collection) and by ``bench/browser_bench.py``. The harvest's own resolve
+Used by ``tests/browser/test_script_pages.py`` (capture, then replay, search and QA over the
+two-version collection) and by ``bench/browser_bench.py``; ``record_live`` records what Chromium
+asks for on its own, the reference the capture is held to. The harvest's own resolve
 (conditional fetches, the decision, revisits) is the wiring phase's; this one writes every response
 whole, once per URL and run: a URL asked for again in the same run (every page's stylesheet) is
 answered from memory, as the harvest will answer it from what the run stored.
