@@ -36,7 +36,7 @@ from urllib.parse import parse_qs, urlsplit
 from demo.site_server import RequestHeaders, Resource
 
 VERSIONS = (1, 2)
-PER_PAGE = 5  # articles per list page (one "load more" click each)
+PER_PAGE = 5  # articles per list page by default (one "load more" click each)
 NEWS_CHUNKS = 3
 NEWS_PER_CHUNK = 4
 _DATES = {1: datetime(2024, 3, 1, tzinfo=UTC), 2: datetime(2024, 6, 1, tzinfo=UTC)}
@@ -53,13 +53,15 @@ def changed(n: int) -> bool:
 
 
 class ScriptSite:
-    """The content model. ``articles``: how many article pages (the bench scales it past 500)."""
+    """The content model. ``articles``: how many article pages (the bench scales it past 500);
+    ``per_page``: articles in one page of the JSON list (each more page is one "load more" click)."""
 
     versions = VERSIONS
     CLICK_SELECTORS = ("#more",)
 
-    def __init__(self, articles: int = 12):
+    def __init__(self, articles: int = 12, per_page: int = PER_PAGE):
         self.articles = articles
+        self.per_page = per_page
 
     # -- what exists ---------------------------------------------------------------------------
     def pages(self) -> list[str]:
@@ -67,16 +69,16 @@ class ScriptSite:
         return ["/", "/news.html", "/hidden.html", *(f"/article/{n}.html" for n in range(1, self.articles + 1))]
 
     def list_pages(self) -> int:
-        return -(-self.articles // PER_PAGE)
+        return -(-self.articles // self.per_page)
 
     def resolve(self, version: int, path: str, request_headers: RequestHeaders | None = None) -> Resource | None:
-        return _resource(self.articles, version, path)
+        return _resource((self.articles, self.per_page), version, path)
 
 
 @lru_cache(maxsize=4096)
-def _resource(articles: int, version: int, target: str) -> Resource | None:
+def _resource(shape: tuple[int, int], version: int, target: str) -> Resource | None:
     parts = urlsplit(target)
-    found = _content(articles, version, parts.path, parse_qs(parts.query))
+    found = _content(shape, version, parts.path, parse_qs(parts.query))
     if found is None:
         return None
     ctype, body = found
@@ -89,19 +91,20 @@ def _resource(articles: int, version: int, target: str) -> Resource | None:
         body,
         gzip=ctype.startswith(("text/", "application/json", "application/javascript")),
         etag=f'"{hashlib.sha1(body).hexdigest()[:16]}"',
-        last_modified=format_datetime(_DATES[_since(articles, version, parts.path, parts.query, body)], usegmt=True),
+        last_modified=format_datetime(_DATES[_since(shape, version, parts.path, parts.query, body)], usegmt=True),
     )
 
 
-def _since(articles: int, version: int, path: str, query: str, body: bytes) -> int:
+def _since(shape: tuple[int, int], version: int, path: str, query: str, body: bytes) -> int:
     if version > 1:
-        previous = _content(articles, version - 1, path, parse_qs(query))
+        previous = _content(shape, version - 1, path, parse_qs(query))
         if previous is not None and previous[1] == body:
             return version - 1
     return version
 
 
-def _content(articles: int, version: int, path: str, query: dict) -> tuple[str, bytes] | None:
+def _content(shape: tuple[int, int], version: int, path: str, query: dict) -> tuple[str, bytes] | None:
+    articles, per_page = shape
     if version not in VERSIONS:
         return None
     html = "text/html; charset=utf-8"
@@ -122,7 +125,7 @@ def _content(articles: int, version: int, path: str, query: dict) -> tuple[str, 
         return "text/plain", b"User-agent: *\nAllow: /\n"
     if path == "/api/list.json":
         page = _number((query.get("page") or ["1"])[0], 10**6)
-        return None if page is None else ("application/json", _list_json(articles, version, page))
+        return None if page is None else ("application/json", _list_json(articles, per_page, version, page))
     if path.startswith("/api/article/") and path.endswith(".json"):
         n = _number(path[len("/api/article/") : -len(".json")], articles)
         return None if n is None else ("application/json", _article_json(n, version))
@@ -172,10 +175,10 @@ def _title(n: int, version: int) -> str:
     return f"Article {n}" + (" (revised)" if version == 2 and n == 1 else "")
 
 
-def _list_json(articles: int, version: int, page: int) -> bytes:
-    first = (page - 1) * PER_PAGE + 1
-    items = [{"id": n, "title": _title(n, version)} for n in range(first, min(first + PER_PAGE, articles + 1))]
-    return json.dumps({"page": page, "more": first + PER_PAGE <= articles, "items": items}).encode()
+def _list_json(articles: int, per_page: int, version: int, page: int) -> bytes:
+    first = (page - 1) * per_page + 1
+    items = [{"id": n, "title": _title(n, version)} for n in range(first, min(first + per_page, articles + 1))]
+    return json.dumps({"page": page, "more": first + per_page <= articles, "items": items}).encode()
 
 
 def _article_json(n: int, version: int) -> bytes:
