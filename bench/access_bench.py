@@ -45,8 +45,8 @@ sys.path.insert(0, str(REPO))
 from demo.sample_site import serve_sample_site  # noqa: E402
 from harvester.job import validate_job  # noqa: E402
 from harvester.run import Harvest  # noqa: E402
-from index.access import AccessRules, Rule  # noqa: E402
-from index.cdxj import iter_index  # noqa: E402
+from index.access.rules import AccessRules, Rule  # noqa: E402
+from index.cdx.cdxj import iter_index  # noqa: E402
 from index.collection import Collection  # noqa: E402
 
 OUT = REPO / "bench" / "out"

@@ -6,12 +6,12 @@
 For each size, synthesises one collection's ``indexes/index.cdxj`` (sorted, as pywb writes it) and
 times, in this process, alternating in each round:
 
-- ``/id/<pid>``'s resolution (``index.pid.resolve``: a byte search of the CDXJ for the capture's
+- ``/id/<pid>``'s resolution (``index.cdx.pid.resolve``: a byte search of the CDXJ for the capture's
   second, then a hash of each candidate), against pywb's own exact-URL lookup of the same capture
   (``pywb.utils.binsearch.iter_exact``, what its CDX server does for ``url=``), and against a
   full-text scan of the file for the URL (a lower bound of any table-free resolver that does not
   encode the time);
-- the banner's capture list (``index.versions.read_versions``: one binary search per index file).
+- the banner's capture list (``index.cdx.versions.read_versions``: one binary search per index file).
 
 Prints the median wall time with its range and the CPU time of each, and the ratio to pywb's
 lookup. Output: ``bench/out/lasting/results.json``.
@@ -30,9 +30,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from index.cdx.pid import capture_pid, resolve  # noqa: E402
+from index.cdx.versions import read_versions, url_key  # noqa: E402
 from index.collection import Collection  # noqa: E402
-from index.pid import capture_pid, resolve  # noqa: E402
-from index.versions import read_versions, url_key  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "out" / "lasting"
 

@@ -7,7 +7,7 @@ times:
 
 1. ``cdx-indexer -j -s -p -o OUT archive/*`` (the peer: what ``wb-manager reindex`` runs);
 2. ``strata index rebuild bench --only state`` (CDXJ + harvest state + digest index);
-3. ``index.warcscan.scan_file`` over every file alone (the damage check the rebuild now runs
+3. ``index.integrity.warcscan.scan_file`` over every file alone (the damage check the rebuild now runs
    first: lengths, block digests, gzip members), to show its share.
 
 Per command: wall time (median, min-max), CPU time (user + system), the child's peak RSS; then the
@@ -100,7 +100,7 @@ def _digest(body: bytes) -> str:
 
 
 SCAN = (
-    "import sys, pathlib\nfrom index.warcscan import scan_file\n"
+    "import sys, pathlib\nfrom index.integrity.warcscan import scan_file\n"
     "bad = [s for p in sorted(pathlib.Path(sys.argv[1]).iterdir()) if (s := scan_file(p)).damage]\n"
     "sys.exit(1 if bad else 0)\n"
 )

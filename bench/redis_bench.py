@@ -82,9 +82,9 @@ def _own_cpu() -> float:
 
 def harvest_once(args, servers, url: str, workers: int, out: Path) -> dict:
     from harvester.jobs.queue import open_queue
-    from index import redisdb
     from index.collection import Collection
     from index.state import HarvestState
+    from index.storage import redisdb
 
     root = out / f"root-{workers}"
     shutil.rmtree(root, ignore_errors=True)
@@ -150,7 +150,7 @@ def round_trips(args, servers, url: str, workers: int, out: Path) -> dict:
     """One more run with a MONITOR client counting what the workers send: every command outside a
     script and a MULTI block is a round trip, a MULTI ... EXEC block is one (a pipeline is sent as one
     write too, but MONITOR does not tell; so this counts high for pipelines without MULTI)."""
-    from index import redisdb
+    from index.storage import redisdb
 
     client = redisdb.connect(url)
     conn = client.connection_pool.get_connection("MONITOR")
@@ -195,7 +195,7 @@ def round_trips(args, servers, url: str, workers: int, out: Path) -> dict:
 def lookup_bench(args, url: str, out: Path) -> dict:
     from pywb.warcserver.index.indexsource import FileIndexSource, RedisIndexSource
 
-    from index import redisdb
+    from index.storage import redisdb
 
     rng = random.Random(12)
     hosts = [f"gov,example,h{h}" for h in range(4)]

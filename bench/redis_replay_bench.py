@@ -4,8 +4,8 @@ local CDXJ file, at 1,000,000 captures, through Strata's own replay path.
 One collection: the sample site harvested twice here (v1, then v2 incremental with revisits: real
 WARC records to load), its index padded with synthetic captures of other URLs to ``--captures``
 lines in all, and copied to a Redis (Debian's redis-server, started here on a free port, stopped by
-PID) by ``index.backendcopy.to_redis``, what ``strata backend copy`` runs. Then, per backend (the
-root on SQLite, or with ``STRATA_REDIS`` set: ``index.capture_index`` reads ``index.cdxj``'s lines
+PID) by ``index.storage.backendcopy.to_redis``, what ``strata backend copy`` runs. Then, per backend (the
+root on SQLite, or with ``STRATA_REDIS`` set: ``index.cdx.capture_index`` reads ``index.cdxj``'s lines
 from the sorted set), in alternating order, ``--repeat`` times:
 
 - index: ``--lookups`` as-of lookups of random URLs through the replay index source
@@ -81,8 +81,9 @@ def synthetic_lines(count: int) -> tuple[list[bytes], list[str]]:
 
 def build(root: Path, captures: int, redis_url: str) -> tuple[list[str], list[str], dict]:
     """The padded collection, copied to Redis; the real replay paths and a sample of all URLs."""
-    from index import backendcopy, cdxj, redisdb
+    from index.cdx import cdxj
     from index.collection import Collection
+    from index.storage import backendcopy, redisdb
 
     harvest_sample(root)
     coll = Collection(root, "big")
@@ -120,7 +121,7 @@ def _timed(calls) -> dict:
 
 
 def measure(root: Path, backend: str, redis_url: str, paths: list[str], urls: list[str], args, seed: int) -> dict:
-    from index.redis_cdx import shared_cdx
+    from index.cdx.redis_cdx import shared_cdx
     from replay import create_app
     from replay.warcserver import make_warcserver
 

@@ -10,7 +10,7 @@ does for each 304 (``harvester.run.Harvest._record`` and ``_write_not_modified``
   only when a value is not plain ASCII);
 - the record written (``WarcRoller.write``: gzip member, fixity hash, CDXJ line), and the CDXJ line
   alone (``RecordIndexer.line``, timed inside it);
-- the decision (``index.decision.decide``), and the state written: capture row, URL row, commit;
+- the decision (``index.capture.decision.decide``), and the state written: capture row, URL row, commit;
 - the answer's trip from the fetch process (pickle, unpickle, ``FetchResult``).
 
 Then the fetch process alone (``harvester.fetchproc.FetchProcess``, the harvest's own child):
@@ -54,8 +54,9 @@ from harvester.fetch import FetchResult  # noqa: E402
 from harvester.fetchproc import _FIELDS, FetchProcess, _frame  # noqa: E402
 from harvester.links import Link  # noqa: E402
 from harvester.warcfile import WarcRoller  # noqa: E402
-from index import cdxj, decision  # noqa: E402
-from index.fixity import Fixity  # noqa: E402
+from index.capture import decision
+from index.cdx import cdxj
+from index.integrity.fixity import Fixity  # noqa: E402
 from index.state import Capture, HarvestState, Original  # noqa: E402
 from strata.times import iso, ts14, utc_now, warc_date  # noqa: E402
 

@@ -38,9 +38,9 @@ from bench.common import b32_sha1, run_measured  # noqa: E402
 from harvester import records  # noqa: E402
 from harvester.fetch import FetchResult  # noqa: E402
 from harvester.warcfile import WarcRoller  # noqa: E402
-from index import cdxj  # noqa: E402
+from index.cdx import cdxj
 from index.collection import Collection  # noqa: E402
-from index.fixity import Fixity  # noqa: E402
+from index.integrity.fixity import Fixity  # noqa: E402
 from index.state import Original  # noqa: E402
 
 BENCH_DIR = Path(__file__).resolve().parent

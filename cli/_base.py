@@ -25,7 +25,7 @@ allow_network_option = click.option(
     help="A non-public range harvests may reach (SSRF guard; repeatable). Also STRATA_ALLOW_NETWORKS.",
 )
 
-# Whose view a research command takes (index.access): public unless told otherwise, so that nothing
+# Whose view a research command takes (index.access.rules): public unless told otherwise, so that nothing
 # restricted leaves by accident.
 level_option = click.option(
     "--as",

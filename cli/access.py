@@ -1,4 +1,4 @@
-"""``strata access COLL add|list|remove|check``: the collection's access rules (``index.access``).
+"""``strata access COLL add|list|remove|check``: the collection's access rules (``index.access.rules``).
 
 Rules are written to ``collections/<c>/acl/rules.aclj`` in pywb's format, each change with an audit
 line (who: ``--by`` or the login name). Replay, search and every listing read them again at their
@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 import click
 
 from cli._base import cli, root_option
-from index.access import ACCESS, LEVELS, AccessRules, Rule, check_level, urlkey
+from index.access.rules import ACCESS, LEVELS, AccessRules, Rule, check_level, urlkey
 from index.collection import Collection
 from strata.errors import ConfigError
 

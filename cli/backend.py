@@ -21,8 +21,8 @@ def backend() -> None:
 @root_option
 def show(root) -> None:
     """Print the backend the root uses now, and whether it answers."""
-    from index import redisdb
-    from index.backend import backend_of
+    from index.storage import redisdb
+    from index.storage.backend import backend_of
 
     chosen = backend_of(root)
     if chosen.kind == "redis":
@@ -41,9 +41,9 @@ def copy(target, source, root) -> None:
     from harvester.jobs.queue import SQLiteQueue
     from harvester.jobs.queuecopy import copy_queue
     from harvester.jobs.redisqueue import RedisQueue
-    from index import backendcopy, redisdb
-    from index.backend import backend_of, check_redis_url
     from index.collection import Collection, list_collections
+    from index.storage import backendcopy, redisdb
+    from index.storage.backend import backend_of, check_redis_url
 
     if target == "sqlite":
         url = source or backend_of(root).redis_url

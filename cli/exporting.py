@@ -1,4 +1,4 @@
-"""``strata export wacz``: a WACZ package of part of a collection (``index.wacz``)."""
+"""``strata export wacz``: a WACZ package of part of a collection (``index.export.wacz``)."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def export_wacz_command(collection, out, date_from, date_to, url_prefix, run_id,
     import sys
 
     from index.collection import Collection
-    from index.wacz import Selection, export_wacz
+    from index.export.wacz import Selection, export_wacz
 
     coll = Collection.open(root, collection)
     tty = sys.stderr.isatty()

@@ -199,7 +199,7 @@ def recover(collection, root) -> None:
     """Repair COLLECTION after a crash: seal torn WARCs, re-index, mark interrupted runs."""
     from harvester.recovery import recover as do_recover
     from index.collection import Collection
-    from index.statestore import open_harvest_state
+    from index.storage.statestore import open_harvest_state
 
     coll = Collection.open(root, collection)
     with coll.harvest_lock(), open_harvest_state(coll) as state:

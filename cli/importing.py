@@ -20,8 +20,8 @@ from cli._base import cli, human_size, root_option
 def import_command(collection, paths, as_json, no_fulltext, root) -> None:
     """Add WARC and ARC files (gzipped or not) to COLLECTION, copied unmodified, after checking every
     record; then derive the CDXJ index and harvest state again. Exit 1 if a file was refused."""
+    from index.capture.importing import import_files
     from index.collection import check_name
-    from index.importing import import_files
 
     check_name(collection)
     tty = sys.stderr.isatty() and not as_json

@@ -139,9 +139,9 @@ def index_group() -> None:
 )
 def index_rebuild(collection, as_json, root, only) -> None:
     """Rebuild COLLECTION's indexes (CDXJ, harvest state, digests, full text) from its WARC files."""
+    from index.capture.rebuild import rebuild_state
     from index.collection import Collection
     from index.fulltext.rebuild import rebuild
-    from index.rebuild import rebuild_state
 
     coll = Collection.open(root, collection)
     line = ProgressLine()

@@ -1,4 +1,4 @@
-"""``strata verify``: fixity and consistency of a collection (``index.verify``)."""
+"""``strata verify``: fixity and consistency of a collection (``index.integrity.verify``)."""
 
 from __future__ import annotations
 
@@ -74,7 +74,7 @@ def verify(collection, quick, fixity_only, adopt, as_json, root) -> None:
     that depend on a missing or damaged record), 2 could not run.
     """
     from index.collection import Collection
-    from index.verify import verify as run_verify
+    from index.integrity.verify import verify as run_verify
 
     if quick and fixity_only:
         raise click.UsageError("--quick and --fixity-only are different depths; give one of them")

@@ -2,14 +2,14 @@
 
 Pure functions over what the collection knew of the URL before the fetch; no I/O, so the policy is
 tested without touching a WARC. What a capture *means* (its class, the URL's next state) is
-``index.decision``, shared with the rebuild.
+``index.capture.decision``, shared with the rebuild.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
-from index.decision import is_success
+from index.capture.decision import is_success
 from index.state import Original
 
 EMPTY_SHA1 = "sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ"

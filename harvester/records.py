@@ -13,7 +13,7 @@
   pywb needs to find the original in the same collection.
 - ``not_modified_revisit``: a 304 recorded as a server-not-modified revisit with an empty block, the
   original's payload digest and the three Refers-To headers, so pywb replays the original as 200.
-- ``run_record``: the run's report, a ``metadata`` record (``index.runhistory``).
+- ``run_record``: the run's report, a ``metadata`` record (``index.capture.runhistory``).
 """
 
 from __future__ import annotations
@@ -231,7 +231,7 @@ def built_not_modified_revisit(result: FetchResult, warc_date: str, original: Or
 
 
 def run_record(uri: str, report: bytes | typing.BinaryIO, warc_date: str):
-    """A run's report (``index.runhistory``): a ``metadata`` record of ``application/json``; the
+    """A run's report (``index.capture.runhistory``): a ``metadata`` record of ``application/json``; the
     report as bytes or as a file positioned at its start (read to its end)."""
     if isinstance(report, bytes):
         payload, length = typing.cast(typing.BinaryIO, io.BytesIO(report)), len(report)

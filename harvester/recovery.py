@@ -8,12 +8,12 @@ Run under the collection's harvest lock, before every harvest (and by ``strata r
    lose their validators (the next run fetches them in full: the safe, bigger write); records
    before the cut that have no rows (written, then killed before their rows' commit, at most
    ``harvester.run.COMMIT_INTERVAL`` later) get the rows the rebuild would derive for them
-   (``index.rebuild.add_missing_captures``);
+   (``index.capture.rebuild.add_missing_captures``);
 3. every sealed file not yet in the CDXJ index is indexed, which makes its digest entries usable;
    a file this step or step 1 seals that is not in the fixity manifest is hashed and added to it
    (a kill between a file's rename and its manifest line leaves exactly that);
 4. runs left ``running`` by a dead process are marked ``interrupted`` with figures from their captures
-   and files (``index.runhistory.interrupted_run``: the rebuild restores such a run the same way),
+   and files (``index.capture.runhistory.interrupted_run``: the rebuild restores such a run the same way),
    unless the run had written its report to its last file: then it ended as the report says.
 5. temp files a killed writer left (``indexes/.index.*.tmp`` from a CDXJ merge, the rebuild's
    ``strata/harvest.sqlite.rebuild``) are removed: their writers run under the same lock, so none is live.
@@ -30,12 +30,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from harvester.warcfile import OPEN_SUFFIX, seal_file
-from index import cdxj
+from index.capture.rebuild import add_missing_captures
+from index.capture.runhistory import interrupted_run, report_in, reported_run
+from index.capture.seal import index_sealed_file
+from index.cdx import cdxj
 from index.collection import Collection
-from index.fixity import Fixity
-from index.rebuild import add_missing_captures
-from index.runhistory import interrupted_run, report_in, reported_run
-from index.seal import index_sealed_file
+from index.integrity.fixity import Fixity
 from index.state import HarvestState
 
 
@@ -45,7 +45,7 @@ class RecoveryReport:
     indexed: list[str] = dataclasses.field(default_factory=list)
     interrupted_runs: list[str] = dataclasses.field(default_factory=list)
     removed: list[str] = dataclasses.field(default_factory=list)  # leftover temp files, relative paths
-    captures_added: int = 0  # rows for records written but not committed (index.rebuild.add_missing_captures)
+    captures_added: int = 0  # rows for records written but not committed (index.capture.rebuild.add_missing_captures)
 
     def __bool__(self) -> bool:
         return bool(self.repaired or self.indexed or self.interrupted_runs or self.removed)

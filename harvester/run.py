@@ -38,16 +38,17 @@ from harvester.schedule import PageKinds
 from harvester.scope import Scope
 from harvester.strategy import PagingStrategy
 from harvester.warcfile import RecordLocation, WarcRoller
-from index import cdxj, decision, runhistory
+from index.capture import decision, runhistory
+from index.capture.rebuild import rebuild_if_outdated
+from index.capture.seal import index_sealed_file
+from index.cdx import cdxj
 from index.collection import Collection
-from index.fixity import Fixity
 from index.fulltext.followproc import RunIndexer
+from index.integrity.fixity import Fixity
 from index.payload import DecodeError, decode_content, read_record
-from index.rebuild import rebuild_if_outdated
-from index.redisstate import RedisHarvestState
-from index.seal import index_sealed_file
 from index.state import Capture, Original
-from index.statestore import open_harvest_state
+from index.storage.redisstate import RedisHarvestState
+from index.storage.statestore import open_harvest_state
 from strata import __version__
 from strata.charset import charset_param
 from strata.media import HTML_TYPES
@@ -68,7 +69,7 @@ URLS_PER_CONNECTION = 2
 # writes every page it changed to the WAL, 0.1-0.3 ms each, and at 2.4 URLs a commit (one turn of the
 # event loop) that was 85 us of CPU a URL, at 16 or more 45 us. A kill takes the rows of the URLs
 # recorded in this time; their records are in the WARC already, and recovery derives their rows
-# from it (``index.rebuild.add_missing_captures``), as a rebuild would.
+# from it (``index.capture.rebuild.add_missing_captures``), as a rebuild would.
 COMMIT_INTERVAL = 0.05
 
 
@@ -155,7 +156,7 @@ class Harvest:
         # for one of several workers on a run (harvester.shared_harvest): its lead indexes at the end.
         self._follows_fulltext = self.job.fulltext
         with coll.harvest_lock():
-            self.state = open_harvest_state(coll)  # SQLite, or Redis for URL state and digests (index.backend)
+            self.state = open_harvest_state(coll)  # SQLite, or Redis for URL state and digests (index.storage.backend)
             try:
                 recover(coll, self.state)
                 summary = await self._run_locked()
@@ -356,7 +357,7 @@ class Harvest:
             )
 
     def _write_run_record(self, started: str, finished: datetime, figures: dict) -> None:
-        """The run's report as a WARC metadata record, last in its last file (``index.runhistory``):
+        """The run's report as a WARC metadata record, last in its last file (``index.capture.runhistory``):
         what a rebuild needs to restore the run, its checks and the URL state no capture holds."""
         self.figures.warc_files = list(self.roller.files)
         self.figures.bytes_stored = self.roller.bytes_written
@@ -600,7 +601,7 @@ class Harvest:
     def _record(
         self, item: Item, result: FetchResult, previous: dict | None, conditional: bool, follow: bool = True
     ) -> None:
-        """Write what a fetch brought back and the URL's next state (``index.decision``), then queue
+        """Write what a fetch brought back and the URL's next state (``index.capture.decision``), then queue
         its links."""
         now = utc_now()
         if result.error:

@@ -28,7 +28,7 @@ import time
 from typing import Any
 
 from harvester.frontier import Item
-from index import redisdb
+from index.storage import redisdb
 from strata.urls import url_host
 
 _ADD = """

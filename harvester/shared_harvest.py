@@ -32,10 +32,10 @@ from harvester.run import Harvest
 from harvester.shared_frontier import SharedFrontier
 from harvester.shared_run import SharedRun, add_figures
 from harvester.warcfile import OPEN_SUFFIX
-from index import redisdb
-from index.rebuild import rebuild_if_outdated
-from index.redisstate import RedisHarvestState
-from index.statestore import open_harvest_state
+from index.capture.rebuild import rebuild_if_outdated
+from index.storage import redisdb
+from index.storage.redisstate import RedisHarvestState
+from index.storage.statestore import open_harvest_state
 from strata.errors import CollectionBusy, HarvestError
 from strata.times import iso, utc_now
 

@@ -28,7 +28,7 @@ import time
 from typing import Any
 
 from harvester.shared_frontier import run_key
-from index import redisdb
+from index.storage import redisdb
 
 OPEN = redisdb.key("shared")
 _CLOSE_AS_LEAD = """

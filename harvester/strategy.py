@@ -26,7 +26,7 @@ from harvester.schedule import (
     url_order_key,
 )
 from harvester.scope import Scope
-from index import decision
+from index.capture import decision
 from index.state import HarvestState
 from strata.media import HTML_TYPES
 from strata.times import iso

@@ -4,7 +4,7 @@ Each file is written as ``<name>.open`` and renamed when sealed (fsync first, th
 the directory), one gzip member per record, a ``warcinfo`` record first. Files are named
 ``<collection>-<14-digit>-<serial>-<host>.warc.gz`` and rolled over past ``max_size``.
 ``on_sealed(filename, size, lines)`` runs after each rename: that is where index entries become
-usable. With a ``fixity`` (``index.fixity.Fixity``) the file's SHA-256, computed over the bytes as
+usable. With a ``fixity`` (``index.integrity.fixity.Fixity``) the file's SHA-256, computed over the bytes as
 they are written, and its size are added to the collection's manifest between the rename and
 ``on_sealed``. With an ``indexer`` (``index.cdxj.RecordIndexer``) the roller makes each record's CDXJ line
 as it writes it and hands the file's lines over (``None`` when a record needs the file read back).
@@ -26,8 +26,8 @@ from isal import isal_zlib
 from warcio.warcwriter import WARCWriter
 
 from harvester.records import PreparedRecord
-from index.cdxj import NeedsFileIndex, RecordIndexer
-from index.fixity import Fixity, HashingFile
+from index.cdx.cdxj import NeedsFileIndex, RecordIndexer
+from index.integrity.fixity import Fixity, HashingFile
 
 OPEN_SUFFIX = ".open"
 # Payloads that are compressed already gain nothing from a slow deflate level.

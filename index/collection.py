@@ -3,7 +3,7 @@
 <root>/<name>/archive/               WARC files (the single source of truth)
 <root>/<name>/indexes/index.cdxj     sorted CDXJ (pywb's format)
 <root>/<name>/jobs/<job>.toml        job files
-<root>/<name>/fixity/                SHA-256 manifest of archive/, sizes, fixity events (index.fixity)
+<root>/<name>/fixity/                SHA-256 manifest of archive/, sizes, fixity events (index.integrity.fixity)
 <root>/<name>/strata/harvest.sqlite  harvest state and digest index (derived)
 <root>/<name>/strata/fulltext/       Whoosh index (derived)
 """

@@ -20,11 +20,11 @@ import difflib
 import re
 from collections.abc import Mapping
 
+from index.cdx.pid import capture_pid
+from index.cdx.versions import NoSuchCapture, Version, as_of, read_versions
 from index.collection import Collection
 from index.fulltext.text import extract, mime_group
 from index.payload import read_record
-from index.pid import capture_pid
-from index.versions import NoSuchCapture, Version, as_of, read_versions
 from strata.errors import ArchiveError
 
 MAX_LINES = 5000  # per side: difflib is quadratic in the worst case
@@ -98,7 +98,7 @@ class Comparison:
 
 
 def compare(collection: Collection, url: str, ts1: str, ts2: str, viewer: Mapping | None = None) -> Comparison:
-    """``viewer``: who asks, for ``index.versions.filter_captures`` (None on the command line)."""
+    """``viewer``: who asks, for ``index.cdx.versions.filter_captures`` (None on the command line)."""
     versions = read_versions(collection, url, viewer=viewer)
     if not versions:
         raise NoSuchCapture(f"{url} is not archived in {collection.name}")

@@ -2,7 +2,7 @@
 
 The one owner of ``strata/harvest.sqlite``: its schema, every write (``HarvestState``) and every
 read-only question (the functions over ``open_readonly``'s connection, for readers such as the
-replay app). Nothing else holds SQL on that database. It holds derived state only; ``index.rebuild``
+replay app). Nothing else holds SQL on that database. It holds derived state only; ``index.capture.rebuild``
 re-derives all of it from the WARC files. Schema changes bump ``SCHEMA_VERSION``: an older database
 is rebuilt rather than migrated. Writes are short transactions; the harvester is the only writer of
 a collection at a time (``Collection.harvest_lock``), readers may come from any process (WAL): a
@@ -20,8 +20,8 @@ import sqlite3
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
-from index.backend import backend_of
-from index.db import connect, immediate_transaction
+from index.storage.backend import backend_of
+from index.storage.db import connect, immediate_transaction
 from strata.errors import StrataError
 from strata.times import digits14, ts14_of
 
@@ -120,7 +120,7 @@ class Capture:
 
 def journal_for(db_path: Path) -> str:
     """``delete`` when the collection's root (``<root>/<coll>/strata/harvest.sqlite``) uses Redis:
-    several machines may then share the root and open this file (``index.db.connect``)."""
+    several machines may then share the root and open this file (``index.storage.db.connect``)."""
     try:
         return "delete" if backend_of(Path(db_path).parent.parent.parent).kind == "redis" else "wal"
     except StrataError:
@@ -230,7 +230,7 @@ class HarvestState:
         return run
 
     def add_run(self, run: dict) -> None:
-        """A run row as a rebuild restores it (``index.runhistory``)."""
+        """A run row as a rebuild restores it (``index.capture.runhistory``)."""
         self.conn.execute(
             "INSERT OR REPLACE INTO runs (run_id, job, mode, status, started, finished, snapshot, pid, figures) "
             "VALUES (?,?,?,?,?,?,?,?,?)",
@@ -339,7 +339,7 @@ class HarvestState:
             self.conn.execute("INSERT OR IGNORE INTO url_jobs (job, url) VALUES (?,?)", (job or "", url))
         return cur.rowcount == 1
 
-    # the run report's two tables (index.runhistory.write_report streams them)
+    # the run report's two tables (index.capture.runhistory.write_report streams them)
     URLS_OF_RUN = (
         "SELECT * FROM urls WHERE first_run=? OR last_run=? OR url IN "
         "(SELECT url FROM checks WHERE run_id=? AND outcome='deleted') ORDER BY url"
@@ -424,7 +424,7 @@ class HarvestState:
 
     def cdx_indexed(self, lines: list[bytes]) -> None:
         """A sealed file's CDXJ lines were merged into the collection's index file. Nothing more to
-        do here: ``index.redisstate`` also adds them to the sorted set pywb reads from Redis."""
+        do here: ``index.storage.redisstate`` also adds them to the sorted set pywb reads from Redis."""
 
     # -- digest index --------------------------------------------------------------------------
     def add_digest(self, digest: str, original: Original) -> None:
@@ -560,7 +560,7 @@ GONE_STATUSES = (404, 410)
 
 def schema_version(db_path: Path) -> int | None:
     """The schema version a collection database was made with; None when there is none (or it
-    cannot be read). Older than ``SCHEMA_VERSION``: rebuild it (``index.rebuild``)."""
+    cannot be read). Older than ``SCHEMA_VERSION``: rebuild it (``index.capture.rebuild``)."""
     conn = open_readonly(db_path)
     if conn is None:
         return None
@@ -649,7 +649,7 @@ def sites(conn: sqlite3.Connection) -> list[dict]:
 
 def capture_points(conn: sqlite3.Connection) -> Iterator[tuple[str, str, str, str, str]]:
     """(url, host, timestamp, run_id, class) of every capture, for counts that access rules filter
-    (``index.access_counts``)."""
+    (``index.access.counts``)."""
     yield from conn.execute(
         "SELECT c.url, u.host, c.timestamp, c.run_id, c.class FROM captures c JOIN urls u ON u.url = c.url"
     )

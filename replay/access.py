@@ -10,7 +10,7 @@ A request's level is decided here, once, before any view runs (``g.access``):
   proxy. No client header raises a level: ``X-Pywb-ACL-User`` is removed before pywb sees it, and
   the restricted-host cookie means nothing outside the restricted host.
 
-Each surface then asks the collection's rule set (``index.access.rules_for``) through
+Each surface then asks the collection's rule set (``index.access.rules.rules_for``) through
 ``rules(coll)``: ``verdict(url, timestamp, level)``.
 """
 
@@ -22,7 +22,7 @@ from typing import Any
 
 from flask import Flask, g, make_response, render_template, request
 
-from index.access import RuleSet
+from index.access.rules import RuleSet
 from replay.access_grants import COOKIE, ENTRY_PATH, Grants
 from replay.context import ext
 from replay.errors import ReplayError

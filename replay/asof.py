@@ -14,7 +14,7 @@ navigation belongs to the same snapshot as the page.
 ``closest``. The revisit original lookup of pywb's ``ResolvingLoader`` goes through the same
 source (``closest=<WARC-Refers-To-Date>`` plus a digest filter); the original sits exactly at
 that date, so it still comes first. On a root that uses Redis the index lines of ``index.cdxj``
-come from the collection's sorted set (``redis``, see ``index.capture_index``).
+come from the collection's sorted set (``redis``, see ``index.cdx.capture_index``).
 """
 
 from __future__ import annotations
@@ -37,9 +37,9 @@ from pywb.warcserver.index.cdxops import (
 from pywb.warcserver.index.query import CDXQuery
 from warcio.timeutils import timestamp_now
 
-from index.capture_index import IndexPart
+from index.cdx.capture_index import IndexPart
+from index.cdx.redis_cdx import RedisCdx
 from index.collection import Collection
-from index.redis_cdx import RedisCdx
 from replay.redis_index import RedisPartSource
 from replay.snapshots import RunSpans
 from strata.errors import CollectionError
@@ -78,8 +78,8 @@ class AsOfIndexSource(DirectoryIndexSource):
     def __init__(self, *args, rules_for=None, redis: RedisCdx | None = None, **kwargs):
         super().__init__(*args, **kwargs)
         self._listings: dict[str, tuple[tuple[int, int], list]] = {}
-        self.rules_for = rules_for  # coll -> index.access.RuleSet, for queries carrying ACCESS_PARAM
-        self.redis = redis  # the root's Redis CDX (index.capture_index): index.cdxj is read from it
+        self.rules_for = rules_for  # coll -> index.access.rules.RuleSet, for queries carrying ACCESS_PARAM
+        self.redis = redis  # the root's Redis CDX (index.cdx.capture_index): index.cdxj is read from it
         self.spans = RunSpans(Path(self.base_prefix))  # a moment during a run means the run's snapshot
 
     def _iter_sources(self, params: dict):

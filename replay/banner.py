@@ -5,7 +5,7 @@ calendar and diff links, and the "cite this" line (lasting address and permanent
 pywb picks the capture while it renders the page, after Flask's view has run, so the view passes
 a ``BannerNav`` in the template parameters and ``custom_banner.html`` calls ``nav.around(cdx)``
 with the capture chosen. Only the top-level page's banner calls it (frames get no banner), and the
-captures are read once, from the CDXJ, through ``index.versions.filter_captures``.
+captures are read once, from the CDXJ, through ``index.cdx.versions.filter_captures``.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
+from index.cdx.pid import capture_pid
+from index.cdx.versions import Version, neighbours, read_versions
 from index.collection import Collection
-from index.pid import capture_pid
-from index.versions import Version, neighbours, read_versions
 from strata.times import pad_as_of
 
 
@@ -59,7 +59,7 @@ class BannerNav:
         self.script_root = script_root
         self.public_base = public_base  # scheme://host[:port] + script root, for the citation
         self.default_collection = default_collection
-        self.viewer = viewer  # who asks, for index.versions.filter_captures
+        self.viewer = viewer  # who asks, for index.cdx.versions.filter_captures
 
     def href(self, timestamp: str, url: str, mod: str = "") -> str:
         return f"{self.script_root}/{self.collection.name}/{timestamp}{mod}/{url}"

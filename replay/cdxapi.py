@@ -4,20 +4,20 @@ The lines are pywb's own: the query goes to pywb's ``IndexHandler`` (with its fu
 over the collection's ``indexes/*.cdxj`` read by pywb's directory index source, exactly as an
 unmodified ``wayback`` answers its ``/<coll>/cdx`` (``tests/integration/test_cdx_api.py`` compares
 the two for a table of queries); on a Redis root ``index.cdxj``'s lines come from the collection's
-sorted set, as replay reads them (``index.capture_index``). Strata adds, before pywb sees the query:
+sorted set, as replay reads them (``index.cdx.capture_index``). Strata adds, before pywb sees the query:
 
 - checked parameters: a bad ``matchType``, ``from``/``to``/``closest``, ``limit``, ``sort``, ``output``,
   ``filter`` or ``fl`` is refused with ``CdxQueryError`` (HTTP 400) saying what to send instead;
 - a cap on the lines of one answer (``max_lines``): a larger or missing ``limit`` is lowered to it,
   and an answer cut there says so in its ``X-Strata-CDX-Truncated`` header;
 - the same pywb access checker ``wayback`` runs (rules from ``<coll>/acl/``, default allow), which
-  marks each line ``"access": "allow"``; Strata's own rules apply at ``index.exposure``;
+  marks each line ``"access": "allow"``; Strata's own rules apply at ``index.access.exposure``;
 - a time bound (``time_limit``): the index lines are read under a deadline, checked as pywb reads
   them, so a slow filter or a huge prefix cannot hold the server; past it the answer is a 503.
 
 The answer is gathered before it is sent (at most ``max_lines`` lines), so that a timeout or a
 pywb error becomes a clean status instead of a cut-off body. Every line passes the collection's
-``index.exposure`` filter, the one place access rules apply.
+``index.access.exposure`` filter, the one place access rules apply.
 """
 
 from __future__ import annotations
@@ -37,8 +37,8 @@ from pywb.warcserver.index.aggregator import DirectoryIndexSource
 from pywb.warcserver.index.cdxobject import CDXException
 from pywb.warcserver.inputrequest import DirectWSGIInputRequest
 
-from index.capture_index import root_cdx
-from index.exposure import CaptureFilter, capture_filter, show_all
+from index.access.exposure import CaptureFilter, capture_filter, show_all
+from index.cdx.capture_index import root_cdx
 from replay.asof import AsOfIndexSource
 from strata.errors import QueryError
 
@@ -126,7 +126,7 @@ class CdxApi:
 
     def query(self, coll: str, environ: dict, level: str = "public") -> CdxAnswer:
         """Answer the query string of ``environ`` for collection ``coll`` (already checked to exist),
-        with the captures ``level`` may see (``index.exposure``)."""
+        with the captures ``level`` may see (``index.access.exposure``)."""
         params = check_params(environ.get("QUERY_STRING", ""), self.max_lines)
         wanted = int(params["limit"]) if "limit" in params else None
         capped = wanted is None or wanted > self.max_lines
@@ -135,7 +135,7 @@ class CdxApi:
         env = dict(environ)
         env.pop("HTTP_X_PYWB_ACL_USER", None)  # a client's is never believed
         if level != "public":
-            # the rules' own lines for this level (index.access): pywb marks what it may see "allow"
+            # the rules' own lines for this level (index.access.rules): pywb marks what it may see "allow"
             env["HTTP_X_PYWB_ACL_USER"] = level
         params.update({"mode": "index", "param.coll": coll, "_input_req": DirectWSGIInputRequest(env)})
         params["_deadline"] = time.monotonic() + self.time_limit

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from flask import g, has_request_context
 
-from index.access import RuleSet, rules_for
+from index.access.rules import RuleSet, rules_for
 from index.collection import Collection, check_name, list_collections
 from index.state import Deletion, deletion, open_readonly
 from replay.errors import UnknownCollection
@@ -44,7 +44,7 @@ class Collections:
                 conn.close()
 
     def rules(self, name: str) -> RuleSet:
-        """The collection's access rules (``index.access``); empty for an unknown name. Within a
+        """The collection's access rules (``index.access.rules``); empty for an unknown name. Within a
         request the first answer is kept: every surface of one request sees one rule set."""
         memo = g.setdefault("strata_rules", {}) if has_request_context() else {}
         rules = memo.get(name)

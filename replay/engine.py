@@ -33,7 +33,7 @@ class ReplayEngine:
     def __init__(self, root: Path, config: dict, deletion_lookup: Callable, rules_for: Callable | None = None):
         self.root = Path(root)
         self.config = config
-        self.rules_for = rules_for  # coll -> index.access.RuleSet; None: no access control (tests of pywb parts)
+        self.rules_for = rules_for  # coll -> index.access.rules.RuleSet; None: no access control (tests of pywb parts)
         self.warcserver, self._index = make_warcserver(self.root, rules_for)
         jinja_env = JinjaEnv(
             paths=[str(TEMPLATES)], packages=["pywb"], globals={"static_path": "static"}, extensions=["jinja2.ext.i18n"]

@@ -1,4 +1,4 @@
-"""pywb's view of a collection index part read from Redis (``index.capture_index``).
+"""pywb's view of a collection index part read from Redis (``index.cdx.capture_index``).
 
 ``AsOfIndexSource`` lists a collection's index files as pywb's directory source does; on a root
 that uses Redis, the entry of ``index.cdxj`` is replaced by a ``RedisPartSource`` under the same
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pywb.warcserver.index.cdxobject import CDXObject
 
-from index.capture_index import IndexPart
+from index.cdx.capture_index import IndexPart
 
 
 class RedisPartSource:

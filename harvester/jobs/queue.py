@@ -14,7 +14,7 @@ has one harvest writer at a time, ``Collection.harvest_lock``).
 ``RunQueue`` is the interface; ``SQLiteQueue`` keeps it in one SQLite file per collections root
 (``<root>/.strata/queue.sqlite``, WAL, short ``BEGIN IMMEDIATE`` transactions, so several worker
 and web processes can share it); ``RedisQueue`` (``harvester.jobs.redisqueue``) keeps it in the root's
-Redis. ``open_queue`` picks the root's backend (``index.backend``).
+Redis. ``open_queue`` picks the root's backend (``index.storage.backend``).
 """
 
 from __future__ import annotations
@@ -38,9 +38,9 @@ from harvester.jobs.queue_model import (
     worker_id,
 )
 from harvester.jobs.redisqueue import RedisQueue
-from index.backend import backend_of
 from index.collection import root_state_dir
-from index.db import immediate_transaction
+from index.storage.backend import backend_of
+from index.storage.db import immediate_transaction
 from strata.errors import ConfigError, HarvestError
 from strata.times import iso_micro as iso
 from strata.times import parse_iso_micro as parse_iso
@@ -324,7 +324,7 @@ BACKENDS = {"sqlite": SQLiteQueue.for_root, "redis": RedisQueue.for_root}
 
 def open_queue(root: Path, backend: str = "auto") -> RunQueue:
     """The run queue of a collections root: ``auto`` (the default) takes the root's backend
-    (``index.backend``: Redis when ``STRATA_REDIS`` or the root's settings name one, else SQLite);
+    (``index.storage.backend``: Redis when ``STRATA_REDIS`` or the root's settings name one, else SQLite);
     ``sqlite`` or ``redis`` name one."""
     if backend == "auto":
         backend = backend_of(Path(root)).kind

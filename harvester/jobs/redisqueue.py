@@ -1,4 +1,4 @@
-"""The run queue and job schedule in the root's Redis (``index.backend``): ``RunQueue`` as
+"""The run queue and job schedule in the root's Redis (``index.storage.backend``): ``RunQueue`` as
 ``SQLiteQueue`` implements it, for several workers and console processes on several machines.
 
 Each entry is one JSON value (``strata:queue:entry:<id>``, the SQLite row's fields) and its id in
@@ -36,8 +36,8 @@ from harvester.jobs.queue_model import (
     fields_of_entry,
     is_stale,
 )
-from index import redisdb
-from index.backend import backend_of
+from index.storage import redisdb
+from index.storage.backend import backend_of
 from strata.errors import BackendUnavailable, ConfigError, HarvestError
 from strata.times import iso_micro as iso
 from strata.times import parse_iso_micro as parse_iso

@@ -12,7 +12,7 @@ Restarts lose nothing. On start, and every ``stale_after`` seconds, entries whos
 process left (``harvester.recovery``). A worker stopped by SIGTERM or SIGINT stops its runs
 cleanly and queues them again the same way.
 
-On a root that uses Redis (``index.backend``) several workers, on one machine or many, share a
+On a root that uses Redis (``index.storage.backend``) several workers, on one machine or many, share a
 run: the one that claims the queue entry leads it (``harvester.shared_harvest``), and a worker with
 a free slot joins any run open to more workers, taking URLs from its shared frontier. Each worker
 has a label (``--label``; default: the host name), unique per machine (a lock file under the root's
@@ -40,9 +40,9 @@ from harvester.jobs.worker_label import check_label, host_label, joinable_runs, 
 from harvester.login import harvest_transport
 from harvester.run import Harvest
 from harvester.shared_harvest import SharedHarvest
-from index import redisdb
-from index.backend import backend_of
 from index.collection import Collection
+from index.storage import redisdb
+from index.storage.backend import backend_of
 from strata import eventloop
 from strata.errors import BackendUnavailable, StrataError
 

@@ -7,7 +7,7 @@ orders, so its hits are the hits a reader pages through. ``hit_page`` is one pag
 ``total`` and ``pages``; ``iter_rows`` gives each hit as a flat row (URL, title, captures in the
 date range, first, last, type, host, replay address) for CSV and JSON Lines.
 
-Every capture passes the collection's ``index.exposure`` filter (surface ``search-export``): a
+Every capture passes the collection's ``index.access.exposure`` filter (surface ``search-export``): a
 capture it refuses is left out of the hit, a hit with no capture left is left out.
 
 Memory: one small record per hit (score, where its best document is, its capture timestamps as
@@ -26,8 +26,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from index.access.exposure import capture_filter, show_all
 from index.collection import Collection, list_collections
-from index.exposure import capture_filter, show_all
 from index.fulltext.matching import IndexView, TimeUp, evaluate, rank
 from index.fulltext.query import SearchParams, _allowed, open_view, parse_query
 from index.fulltext.snippets import snippet
@@ -86,7 +86,7 @@ def all_hits(
     ``private`` (a process that exports and ends, the CLI): each index is opened for this export
     alone, unpopulated, and the pages it has read are unmapped as the rows go out, so the process's
     memory is what it holds, not the size of the index (a server shares its searches' views).
-    ``level``: only the captures the access rules show that level (``index.exposure``)."""
+    ``level``: only the captures the access rules show that level (``index.access.exposure``)."""
     p = dataclasses.replace(params, page=1, per_page=1).checked()
     parsed = parse_query(p.q)
     names = p.collections if p.collections is not None else list_collections(root)

@@ -27,7 +27,7 @@ def publications(
 ) -> dict:
     """``{"host", "entries": [...], "total", "indexed"}``; ``indexed`` is False when the collection
     has no full-text index (then there are no entries). ``shown(url, timestamp)``: the captures a
-    reader may see (``index.exposure``); the others count for nothing, their documents' titles
+    reader may see (``index.access.exposure``); the others count for nothing, their documents' titles
     included."""
     view = open_view(collection)
     if view is None:

@@ -36,8 +36,8 @@ from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 
-from index.access import rules_for
-from index.access_search import SearchAccess
+from index.access.rules import rules_for
+from index.access.search import SearchAccess
 from index.collection import Collection, list_collections
 from index.fulltext.cjk import CJKBigramAnalyzer, is_cjk, normalize
 from index.fulltext.filters import MetaFilters, allowed_by_meta
@@ -428,7 +428,7 @@ def _stamps_of(view: IndexView, p: SearchParams, rules, level: str | None, docnu
 
 def search(root: Path, params: SearchParams, time_limit: float = TIME_LIMIT, access_level: str | None = None) -> dict:
     """``access_level`` (public, reading-room, staff): only what that level may see is found,
-    counted or quoted (``index.access``); None searches everything (the operator's command line)."""
+    counted or quoted (``index.access.rules``); None searches everything (the operator's command line)."""
     started = time.monotonic()
     p = params.checked()
     page, per_page = int(p.page), int(p.per_page)  # ints once checked

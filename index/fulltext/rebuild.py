@@ -14,7 +14,6 @@ from pathlib import Path
 
 from warcio.archiveiterator import ArchiveIterator
 
-from index import warcscan
 from index.collection import Collection
 from index.fulltext import rendered
 from index.fulltext.captures import CaptureStore, write_table
@@ -33,6 +32,7 @@ from index.fulltext.mapfile import MappedStorage
 from index.fulltext.payloads import MISSING, Figures, PayloadCache, read_payload
 from index.fulltext.postings import BulkWriter
 from index.fulltext.store import fsync_tree, write_lock
+from index.integrity import warcscan
 from strata.times import ts14_of
 
 
@@ -53,7 +53,7 @@ def _scan(collection: Collection, progress: ProgressFn | None) -> tuple[dict, di
     files = collection.warc_files()
     for number, name in enumerate(files, 1):
         try:
-            # a damaged file is read up to its damage (index.warcscan); an ARC record reads as a WARC one
+            # a damaged file is read up to its damage (index.integrity.warcscan); an ARC record reads as a WARC one
             scan = warcscan.scan_file(collection.archive_dir / name, name)
             if scan.damage and progress:
                 progress({"phase": "scan", "warning": str(scan.damage)})

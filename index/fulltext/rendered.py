@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 
-from index.capture_index import capture_lines
+from index.cdx.capture_index import capture_lines
 from index.collection import Collection
 from index.fulltext.documents import Payload
 from index.fulltext.text import extract

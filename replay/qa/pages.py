@@ -13,11 +13,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from index.capture_index import capture_lines
+from index.cdx.capture_index import capture_lines
+from index.cdx.surtkey import surt_key
 from index.collection import Collection
 from index.payload import read_record
 from index.state import HarvestState
-from index.surtkey import surt_key
 from strata.errors import ConfigError
 from strata.media import HTML_TYPES
 from strata.pageuris import PAGEINFO, TEXT, VIEW, page_uri

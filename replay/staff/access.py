@@ -1,7 +1,7 @@
 """The console's Access page: each collection's rules, add and remove, a takedown form, the audit log,
 and the way to the restricted replay host.
 
-Every change goes through ``index.access.AccessRules`` (the same files and audit log as ``strata
+Every change goes through ``index.access.rules.AccessRules`` (the same files and audit log as ``strata
 access``), signed with the staff member's name; replay and search read the rules again at their next
 request, so a takedown takes effect at once, with no restart. "Open on the restricted host" records a
 grant (``replay.access_grants``) and sends the browser to the restricted replay host with a one-time
@@ -16,7 +16,7 @@ from urllib.parse import quote, urlencode
 
 from flask import Blueprint, abort, g, redirect, render_template, request, url_for
 
-from index.access import ACCESS, LEVELS, AccessRules, Rule, check_level, urlkey
+from index.access.rules import ACCESS, LEVELS, AccessRules, Rule, check_level, urlkey
 from index.collection import Collection, list_collections
 from replay.access_grants import ENTRY_PATH, Grants
 from replay.staff.context import ext

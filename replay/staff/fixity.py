@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from index.collection import Collection, list_collections
-from index.fixity import Fixity
+from index.integrity.fixity import Fixity
 
 
 def last_verifications(root: Path) -> list[dict]:

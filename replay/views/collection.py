@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from flask import Blueprint, redirect, render_template, request
 
-from index.access_counts import VisibleCounts
+from index.access.counts import VisibleCounts
 from replay import access
 from replay.address import check_url
 from replay.context import ext

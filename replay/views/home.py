@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from flask import Blueprint, render_template
 
-from index.access_counts import VisibleCounts
+from index.access.counts import VisibleCounts
 from replay import access
 from replay.context import ext
 from replay.views.lasting import default_collection

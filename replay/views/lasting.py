@@ -1,5 +1,5 @@
 """Lasting addresses: ``/web/<ts>/<url>`` in the default collection, and ``/id/<pid>``, the
-resolver of permanent capture ids (``index.pid``). Both redirect to the collection's own replay
+resolver of permanent capture ids (``index.cdx.pid``). Both redirect to the collection's own replay
 address, so what a reader then sees (banner, links, Memento headers) is the collection's."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from urllib.parse import quote
 
 from flask import Blueprint, redirect, render_template, request
 
-from index.pid import resolve
-from index.versions import NoSuchCapture
+from index.cdx.pid import resolve
+from index.cdx.versions import NoSuchCapture
 from replay import access
 from replay.context import ext
 from replay.views.rawpath import raw_rest
@@ -29,7 +29,7 @@ def default_collection() -> str | None:
 
 
 def viewer() -> dict:
-    """Who asks, as ``index.versions.filter_captures`` is told it: the request's access level."""
+    """Who asks, as ``index.cdx.versions.filter_captures`` is told it: the request's access level."""
     return {"host": request.host, "level": access.level()}
 
 

@@ -3,14 +3,14 @@ click from its replay (``/<coll>/publications/<host>``; the same list as JSON at
 ``/api/publications/<coll>/<host>``). Linked from the collection page's list of sites.
 
 Entries come from the full-text index (``index.fulltext.publications``); only the captures the
-reader's access level may see (``index.access``) are listed or counted.
+reader's access level may see (``index.access.rules``) are listed or counted.
 """
 
 from __future__ import annotations
 
 from flask import Blueprint, jsonify, render_template
 
-from index.access import rules_for
+from index.access.rules import rules_for
 from index.fulltext.publications import publications
 from replay import access
 from replay.context import ext

@@ -16,7 +16,7 @@ import time
 import pytest
 
 from demo.site_server import SiteServer
-from index.access import AccessRules, Rule
+from index.access.rules import AccessRules, Rule
 from tests.conftest import REPO, free_port, harvest
 from tests.support.chromium import launched
 from tests.support.dispatcher import AttackingPage, running_dispatcher

@@ -173,7 +173,7 @@ def _captures(ruled) -> list[dict]:
 
 
 def _visible_at(ruled, url: str, ts: str, level: str) -> bool:
-    from index.access import rules_for
+    from index.access.rules import rules_for
 
     return rules_for(ruled.root / ruled.name).visible(url, ts, level)
 
@@ -278,13 +278,13 @@ def test_a_date_condition_hides_some_captures_of_a_url(searched, tmp_path):
 
 
 def _key(url: str) -> str:
-    from index.access import urlkey
+    from index.access.rules import urlkey
 
     return urlkey(url) + "###"
 
 
 def test_a_host_wide_rule_empties_every_public_listing(ruled, tmp_path):
-    from index.access import AccessRules, Rule
+    from index.access.rules import AccessRules, Rule
     from replay import create_app
     from tests.support.search_fixtures import copy_collection
 

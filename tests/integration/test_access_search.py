@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from index.access import AccessRules, Rule
+from index.access.rules import AccessRules, Rule
 from index.fulltext.query import SearchParams, search
 from tests.support.access_fixtures import MARKERS, PROXY, RESTRICTED
 from tests.support.search_fixtures import copy_collection
@@ -48,7 +48,7 @@ def test_a_word_only_on_a_hidden_page_finds_nothing(ruled, level):
 
 @pytest.mark.parametrize("level", LEVELS)
 def test_a_common_word_lists_counts_and_quotes_only_visible_pages(ruled, level):
-    from index.access import rules_for
+    from index.access.rules import rules_for
 
     rules = rules_for(ruled.root / ruled.name)
     result = search(ruled.root, SearchParams(q="sample", collections=[ruled.name], per_page=100), access_level=level)

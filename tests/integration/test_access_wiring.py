@@ -11,9 +11,9 @@ import subprocess
 import zipfile
 from urllib.parse import quote
 
+from index.cdx.pid import capture_pid
+from index.cdx.versions import read_versions
 from index.collection import Collection
-from index.pid import capture_pid
-from index.versions import read_versions
 from tests.conftest import VENV_BIN
 from tests.support.access_fixtures import EXPECTED
 

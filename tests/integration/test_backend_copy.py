@@ -16,11 +16,11 @@ from click.testing import CliRunner
 
 from cli import cli
 from harvester.jobs.queue import ScheduleEntry, open_queue
-from index import redisdb
-from index.backend import settings_path
-from index.cdxj import iter_index
+from index.cdx.cdxj import iter_index
 from index.collection import Collection
 from index.state import HarvestState
+from index.storage import redisdb
+from index.storage.backend import settings_path
 from strata.errors import ConfigError
 from tests.conftest import harvest
 from tests.support.replay_fixtures import StrataServer

@@ -15,9 +15,9 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.warcwriter import WARCWriter
 
 from cli import cli
-from index import cdxj
+from index.capture.rebuild import rebuild_state
+from index.cdx import cdxj
 from index.collection import Collection
-from index.rebuild import rebuild_state
 from index.state import HarvestState
 from replay import create_app
 from tests.conftest import VENV_BIN

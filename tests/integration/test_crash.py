@@ -16,7 +16,7 @@ from warcio.archiveiterator import ArchiveIterator
 
 from demo.sample_site import SampleSite
 from demo.site_server import Resource, SiteServer
-from index import cdxj
+from index.cdx import cdxj
 from index.collection import Collection
 from index.state import HarvestState
 from tests.conftest import VENV_BIN, harvest

@@ -23,7 +23,7 @@ import pytest
 from demo.site_server import Resource, SiteServer
 from harvester.job import validate_job
 from harvester.run import Harvest
-from index import cdxj
+from index.cdx import cdxj
 from index.collection import Collection
 from index.fulltext import follow, followproc
 from index.fulltext import store as fulltext

@@ -12,7 +12,7 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from demo.sample_site import SampleSite
-from index import cdxj
+from index.cdx import cdxj
 from index.collection import Collection
 from index.state import HarvestState
 from tests.conftest import VENV_BIN, harvest

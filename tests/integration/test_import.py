@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from demo.sample_site import serve_sample_site
-from index import cdxj
+from index.capture.rebuild import rebuild_state
+from index.cdx import cdxj
 from index.collection import Collection
-from index.rebuild import rebuild_state
 from tests.conftest import VENV_BIN
 from tests.integration.test_rebuild import snapshot
 from tests.integration.test_rebuild_damage import LEGACY_CDXJ, LEGACY_KINDS

@@ -7,9 +7,9 @@ import stat
 
 import pytest
 
-from index import cdxj
+from index.capture.rebuild import rebuild_state
+from index.cdx import cdxj
 from index.collection import Collection
-from index.rebuild import rebuild_state
 from tests.conftest import harvest
 
 

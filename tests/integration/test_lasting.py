@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from cli import cli
-from index.pid import capture_pid
+from index.cdx.pid import capture_pid
 
 PAGE = "http://reading.example/"
 FIRST, REVISIT, EDITED = "20240110090000", "20240210090000", "20240310090000"

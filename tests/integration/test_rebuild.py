@@ -7,8 +7,8 @@ import sqlite3
 
 import pytest
 
+from index.capture.rebuild import rebuild_state
 from index.collection import Collection
-from index.rebuild import rebuild_state
 from tests.conftest import harvest
 
 CAPTURE_COLUMNS = (

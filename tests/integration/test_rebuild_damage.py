@@ -11,9 +11,9 @@ import subprocess
 
 import pytest
 
-from index import cdxj
+from index.capture.rebuild import rebuild_state
+from index.cdx import cdxj
 from index.collection import Collection
-from index.rebuild import rebuild_state
 from replay import create_app
 from tests.conftest import VENV_BIN, harvest
 from tests.support.warc_makers import DATA, flip_bytes, pywb_cdxj

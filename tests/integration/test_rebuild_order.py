@@ -10,8 +10,8 @@ import pytest
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
+from index.capture.rebuild import rebuild_state
 from index.collection import Collection
-from index.rebuild import rebuild_state
 from index.state import HarvestState
 
 PAGE = "http://example.org/page.html"

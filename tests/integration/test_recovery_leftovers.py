@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import subprocess
 
-from index import cdxj
+from index.cdx import cdxj
 from index.collection import Collection
 from tests.conftest import VENV_BIN, harvest
 

@@ -8,9 +8,9 @@ from urllib.parse import urlsplit
 import httpx
 
 from demo.sample_site import SampleSite
-from index import redisdb
 from index.collection import Collection
 from index.state import HarvestState
+from index.storage import redisdb
 from tests.conftest import harvest
 
 

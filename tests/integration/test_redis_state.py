@@ -6,9 +6,9 @@ import json
 import sqlite3
 from urllib.parse import urlsplit
 
-from index import redisdb
 from index.collection import Collection
 from index.state import HarvestState
+from index.storage import redisdb
 from tests.conftest import harvest
 
 
@@ -66,7 +66,7 @@ def test_an_incremental_run_reads_url_state_and_digests_from_redis(tmp_path, sit
 
 
 def test_a_rebuild_refreshes_what_redis_holds(root, site, redis_url, monkeypatch):
-    from index.rebuild import rebuild_state
+    from index.capture.rebuild import rebuild_state
 
     monkeypatch.setenv("STRATA_REDIS", redis_url)
     harvest(root, site)
@@ -82,7 +82,7 @@ def test_a_rebuild_refreshes_what_redis_holds(root, site, redis_url, monkeypatch
 
 
 def test_a_held_url_is_read_from_redis_once_and_read_again_after_release(tmp_path, redis_url):
-    from index.redisstate import RedisHarvestState
+    from index.storage.redisstate import RedisHarvestState
 
     db = tmp_path / "harvest.sqlite"
     url = "http://example.org/a"
@@ -114,7 +114,7 @@ def test_a_held_url_is_read_from_redis_once_and_read_again_after_release(tmp_pat
 def test_a_row_made_by_another_worker_after_the_lease_is_not_hidden(tmp_path, redis_url):
     """Worker B leases a URL before worker A, which queued it, has made its row: B's visit must write
     to the row A then makes, not drop its writes as to a URL with no row."""
-    from index.redisstate import RedisHarvestState
+    from index.storage.redisstate import RedisHarvestState
 
     url = "http://example.org/late"
     a = RedisHarvestState(tmp_path / "a.sqlite", "late", redis_url)
@@ -160,7 +160,7 @@ def test_on_a_redis_root_the_collection_file_uses_a_rollback_journal(tmp_path, r
 def test_a_worker_waits_for_sqlite_s_lock_as_long_as_for_redis(tmp_path, redis_url):
     """Another worker's transaction may hold the collection file's lock while one of its Redis calls
     waits out an outage: this worker's writes then wait that long too, not SQLite's usual 30 s."""
-    from index.redisstate import SQLITE_LOCK_MARGIN, RedisHarvestState
+    from index.storage.redisstate import SQLITE_LOCK_MARGIN, RedisHarvestState
 
     state = RedisHarvestState(tmp_path / "harvest.sqlite", "patient", redis_url, patience=120.0)
     try:

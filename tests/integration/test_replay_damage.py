@@ -9,7 +9,7 @@ import gzip
 import lxml.html
 import pytest
 
-from index import cdxj
+from index.cdx import cdxj
 from index.collection import Collection
 from replay import create_app
 from tests.support.replay_fixtures import harvest_versions

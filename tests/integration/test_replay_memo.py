@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from index import cdxj
+from index.cdx import cdxj
 from index.collection import Collection
 from replay import create_app
 from replay.recordload import PayloadRecordLoader, RecordLoader

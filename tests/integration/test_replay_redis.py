@@ -1,6 +1,6 @@
 """Several ``strata serve`` processes over one root and one real ``redis-server`` (issue 12).
 
-Both servers read the collection's CDX from its sorted set in Redis (``index.capture_index``): they
+Both servers read the collection's CDX from its sorted set in Redis (``index.cdx.capture_index``): they
 answer every URL of a harvested collection (v1, then v2 incremental with revisits) identically, and
 from Redis (they keep answering with the local ``index.cdxj`` moved away); a run harvested after
 they started is visible on both as soon as its files are sealed (and so is one more file, written by
@@ -20,11 +20,11 @@ import pytest
 from click.testing import CliRunner
 
 from cli import cli
-from index import redisdb
-from index.cdxj import iter_index
+from index.capture.seal import index_sealed_file
+from index.cdx.cdxj import iter_index
 from index.collection import Collection
-from index.seal import index_sealed_file
-from index.statestore import open_harvest_state
+from index.storage import redisdb
+from index.storage.statestore import open_harvest_state
 from tests.conftest import harvest
 from tests.support.replay_fixtures import StrataServer
 from tests.support.warc_makers import Cap, write_warc
@@ -47,7 +47,7 @@ def _paths(coll: Collection, snapshots: list[str]) -> list[str]:
     urls = sorted({line["url"] for line in iter_index(coll.cdxj_path) if not line["url"].startswith("urn:")})
     paths = [f"/{coll.name}/{snap}id_/{url}" for url in urls for snap in snapshots]
     pages = [url for url in urls if url.endswith((".html", "/"))][:12]
-    paths += [f"/{coll.name}/{snapshots[-1]}/{url}" for url in pages]  # with the banner (index.versions)
+    paths += [f"/{coll.name}/{snapshots[-1]}/{url}" for url in pages]  # with the banner (index.cdx.versions)
     paths += [f"/{coll.name}/*/{url}" for url in pages[:4]] + [f"/api/captures/{coll.name}/{pages[0]}"]  # calendar
     return paths + [f"/{coll.name}/timemap/link/{url}" for url in urls] + [f"/{coll.name}/cdx?url={quote(urls[0])}"]
 
@@ -122,7 +122,7 @@ def test_two_replay_servers_over_one_redis(tmp_path, root, site, redis_url, redi
             client = redisdb.connect(redis_url)
             assert client.zcard(redisdb.cdxj_key("sample")) > 0
             client.close()
-            time.sleep(5.5)  # past the retry delay (index.redis_cdx.RETRY_AFTER)
+            time.sleep(5.5)  # past the retry delay (index.cdx.redis_cdx.RETRY_AFTER)
             assert _answers(servers, every) == [before[0], before[0]]
         finally:
             hidden.rename(coll.cdxj_path)

@@ -15,9 +15,9 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from demo.sample_site import SampleSite
-from index import runhistory
+from index.capture import runhistory
+from index.capture.rebuild import rebuild_state
 from index.collection import Collection
-from index.rebuild import rebuild_state
 from index.state import HarvestState
 from tests.conftest import VENV_BIN
 

@@ -19,9 +19,10 @@ from warcio.archiveiterator import ArchiveIterator
 from demo.sample_site import SampleSite
 from harvester.job import validate_job
 from harvester.jobs.queue import open_queue
-from index import redisdb, runhistory
+from index.capture import runhistory
 from index.collection import Collection
 from index.state import HarvestState
+from index.storage import redisdb
 from tests.conftest import VENV_BIN, harvest
 
 STRATA = str(VENV_BIN / "strata")
@@ -295,7 +296,7 @@ def test_a_worker_killed_mid_run_loses_nothing(tmp_path, root, site, redis_url, 
 
 
 def _run_reports(root, run_id):
-    """How many run reports (``index.runhistory``) the collection's WARC files hold for ``run_id``."""
+    """How many run reports (``index.capture.runhistory``) the collection's WARC files hold for ``run_id``."""
     found = 0
     for path in sorted((root / "sample" / "archive").glob("*.warc.gz")):
         with open(path, "rb") as fh:

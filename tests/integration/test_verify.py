@@ -17,9 +17,9 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from cli import cli
-from index import cdxj
+from index.cdx import cdxj
 from index.collection import Collection
-from index.fixity import Fixity
+from index.integrity.fixity import Fixity
 from tests.conftest import VENV_BIN
 from tests.support.replay_fixtures import harvest_versions
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from index.access import AccessRules, Rule
+from index.access.rules import AccessRules, Rule
 from tests.support.search_fixtures import copy_collection
 
 NAME = "ruled"

@@ -3,7 +3,7 @@ tests: one page captured three times in three files (a response, a warcio revisi
 edited version, now with a viewport ``<meta>``), and embedded resources of which two were first
 captured only with the third.
 
-``mixed_archive`` (session) writes the files and derives the indexes with ``index.rebuild``
+``mixed_archive`` (session) writes the files and derives the indexes with ``index.capture.rebuild``
 (each file becomes one run, so one snapshot); ``mixed_server`` serves it with ``strata serve``.
 """
 
@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from demo.sample_site import SampleSite
+from index.capture.rebuild import rebuild_state
 from index.collection import Collection
-from index.rebuild import rebuild_state
 from tests.support.replay_fixtures import StrataServer
 from tests.support.warc_makers import Cap, write_warc
 

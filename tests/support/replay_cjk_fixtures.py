@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from demo.site_server import Resource, SiteServer
-from index import cdxj
+from index.cdx import cdxj
 from index.collection import Collection
 from tests.support.chromium import launched
 from tests.support.replay_cjk_pages import (

@@ -23,7 +23,7 @@ import httpx
 import pytest
 
 from demo.sample_site import serve_sample_site
-from index import cdxj
+from index.cdx import cdxj
 from index.collection import Collection
 from index.state import HarvestState
 from tests.conftest import VENV_BIN, Wayback, free_port, harvest

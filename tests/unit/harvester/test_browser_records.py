@@ -11,7 +11,7 @@ from warcio.warcwriter import WARCWriter
 from harvester.browser.contract import FULFILLED, PageRef, RequestOutcome
 from harvester.browser.page import PageCapture
 from harvester.browser.records import one_line, page_records
-from index.cdxj import index_warc
+from index.cdx.cdxj import index_warc
 from strata.pageuris import page_uri, parse_page_uri
 from strata.times import utc_now
 

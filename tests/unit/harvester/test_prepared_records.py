@@ -14,7 +14,7 @@ from warcio.warcwriter import WARCWriter
 from harvester import records
 from harvester.fetch import FetchResult
 from harvester.warcfile import WarcRoller
-from index.cdxj import RecordIndexer, index_warc
+from index.cdx.cdxj import RecordIndexer, index_warc
 from index.state import Original
 
 DATE = "2026-12-01T23:00:00.654321Z"

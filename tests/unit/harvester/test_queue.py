@@ -192,7 +192,7 @@ def test_a_change_whose_queue_lock_expired_while_held_writes_nothing_and_says_so
 
 def test_a_queue_lock_held_elsewhere_past_the_wait_is_a_clear_error(redis_queue, redis_url):
     from harvester.jobs import redisqueue
-    from index import redisdb
+    from index.storage import redisdb
     from strata.errors import BackendUnavailable
 
     other = redisdb.connect(redis_url)

@@ -7,7 +7,7 @@ import time
 
 from harvester.frontier import Item
 from harvester.shared_frontier import SharedFrontier
-from index import redisdb
+from index.storage import redisdb
 
 
 def _pair(redis_url, **kw):

@@ -24,7 +24,7 @@ def test_a_harvest_starts_without_numpy_or_the_redis_client(module):
 
 
 def test_the_redis_errors_still_import_when_asked_for():
-    from index import redisdb
+    from index.storage import redisdb
 
     errors = redisdb.unavailable_errors()
     import valkey.exceptions

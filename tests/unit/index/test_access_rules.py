@@ -1,4 +1,4 @@
-"""index.access: prefixes as URLs, most specific wins, levels, embargo dates, pywb's own lines, and the
+"""index.access.rules: prefixes as URLs, most specific wins, levels, embargo dates, pywb's own lines, and the
 sorted lookup checked against a plain linear scan of 10,000 rules."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from index.access import LEVELS, AccessRules, Rule, RuleSet, compile_lines, parse_duration, prefix_keys, urlkey
+from index.access.rules import LEVELS, AccessRules, Rule, RuleSet, compile_lines, parse_duration, prefix_keys, urlkey
 from strata.errors import ConfigError
 
 NOW = datetime.now(UTC)

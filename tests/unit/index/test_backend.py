@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from harvester.jobs.queue import open_queue
-from index import redisdb
-from index.backend import ROOT_SETTINGS, backend_of, settings_path
+from index.storage import redisdb
+from index.storage.backend import ROOT_SETTINGS, backend_of, settings_path
 from strata.errors import BackendUnavailable, ConfigError
 
 

@@ -1,4 +1,4 @@
-"""Where a collection's captures are read from (``index.capture_index``, ``index.redis_cdx``), over a
+"""Where a collection's captures are read from (``index.cdx.capture_index``, ``index.cdx.redis_cdx``), over a
 real ``redis-server``: the sorted set on a Redis root, the files when it has no set or is down."""
 
 from __future__ import annotations
@@ -6,10 +6,10 @@ from __future__ import annotations
 import logging
 import time
 
-from index import redisdb
-from index.capture_index import capture_lines, index_parts
+from index.cdx.capture_index import capture_lines, index_parts
+from index.cdx.redis_cdx import RedisCdx, shared_cdx
 from index.collection import Collection
-from index.redis_cdx import RedisCdx, shared_cdx
+from index.storage import redisdb
 
 A = b'org,example)/a 20240101000000 {"url": "http://example.org/a", "filename": "one.warc.gz"}'
 B = b'org,example)/b 20240101000000 {"url": "http://example.org/b", "filename": "one.warc.gz"}'
@@ -76,7 +76,7 @@ def test_redis_down_reads_the_file_and_tries_again_later(tmp_path, redis_url, re
     assert list(part.lines(*EXACT_B)) == [B, B2]
     redis_server.stop()
     try:
-        with caplog.at_level(logging.WARNING, logger="index.redis_cdx"):
+        with caplog.at_level(logging.WARNING, logger="index.cdx.redis_cdx"):
             assert list(part.lines(*EXACT_B)) == [B]  # the file
             assert not redis.available  # no connection attempt per lookup while it is down
             assert list(part.lines(*EXACT_B)) == [B]

@@ -15,7 +15,7 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from harvester.warcfile import WarcRoller
-from index import cdxj
+from index.cdx import cdxj
 
 BUILDER = WARCWriter(None, gzip=True, warc_version="1.1")
 DATE = "2026-11-30T01:02:03.456789Z"

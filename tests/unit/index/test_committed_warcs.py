@@ -11,9 +11,9 @@ import subprocess
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-from index import cdxj
+from index.capture.importing import import_files
+from index.cdx import cdxj
 from index.collection import Collection
-from index.importing import import_files
 from index.state import HarvestState
 from tests.conftest import REPO, VENV_BIN
 from tests.support.warc_makers import pywb_cdxj

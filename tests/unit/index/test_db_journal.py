@@ -1,4 +1,4 @@
-"""index.db.connect with a rollback journal (a root several machines share): a connection made while
+"""index.storage.db.connect with a rollback journal (a root several machines share): a connection made while
 another process writes waits for it, as any SQLite connection does, instead of failing."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import sqlite3
 import threading
 import time
 
-from index.db import connect
+from index.storage.db import connect
 
 SCHEMA = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);"
 

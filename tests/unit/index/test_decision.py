@@ -1,11 +1,11 @@
-"""The per-URL decision (``index.decision``), one table: a URL's previous state and a new capture in,
+"""The per-URL decision (``index.capture.decision``), one table: a URL's previous state and a new capture in,
 the capture's class and the URL's next state out. The harvest and the rebuild both call it."""
 
 from __future__ import annotations
 
 import pytest
 
-from index.decision import Observation, classify, compares_main_text, decide, not_stored
+from index.capture.decision import Observation, classify, compares_main_text, decide, not_stored
 from index.state import Original
 
 URL = "http://example.org/a.html"

@@ -1,4 +1,4 @@
-"""``index.digestscan`` on WARCs nobody here wrote (Debian's wget, gzipped and not; warcio), against
+"""``index.integrity.digestscan`` on WARCs nobody here wrote (Debian's wget, gzipped and not; warcio), against
 warcio's own reading of the same files: same records at the same offsets, every digest accepted;
 and each kind of damage found where it is."""
 
@@ -14,8 +14,8 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from demo.sample_site import serve_sample_site
-from index import digestscan
-from index.digestscan import Damage, Record, _DigestCheck, check_record_at, scan
+from index.integrity import digestscan
+from index.integrity.digestscan import Damage, Record, _DigestCheck, check_record_at, scan
 
 
 def warcio_records(path: Path) -> list[tuple[str, int, int]]:

@@ -1,4 +1,4 @@
-"""The fixity manifest as harvests, recovery and adoption write it (``index.fixity``), checked with
+"""The fixity manifest as harvests, recovery and adoption write it (``index.integrity.fixity``), checked with
 coreutils' ``sha256sum -c`` from the collection directory, as BagIt tools read a payload manifest."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import subprocess
 
 from harvester.recovery import recover
 from index.collection import Collection
-from index.fixity import Fixity
+from index.integrity.fixity import Fixity
 from index.state import HarvestState
 from tests.conftest import harvest
 
@@ -97,7 +97,7 @@ def test_a_name_already_in_the_manifest_is_not_added_twice(tmp_path):
 def test_a_hashing_file_counts_its_position_as_the_file_has_it(tmp_path):
     import hashlib
 
-    from index.fixity import HashingFile
+    from index.integrity.fixity import HashingFile
 
     path = tmp_path / "out.bin"
     with open(path, "xb") as raw:

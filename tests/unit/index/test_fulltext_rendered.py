@@ -11,12 +11,12 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from harvester.browser.records import text_record
+from index.capture.rebuild import rebuild_state
 from index.collection import Collection
 from index.fulltext import rendered
 from index.fulltext.query import SearchParams, search
 from index.fulltext.rebuild import rebuild
 from index.fulltext.update import index_run
-from index.rebuild import rebuild_state
 
 PAGE = "http://portal.example/article/1.html"
 SHELL = b"<!DOCTYPE html><title>Article</title><article>Loading...</article>"

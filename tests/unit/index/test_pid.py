@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from index.pid import ALPHABET, capture_pid, parse_pid
+from index.cdx.pid import ALPHABET, capture_pid, parse_pid
 from strata.errors import ConfigError
 
 URL = "http://reading.example/"

@@ -6,7 +6,7 @@ import random
 import pytest
 from surt import surt
 
-from index.surtkey import _plain_key, surt_key
+from index.cdx.surtkey import _plain_key, surt_key
 
 AWKWARD = [
     "http://example.com",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from index.versions import Version, as_of, check_timestamp, neighbours
+from index.cdx.versions import Version, as_of, check_timestamp, neighbours
 from strata.errors import ConfigError
 
 

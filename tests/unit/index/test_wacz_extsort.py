@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from index.wacz.extsort import ExternalSort
+from index.export.wacz.extsort import ExternalSort
 
 
 def test_spilled_runs_merge_sorted_without_duplicates(tmp_path):

@@ -1,4 +1,4 @@
-"""``index.warcscan``: every record of a WARC or ARC file checked, and the first damage found with
+"""``index.integrity.warcscan``: every record of a WARC or ARC file checked, and the first damage found with
 its offset, on files written by warcio (WARC 1.0 and 1.1, gzipped and not) and the committed ARCs."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import gzip
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-from index.warcscan import open_prefix, scan_file
+from index.integrity.warcscan import open_prefix, scan_file
 from tests.support.warc_makers import DATA, Cap, flip_bytes, write_warc
 
 FORMATS = [("1.0", True), ("1.0", False), ("1.1", True), ("1.1", False)]

@@ -1,7 +1,7 @@
 """The captures of one URL, read from the collection's CDXJ index files, for moving between them.
 
 ``read_versions(collection, url)`` gives every capture of ``url`` (pywb's canonical match: the
-same SURT key replay looks up, in the same index parts, files or Redis: ``index.capture_index``),
+same SURT key replay looks up, in the same index parts, files or Redis: ``index.cdx.capture_index``),
 oldest first, as ``Version`` rows: timestamp, payload digest, MIME type, HTTP status, record type
 and where the record is. Everything here comes from the CDXJ
 (itself derived from the WARCs), so it works for a collection indexed by ``wb-manager`` alone and
@@ -18,9 +18,9 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 
-from index.access import rules_for
-from index.capture_index import capture_lines
-from index.cdxj import parse_line
+from index.access.rules import rules_for
+from index.cdx.capture_index import capture_lines
+from index.cdx.cdxj import parse_line
 from index.collection import Collection
 from strata.errors import ConfigError, StrataError
 from strata.times import pad_as_of, pad_start
@@ -76,7 +76,7 @@ def _int(value) -> int:
 def filter_captures(collection: Collection, versions: list[Version], viewer: Mapping | None = None) -> list[Version]:
     """THE filter point: the captures of ``collection`` a reader may be shown. Every capture-listing
     surface of the banner, diff, ``/web/`` and permanent ids calls this, so the access rules
-    (``index.access``) apply to all of them. ``viewer`` says who asks: its ``level`` (the replay app
+    (``index.access.rules``) apply to all of them. ``viewer`` says who asks: its ``level`` (the replay app
     passes the request's, ``replay.access``; the command line the one given with ``--as``); none
     given: ``public``."""
     level = (viewer or {}).get("level") or "public"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import fcntl
 
-from index import cdxj
+from index.cdx import cdxj
 from index.collection import Collection
 from index.state import HarvestState
 

@@ -10,7 +10,7 @@ record of its last WARC file before sealing it, a WARC ``metadata`` record with
   was written; the rebuild takes both from the files themselves (which hold the record too).
 - ``checks``: every URL the run looked at without writing a capture, and why (robots, not due,
   not followed, soft changes not stored, errors, pages found vanished from every listing). The
-  rebuild replays the soft and vanished ones through ``index.decision.not_stored``.
+  rebuild replays the soft and vanished ones through ``index.capture.decision.not_stored``.
 - ``soft``: URLs whose capture in this run was stored as a soft change (a WARC cannot say so).
 - ``urls``: for every URL first seen or looked at in the run, the fields of its row that no record
   holds (host, when and where it was first seen, depth, link kind, page kind, main-text
@@ -32,7 +32,7 @@ from typing import IO
 
 from warcio.archiveiterator import ArchiveIterator
 
-from index.decision import not_stored
+from index.capture.decision import not_stored
 from index.state import HarvestState
 from strata.times import digits14
 
@@ -146,7 +146,7 @@ def _rows(table: dict) -> list[dict]:
 
 def apply_report(state: HarvestState, report: dict) -> None:
     """At the point in capture order where the run ended: its URL fields, then its checks (the soft
-    changes not stored and the vanished pages through ``index.decision``)."""
+    changes not stored and the vanished pages through ``index.capture.decision``)."""
     run_id = report["run"]["run_id"]
     for row in _rows(report.get("urls") or {}):
         state.put_url_fields(row)

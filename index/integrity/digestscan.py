@@ -11,7 +11,7 @@ once and, with a ``hasher``, hashed as it is read: the file's SHA-256 costs no s
 Digests are checked as ``warcio check`` does (``WARC-Block-Digest`` over the block; for a response,
 request or resource, ``WARC-Payload-Digest`` over the payload, de-chunked when the stored HTTP
 headers say chunked and the bytes as stored do not match), but not for a revisit's payload digest,
-which is its original's: a revisit is checked by resolving its original (``index.verify``). Memory
+which is its original's: a revisit is checked by resolving its original (``index.integrity.verify``). Memory
 stays bounded: inflated output is taken in slices of ``OUT_SLICE`` and hashed as it comes; only a
 chunked payload (up to ``DECHUNK_LIMIT``) is kept whole.
 """

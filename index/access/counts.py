@@ -16,7 +16,7 @@ import time
 from collections import OrderedDict, defaultdict
 
 from index import state
-from index.access import RuleSet, urlkey
+from index.access.rules import RuleSet, urlkey
 
 # a run's figure and the capture classes it counts
 _FIGURES = {

@@ -16,7 +16,7 @@ import threading
 import time
 import weakref
 
-from index.access import RuleSet, urlkey
+from index.access.rules import RuleSet, urlkey
 
 _REFRESH = 60.0  # seconds a split stays valid when rules depend on the date
 

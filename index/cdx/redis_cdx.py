@@ -1,7 +1,7 @@
 """Reading a collection's CDXJ lines from the root's Redis (``pywb:<coll>:cdxj``), for replay.
 
-On a root that uses Redis (``index.backend``) every sealed file's lines go to the collection's
-``indexes/index.cdxj`` and then to its sorted set (``index.seal``), so the set holds what the file
+On a root that uses Redis (``index.storage.backend``) every sealed file's lines go to the collection's
+``indexes/index.cdxj`` and then to its sorted set (``index.capture.seal``), so the set holds what the file
 holds and every replay server sees a new run as soon as its files are sealed, whatever its view of
 a shared file system. ``RedisCdx.lines`` answers one key range from the set (``ZRANGEBYLEX``, as
 pywb's ``RedisIndexSource`` reads it) or ``None`` when the caller must read the file instead:
@@ -28,7 +28,7 @@ from typing import Any
 import valkey
 import valkey.exceptions
 
-from index import redisdb
+from index.storage import redisdb
 
 log = logging.getLogger(__name__)
 

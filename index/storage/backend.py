@@ -4,7 +4,7 @@ One setting for the whole root: ``STRATA_REDIS=redis://host:port/db`` in the env
 ``redis = "redis://..."`` in the root's settings file ``<root>/.strata/settings.toml``
 (``ROOT_SETTINGS``). Unset, every store stays in SQLite beside the collections, as before. Set, the
 run queue and job schedule, the digest index, the per-URL harvest state and the CDX index pywb
-reads live in that Redis database too (``index.redisdb`` holds the key layout), so several
+reads live in that Redis database too (``index.storage.redisdb`` holds the key layout), so several
 workers and replay servers over one root share them.
 
 The client is ``valkey`` (the maintained fork of redis-py under another import name): pywb pins
@@ -67,7 +67,7 @@ def settings_path(root: Path) -> Path:
 
 def root_settings(root: Path) -> dict[str, Any]:
     """The root's settings file, checked against ``ROOT_SETTINGS`` (defaults when there is none).
-    Asked on every capture lookup (``index.capture_index``): read again only when the file changes."""
+    Asked on every capture lookup (``index.cdx.capture_index``): read again only when the file changes."""
     path = settings_path(root)
     try:
         st = path.stat()

@@ -13,9 +13,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from index import cdxj, redisdb
+from index.cdx import cdxj
 from index.collection import Collection
 from index.state import HarvestState, Original
+from index.storage import redisdb
 
 BATCH = 2000
 Counts = dict[str, tuple[int, int]]

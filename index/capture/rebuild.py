@@ -3,11 +3,11 @@
 WARC files are the single source of truth. This re-derives, in a fresh database swapped in at the
 end: WARC files, runs (from each file's ``warcinfo``: run id, job, mode), captures and their classes
 and per-URL state (payload, original, validators, where it was found: the request's ``Referer``)
-through ``index.decision``, the digest index, and the CDXJ. Captures are applied in capture-time
+through ``index.capture.decision``, the digest index, and the CDXJ. Captures are applied in capture-time
 order (WARC-Date) across all files, never in file-name order: other tools' file names do not sort
 by capture date.
 
-Each run's report (a ``metadata`` record, ``index.runhistory``) restores the run's row and figures,
+Each run's report (a ``metadata`` record, ``index.capture.runhistory``) restores the run's row and figures,
 its checks, the soft changes it stored, and the URL fields no capture holds (where and when each URL
 was first seen, depth, page kind, fingerprint). A Strata run without one (killed before writing
 it) comes back as ``interrupted``, as recovery marks it; another tool's file becomes a ``finished``
@@ -24,11 +24,14 @@ from pathlib import Path
 
 from warcio.archiveiterator import ArchiveIterator
 
-from index import backendcopy, cdxj, redisdb, runhistory, warcscan
-from index.backend import backend_of
+from index.capture import runhistory
+from index.capture.decision import NOT_MODIFIED_PROFILE, Observation, decide
+from index.cdx import cdxj
 from index.collection import Collection
-from index.decision import NOT_MODIFIED_PROFILE, Observation, decide
+from index.integrity import warcscan
 from index.state import SCHEMA_VERSION, Capture, HarvestState, Original, schema_version
+from index.storage import backendcopy, redisdb
+from index.storage.backend import backend_of
 from strata.times import digits14
 
 
@@ -82,7 +85,7 @@ def rebuild_state(collection: Collection, progress: Callable[[dict], None] | Non
     Two passes: every file is read once for its ``warcinfo``, its CDXJ lines, its run reports and
     one key per capture (WARC-Date, file, offset); the captures are then derived in WARC-Date
     order across all files, whatever the file names, each record read again at its offset, and
-    each run's report applied where the run ended (``index.runhistory``)."""
+    each run's report applied where the run ended (``index.capture.runhistory``)."""
     with collection.harvest_lock():
         tmp = collection.state_dir / "harvest.sqlite.rebuild"
         for suffix in ("", "-wal", "-shm"):
@@ -250,7 +253,7 @@ def _scan(collection: Collection, files: list[str], progress: Callable[[dict], N
 def _derive_all(
     collection: Collection, state: HarvestState, files: list[str], scan: _Scan, progress: Callable[[dict], None] | None
 ) -> dict[str, dict]:
-    """Every capture in WARC-Date order (ties: file, then offset), through ``index.decision``; each
+    """Every capture in WARC-Date order (ties: file, then offset), through ``index.capture.decision``; each
     run's report where it comes in that order (at the run's end)."""
     runs: dict[str, dict] = {}
     for info in scan.file_runs:
@@ -343,7 +346,7 @@ def _derive_capture(
     soft: set[str] | tuple[str, ...] = (),
     job: str | None = None,
 ) -> None:
-    """One response or revisit record through ``index.decision``, as the harvest did when it wrote it."""
+    """One response or revisit record through ``index.capture.decision``, as the harvest did when it wrote it."""
     headers = record.rec_headers
     url = headers.get_header("WARC-Target-URI")
     date = headers.get_header("WARC-Date")

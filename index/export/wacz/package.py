@@ -1,12 +1,12 @@
 """``export_wacz``: a WACZ 1.1.1 package of part of a collection, self-contained.
 
-The records chosen (by capture date, URL prefix and run, each passed through ``index.exposure``)
+The records chosen (by capture date, URL prefix and run, each passed through ``index.access.exposure``)
 are copied byte for byte into one new WARC, ``archive/data.warc.gz``, after a ``warcinfo`` record
-saying where they come from. Every revisit brings its original (``index.wacz.records``): the
+saying where they come from. Every revisit brings its original (``index.export.wacz.records``): the
 record its ``WARC-Refers-To`` names, found as pywb's replay finds it, copied too if it was not
 chosen, so that pywb, ReplayWeb.page or any reader resolves each revisit inside the package. A
 revisit whose original the collection does not hold (or the exposure filter hides) is left out and
-counted. Records whose digests fail (``index.digestscan.check_record_at``) are left out and counted.
+counted. Records whose digests fail (``index.integrity.digestscan.check_record_at``) are left out and counted.
 
 The package, as the WACZ 1.1.1 specification lays it out:
 
@@ -17,7 +17,7 @@ The package, as the WACZ 1.1.1 specification lays it out:
     datapackage.json              every file above with its size and SHA-256
     datapackage-digest.json       the SHA-256 of datapackage.json
 
-Memory stays bounded: the index lines are sorted on disk (``index.wacz.extsort``), records are
+Memory stays bounded: the index lines are sorted on disk (``index.export.wacz.extsort``), records are
 copied one at a time, and ZIP entries are written as streams (ZIP64 when they pass 4 GiB). The
 package is written beside the destination as ``<out>.part`` and renamed into place when complete.
 """
@@ -39,13 +39,13 @@ from pathlib import Path
 
 from warcio.warcwriter import WARCWriter
 
+from index.access.exposure import capture_filter, show_all
 from index.collection import Collection
-from index.digestscan import check_record_at
-from index.exposure import capture_filter, show_all
+from index.export.wacz.extsort import ExternalSort
+from index.export.wacz.records import Located, OriginalFinder, RecordReader, iter_located
 from index.fulltext.query import parse_when
+from index.integrity.digestscan import check_record_at
 from index.state import open_readonly, run_files, runs
-from index.wacz.extsort import ExternalSort
-from index.wacz.records import Located, OriginalFinder, RecordReader, iter_located
 from strata.errors import ConfigError
 
 __all__ = ["Selection", "export_wacz"]
@@ -63,7 +63,7 @@ class Selection:
     date_to: str | None = None
     url_prefix: str | None = None
     run: str | None = None
-    level: str = "public"  # whose view of the collection (index.access): public unless told otherwise
+    level: str = "public"  # whose view of the collection (index.access.rules): public unless told otherwise
 
 
 class _Hashing(io.RawIOBase):

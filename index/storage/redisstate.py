@@ -1,16 +1,16 @@
-"""Harvest state with the per-URL state and the digest index in the root's Redis (``index.backend``).
+"""Harvest state with the per-URL state and the digest index in the root's Redis (``index.storage.backend``).
 
 ``RedisHarvestState`` is ``HarvestState`` (``index.state``, the one owner of harvest.sqlite) whose
 URL-state and digest-index questions are answered by Redis, so every worker and every machine of
 the root reads the same: what an incremental run rechecks (``job_urls``, ``url``), where a payload
 is already held (``lookup_digest``). Every write still goes to the collection's SQLite file too
 (write-through): the run's reports, the console's charts and replay's read-only questions keep
-their SQL, and ``index.rebuild`` re-derives that file from the WARCs as before; ``strata backend
+their SQL, and ``index.capture.rebuild`` re-derives that file from the WARCs as before; ``strata backend
 copy`` fills Redis from it (or the other way).
 
 A digest entry is usable only once its WARC file is in the collection's ``indexed`` set, exactly
 as the SQLite index joins on ``warcs.state='indexed'``: a revisit never points at a record a crash
-could still take away. Redis calls wait out an outage (``index.redisdb.patiently``).
+could still take away. Redis calls wait out an outage (``index.storage.redisdb.patiently``).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from index import redisdb
 from index.state import HarvestState, Original
+from index.storage import redisdb
 
 SQLITE_LOCK_MARGIN = 30.0  # seconds past Redis's patience that a worker waits for SQLite's write lock
 

@@ -1,7 +1,7 @@
 """Taking WARC and ARC files written by other tools into a collection (``strata import``).
 
 Each file is checked whole before anything of it enters the collection: every record parsed and
-checked by ``index.warcscan`` (lengths, block digests, gzip members), then read by pywb's own
+checked by ``index.integrity.warcscan`` (lengths, block digests, gzip members), then read by pywb's own
 indexer, which replay will use. A file that fails is refused with the file, the byte offset and
 the reason; the other files are still imported. A file that passes is copied, never modified: to a
 temporary name in ``archive/``, synced, and linked under its final name (a link never replaces a
@@ -12,7 +12,7 @@ the same name at every import of the same bytes. A file whose bytes are already 
 is skipped.
 
 Then the collection's CDXJ index and harvest state are derived again from all its files
-(``index.rebuild.rebuild_state``), under the harvest lock held since the copy, so that an import
+(``index.capture.rebuild.rebuild_state``), under the harvest lock held since the copy, so that an import
 gives exactly the state ``strata index rebuild`` gives over the same files: runs from each file's
 ``warcinfo`` (one run per file without one), capture kinds from the captures themselves.
 """
@@ -25,12 +25,13 @@ import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from index import cdxj, warcscan
+from index.capture.rebuild import rebuild_state
+from index.cdx import cdxj
 from index.collection import Collection
-from index.fixity import Fixity
 from index.fulltext.update import index_run
-from index.rebuild import rebuild_state
-from index.warcscan import Scan
+from index.integrity import warcscan
+from index.integrity.fixity import Fixity
+from index.integrity.warcscan import Scan
 from strata.errors import ArchiveError
 
 ProgressFn = Callable[[dict], None]

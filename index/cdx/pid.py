@@ -19,10 +19,10 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from index.capture_index import index_files
-from index.cdxj import parse_line
+from index.cdx.capture_index import index_files
+from index.cdx.cdxj import parse_line
+from index.cdx.versions import Version, filter_captures
 from index.collection import Collection, list_collections
-from index.versions import Version, filter_captures
 from strata.errors import ConfigError
 
 ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"  # Crockford's base32: no i, l, o, u

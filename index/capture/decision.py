@@ -1,7 +1,7 @@
 """The per-URL decision: what one capture of a URL means, and what the collection then knows of it.
 
 One pure function, used by the harvest as it fetches (``harvester.run``) and by the rebuild as it
-reads the WARCs back in capture-time order (``index.rebuild``); nothing else derives a class.
+reads the WARCs back in capture-time order (``index.capture.rebuild``); nothing else derives a class.
 
     decide(previous, capture) -> Decision(cls, state, original)
 

@@ -6,7 +6,7 @@ Three depths (``MODES``):
   file, of the recorded size. No file is read.
 - ``fixity``: as ``quick``, and every file is hashed (SHA-256) against the manifest.
 - ``full`` (the default): as ``fixity``, in the same read of each file every record is parsed and its
-  block and payload digests checked (``index.digestscan``); every revisit's original is looked for in
+  block and payload digests checked (``index.integrity.digestscan``); every revisit's original is looked for in
   the collection (by ``WARC-Refers-To``, else ``WARC-Refers-To-Target-URI`` and ``-Date``, else, as
   pywb would, that URI with the same payload digest) and must be intact with the same payload digest;
   every CDXJ line (``indexes/*.cdxj``) must point at a record at its offset, of its length, and every
@@ -15,7 +15,7 @@ Three depths (``MODES``):
 A missing file or a damaged record lists the revisits that depend on it (found through the CDXJ lines
 and the harvest state that still point there). Memory stays bounded: files are streamed, and the
 records, revisits and CDXJ lines go to a temporary SQLite database, joined there. Every check is
-logged in the collection's fixity events (``index.fixity``), and the verification itself last.
+logged in the collection's fixity events (``index.integrity.fixity``), and the verification itself last.
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from index.collection import Collection
-from index.digestscan import Damage, Record, bare_digest, scan
-from index.fixity import ALGORITHM, Fixity, now_iso
+from index.integrity.digestscan import Damage, Record, bare_digest, scan
+from index.integrity.fixity import ALGORITHM, Fixity, now_iso
 from index.state import open_readonly, record_locations
 from strata.times import digits14
 

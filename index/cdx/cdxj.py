@@ -19,8 +19,8 @@ from pathlib import Path
 
 from warcio.timeutils import iso_date_to_timestamp
 
-from index.surtkey import surt_key
-from index.warcscan import open_prefix
+from index.cdx.surtkey import surt_key
+from index.integrity.warcscan import open_prefix
 
 # The options wb-manager uses for `wb-manager add` / `reindex`.
 PYWB_INDEX_OPTIONS = dict(append_post=True, cdxj=True, sort=True)
@@ -28,7 +28,7 @@ PYWB_INDEX_OPTIONS = dict(append_post=True, cdxj=True, sort=True)
 
 def index_warc(path: Path, filename: str, limit: int | None = None) -> list[bytes]:
     """Sorted CDXJ lines for one WARC (or ARC) file, as pywb's indexer writes them; with ``limit``,
-    for its first ``limit`` bytes only (the whole records before a damage, see ``index.warcscan``)."""
+    for its first ``limit`` bytes only (the whole records before a damage, see ``index.integrity.warcscan``)."""
     from pywb.indexer.cdxindexer import write_cdx_index  # pywb's indexer does not patch gevent
 
     out = io.BytesIO()
@@ -45,7 +45,7 @@ class RecordIndexer:
     """CDXJ lines for records as they are written, without reading the file back.
 
     The line is built as pywb's record parser and CDXJ writer build it from the record read back
-    (``index_warc``): the same fields in the same order, the same SURT key (``index.surtkey``, that
+    (``index_warc``): the same fields in the same order, the same SURT key (``index.cdx.surtkey``, that
     of the ``surt`` package pywb's canonicalizer calls), the same JSON, so the lines are the same
     bytes; the test suite compares them with pywb's file indexer. Built here, not through pywb's
     parser, because that parser costs 60 us a record and importing it a fifth of a second a run

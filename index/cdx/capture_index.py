@@ -2,8 +2,8 @@
 captures up (replay and its timemaps, the CDX API, the banner, diff and ``/web/`` lists).
 
 A collection's index is every ``*.cdxj`` file in ``<coll>/indexes/`` (as pywb reads the directory),
-each an ``IndexPart``. On a root that uses Redis (``index.backend``) the part for ``index.cdxj``, the
-file Strata writes, is read from the collection's sorted set in Redis instead (``index.redis_cdx``:
+each an ``IndexPart``. On a root that uses Redis (``index.storage.backend``) the part for ``index.cdxj``, the
+file Strata writes, is read from the collection's sorted set in Redis instead (``index.cdx.redis_cdx``:
 the same lines, shared by every replay server at once), and from the file only when that set does
 not exist or Redis cannot be reached. Other index files (``wb-manager``'s, placed by hand) are
 never in Redis and are read from disk on either backend. Lines come out without their newline.
@@ -16,9 +16,9 @@ import heapq
 from collections.abc import Iterator
 from pathlib import Path
 
-from index.backend import backend_of
+from index.cdx.redis_cdx import RedisCdx, shared_cdx
 from index.collection import Collection
-from index.redis_cdx import RedisCdx, shared_cdx
+from index.storage.backend import backend_of
 
 INDEX_SUFFIXES = (".cdxj",)
 

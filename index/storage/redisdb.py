@@ -1,4 +1,4 @@
-"""The Redis database of a root that uses one (``index.backend``): the client and the key layout.
+"""The Redis database of a root that uses one (``index.storage.backend``): the client and the key layout.
 
 Every key Strata writes starts with ``strata:`` except the CDX index, which takes the name an
 unmodified pywb is pointed at (``index: redis://host:port/db/pywb:<coll>:cdxj`` in its config):

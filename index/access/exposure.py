@@ -7,7 +7,7 @@ with the archived URL and the capture's 14-digit timestamp. A capture it refuses
 never archived (a search hit whose captures are all refused is left out; a revisit whose original is
 refused is left out of a WACZ with it, so the package stays self-contained).
 
-The predicate is the collection's access rules (``index.access``) for the reader's level: the web
+The predicate is the collection's access rules (``index.access.rules``) for the reader's level: the web
 surfaces pass the request's level (``replay.access.level``), the commands the level given with
 ``--as`` (``public`` unless told otherwise, so that nothing restricted leaves by accident). A
 collection whose rules hide nothing from the level gets ``show_all``, which callers may skip.
@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from index.access import LEVELS, rules_for
+from index.access.rules import LEVELS, rules_for
 
 __all__ = ["SURFACES", "CaptureFilter", "capture_filter", "show_all"]
 

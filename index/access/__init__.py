@@ -1,0 +1,1 @@
+"""Access rules: who may see which capture, on every surface (replay, search, counts, exports)."""

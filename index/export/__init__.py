@@ -1,0 +1,1 @@
+"""Holdings that travel: the WACZ package."""
