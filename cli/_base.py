@@ -51,6 +51,7 @@ COMMAND_MODULES = {
     "export": "cli.exporting",
     "harvest": "cli.harvesting",
     "import": "cli.importing",
+    "qa": "cli.qa",
     "index": "cli.searching",
     "recover": "cli.harvesting",
     "report": "cli.harvesting",

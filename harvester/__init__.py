@@ -6,6 +6,8 @@ worker, scheduler) and sits above the rest (tests/unit/strata/test_layout.py).""
 
 # What other packages may import (tests/unit/strata/test_surfaces.py holds them to it).
 __all__ = [
+    "browser",
+    "change",
     "collection_report",
     "frequency",
     "guard",

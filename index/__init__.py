@@ -30,4 +30,5 @@ __all__ = [
     "payload",
     "revisits",
     "storage",
+    "surtkey",
 ]

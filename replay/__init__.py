@@ -11,4 +11,4 @@ from replay.app import create_app
 from replay.server import serve
 
 # What other packages may import (tests/unit/strata/test_surfaces.py holds them to it).
-__all__ = ["create_app", "serve", "hosts", "forwarded", "origins", "staff"]
+__all__ = ["create_app", "serve", "hosts", "forwarded", "origins", "staff", "qa"]

@@ -5,7 +5,9 @@ pywb sorts the captures of a URL by distance from the requested timestamp in eit
 orders them instead as the NDL's WARP rule says: the most recent capture at or before the
 requested time first (newest first), then, only as a fallback, the later captures (earliest
 first). pywb's loader takes the first candidate it can load, so this ordering alone gives
-"at or before, else the earliest later".
+"at or before, else the earliest later". A requested time that falls during a finished run is
+read as that run's end (``replay.snapshots``): what a page's scripts asked for seconds after its
+navigation belongs to the same snapshot as the page.
 
 ``AsOfIndexSource`` is pywb's directory index source (every ``*.cdx``/``*.cdxj`` under
 ``<root>/<coll>/indexes/``, as ``wayback`` reads them) with that ordering in place of
@@ -39,6 +41,7 @@ from index.cdx.capture_index import IndexPart
 from index.cdx.redis_cdx import RedisCdx
 from index.collection import Collection
 from replay.redis_index import RedisPartSource
+from replay.snapshots import RunSpans
 from strata.errors import CollectionError
 from strata.times import pad_as_of
 
@@ -77,6 +80,7 @@ class AsOfIndexSource(DirectoryIndexSource):
         self._listings: dict[str, tuple[tuple[int, int], list]] = {}
         self.rules_for = rules_for  # coll -> index.access.rules.RuleSet, for queries carrying ACCESS_PARAM
         self.redis = redis  # the root's Redis CDX (index.cdx.capture_index): index.cdxj is read from it
+        self.spans = RunSpans(Path(self.base_prefix))  # a moment during a run means the run's snapshot
 
     def _iter_sources(self, params: dict):
         """The index files of the collection, listed again only when its directory changes (a
@@ -109,6 +113,10 @@ class AsOfIndexSource(DirectoryIndexSource):
     def __call__(self, params: dict):
         if params.get("closest") == "now":
             params["closest"] = timestamp_now()
+        elif params.get("closest"):
+            # as of the end of the run in progress at that moment (replay.snapshots): what a page's
+            # scripts asked for later in the same run belongs to the same snapshot
+            params["closest"] = self.spans.extend(params.get("param.coll", ""), pad_as_of(params["closest"]))
         if params.get("content_type"):
             params["filter"] = "=mime:" + params["content_type"]
         query = CDXQuery(params)

@@ -1,9 +1,11 @@
 """pywb's warcserver as Strata runs it: one in-process WSGI app over the collections root.
 
 It is pywb's auto-collection handler (index ``<root>/<coll>/indexes/*.cdxj``, WARCs under
-``<root>/<coll>/archive/``, pywb's fuzzy-match rules) with four differences:
+``<root>/<coll>/archive/``, pywb's fuzzy-match rules) with these differences:
 
-- the index answers ``closest=`` as of that time (``replay.asof``);
+- the index answers ``closest=`` as of that time (``replay.asof``), a moment during a run meaning
+  the run's snapshot (``replay.snapshots``); fuzzy matches too, cache-busting parameters by a
+  stated rule first (``replay.fuzzy``);
 - only the WARC loader: no live-web or video loader, so nothing is ever fetched from the live web;
 - the original of every revisit is the one ``index.revisits`` gives, the rule verify, ``strata
   captures``, diff and the WACZ export follow too: pywb's second CDX query (the captures of
@@ -52,6 +54,7 @@ from index.integrity.digestscan import check_member, check_record_at, read_membe
 from index.revisits import Candidate, Revisit, rank
 from index.storage.state import indexed_original, open_readonly
 from replay.asof import RAW_PARAM, AsOfIndexSource
+from replay.fuzzy import SnapshotFuzzyMatcher
 from replay.recordload import PayloadRecordLoader, RecordLoader
 from replay.recordmemo import RecordMemo
 from strata.errors import CollectionError
@@ -302,6 +305,7 @@ def make_warcserver(root: Path, rules_for=None) -> tuple[BaseWarcServer, AsOfInd
     archive_paths = os.path.join(root_dir, "{coll}", "archive", "")
     loader = _StrataWARCPathLoader(archive_paths, index, Path(root_dir))
     handler = ResourceHandler(index, [loader])
+    handler.fuzzy = SnapshotFuzzyMatcher()  # the cache-buster rule, and the requested time kept
     server = BaseWarcServer(debug=False)
     server.add_route("/<path_param_value>", handler, path_param_name="param.coll")
     return server, index

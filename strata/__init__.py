@@ -14,6 +14,7 @@ __all__ = [
     "errors",
     "eventloop",
     "media",
+    "pageuris",
     "ports",
     "public_suffix",
     "query_encoding",

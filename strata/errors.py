@@ -8,6 +8,7 @@ error handler).
      │    └── CollectionBusy    another process is harvesting the same collection      (exit 1, HTTP 409)
      ├── ArchiveError           a WARC could not be read or repaired                   (exit 1, HTTP 500)
      ├── BackendUnavailable     the shared backend (Redis) cannot be reached           (exit 1, HTTP 503)
+     ├── BrowserUnavailable     Chromium or its driver is missing or did not start     (exit 1, HTTP 503)
      └── QueryError             a malformed or over-long search query                  (exit 2, HTTP 400)
 
 Messages say what went wrong and, where there is one, what to type instead.
@@ -51,6 +52,11 @@ class ArchiveError(StrataError):
 
 
 class BackendUnavailable(StrataError):
+    exit_code = 1
+    http_status = 503
+
+
+class BrowserUnavailable(StrataError):
     exit_code = 1
     http_status = 503
 

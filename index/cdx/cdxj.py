@@ -69,6 +69,12 @@ class RecordIndexer:
                 "mime": pywb_mime(record.rec_headers.get_header("Content-Type"), "unk"),
             }
             return self._line(record, fields, offset, length, filename)
+        if record.rec_type == "resource" and url.isascii() and http is None:
+            # a browser-captured page's screenshot, text or request list (strata.pageuris)
+            fields = {"url": url, "mime": pywb_mime(record.rec_headers.get_header("Content-Type"), "unk")}
+            if record.rec_headers.get_header("WARC-Payload-Digest") in (None, "", "-"):
+                raise NeedsFileIndex("no payload digest")
+            return self._line(record, fields, offset, length, filename)
         if record.rec_type not in ("response", "revisit") or not url.isascii():
             raise NeedsFileIndex(record.rec_type)
         if http is not None and not all(v.isascii() for _, v in http.headers):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from index.collection import Collection
+from index.fulltext import rendered
 from index.fulltext.documents import Payload
 from index.payload import read_record
 
@@ -33,9 +34,11 @@ def read_payload(collection: Collection, warc: str, offset: int) -> Payload | No
     if not path.exists() and (collection.archive_dir / (warc + ".open")).exists():
         path = collection.archive_dir / (warc + ".open")
     try:
-        _, http_headers, raw = read_record(path, offset)
+        rec_headers, http_headers, raw = read_record(path, offset)
     except (OSError, ValueError, EOFError):
         return None
+    if rendered.page_of(rec_headers.get_header("WARC-Target-URI")) is not None:
+        return rendered.payload(rec_headers, raw)  # a browser-captured page's text (urn:text:)
     return Payload.from_record(http_headers, raw)
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from warcio.archiveiterator import ArchiveIterator
 
 from index.collection import Collection
+from index.fulltext import rendered
 from index.fulltext.captures import CaptureStore, write_table
 from index.fulltext.documents import (
     FORMAT,
@@ -63,7 +64,7 @@ def _scan(collection: Collection, progress: ProgressFn | None) -> tuple[dict, di
                         run = _warcinfo_run(record.content_stream().read(65536))
                         if run and run not in runs:
                             runs.append(run)
-                    elif record.rec_type in ("response", "revisit"):
+                    elif record.rec_type in ("response", "revisit", "resource"):
                         _scan_capture(record, name, records, groups, originals)
         except (OSError, EOFError, ValueError) as exc:
             # a torn file (crash): what was read before the tear is indexed; `strata recover` seals it
@@ -76,9 +77,14 @@ def _scan(collection: Collection, progress: ProgressFn | None) -> tuple[dict, di
 
 def _scan_capture(record, name: str, records: ArchiveIterator, groups: dict, originals: dict) -> None:
     """A response or revisit: its timestamp joins its (url, digest) key; a response is where that
-    payload can be read."""
+    payload can be read. A page's rendered text (``urn:text:``, a resource or a revisit of one,
+    ``index.fulltext.rendered``) counts as a payload of the page's URL."""
     headers = record.rec_headers
     url = headers.get_header("WARC-Target-URI") or ""
+    page = rendered.page_of(url)
+    if record.rec_type == "resource" and page is None:
+        return
+    url = page or url
     if record.rec_type == "response" and not headers.get_header("WARC-Payload-Digest"):
         warcscan.read_payload(record)
     digest = headers.get_header("WARC-Payload-Digest")
@@ -91,7 +97,7 @@ def _scan_capture(record, name: str, records: ArchiveIterator, groups: dict, ori
         return
     group = groups.setdefault((url, digest), {"ts": set(), "response": None})
     group["ts"].add(ts14_of(headers.get_header("WARC-Date") or ""))
-    if record.rec_type == "response":
+    if record.rec_type in ("response", "resource"):
         location = (name, records.get_record_offset())
         if group["response"] is None:
             group["response"] = location

@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass
 
 from index.collection import Collection
+from index.fulltext import rendered
 from index.fulltext.captures import CaptureStore
 from index.fulltext.documents import POOL_BYTES, IndexUnusable, Payload, ProgressFn, indexable, make_document
 from index.fulltext.payloads import MISSING, Figures, PayloadCache, read_payload
@@ -106,6 +107,7 @@ def _index_runs(collection: Collection, ix, run_id: str | None, counts) -> Figur
         figures.runs = pending
         with HarvestState(collection.db_path) as state:
             groups = _run_groups(state, pending)
+            _add_rendered(groups, collection, state, pending)
             known = store.docnums(f"{url} {digest}" for url, digest in groups)
             new = [(key, group) for key, group in groups.items() if f"{key[0]} {key[1]}" not in known]
             rows, captures = _write_new(collection, ix, state, new, figures)
@@ -137,6 +139,16 @@ def _run_groups(state: HarvestState, runs: list[str]) -> dict[tuple[str, str], d
         for cap in state.captures(run_id=rid):
             group_capture(groups, cap)
     return groups
+
+
+def _add_rendered(groups: dict, collection: Collection, state: HarvestState, runs: list[str]) -> None:
+    """The runs' rendered texts of browser-captured pages (``index.fulltext.rendered``), found in
+    the CDXJ index by the runs' WARC files."""
+    files = {w["filename"] for w in state.warcs() if w["run_id"] in runs}
+    for key, found in rendered.run_groups(collection, files).items():
+        group = groups.setdefault(key, {"ts": set(), "response": None, "refers": None})
+        group["ts"] |= found["ts"]
+        group["response"] = group["response"] or found["response"]
 
 
 def group_capture(groups: dict[tuple[str, str], dict], cap: dict) -> dict | None:

@@ -155,13 +155,14 @@ def create_staff_app(root: Path, config: dict | None = None) -> Flask:
         "hasher": HashRunner(),
     }
 
-    from replay.staff import access, auth, describe, filters, jobs, runs, security
+    from replay.staff import access, auth, describe, filters, jobs, qa, runs, security
 
     security.register(app)
     filters.register(app)
     app.register_blueprint(auth.bp)
     app.register_blueprint(jobs.bp)
     app.register_blueprint(runs.bp)
+    app.register_blueprint(qa.bp)
     app.register_blueprint(access.bp)
     app.register_blueprint(describe.bp)
     app.jinja_env.globals["config_restricted"] = lambda: bool(settings["restricted_url"])

@@ -7,7 +7,6 @@ and a screenshot is saved under ``tests/artifacts/`` for a person to look at.
 
 from __future__ import annotations
 
-import socket
 from urllib.parse import urlsplit
 
 import lxml.html
@@ -16,6 +15,7 @@ import pytest
 from demo.sample_site import MARKERS, SampleSite
 from tests.conftest import REPO
 from tests.support.chromium import launched
+from tests.support.served_site import live_site_is_down
 
 pytestmark = pytest.mark.browser
 
@@ -31,15 +31,6 @@ def browser():
 def latest_titles(version: int) -> list[str]:
     doc = lxml.html.fromstring(SampleSite.resource(version, "/").body)
     return [" ".join(li.text_content().split()) for li in doc.xpath('//ul[@class="latest"]/li')]
-
-
-def live_site_is_down(base_url: str) -> bool:
-    parts = urlsplit(base_url)
-    try:
-        socket.create_connection((parts.hostname, parts.port), timeout=1).close()
-    except OSError:
-        return True
-    return False
 
 
 @pytest.mark.slow

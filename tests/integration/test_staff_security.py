@@ -15,7 +15,14 @@ from replay.staff.security import PUBLIC_ENDPOINTS
 from strata.errors import ConfigError
 from tests.support.staff_helpers import STAFF_HOST, csrf_from, log_in, make_client, write_job
 
-SAMPLE_ARGS = {"collection": "c", "name": "j", "entry_id": 1, "filename": "staff.css", "rule_id": "r1"}
+SAMPLE_ARGS = {
+    "collection": "c",
+    "name": "j",
+    "entry_id": 1,
+    "filename": "staff.css",
+    "rule_id": "r1",
+    "run_id": "20240101000000-abcd",
+}
 
 
 def _queue_size(root) -> int:

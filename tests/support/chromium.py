@@ -11,16 +11,9 @@ from typing import Any
 
 import pytest
 
-CHROMIUM = "/usr/bin/chromium"
-FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+from harvester.browser.chromium import CHROMIUM, CLOSED_MACHINE_FLAGS
+
+FLAGS = list(CLOSED_MACHINE_FLAGS)
 
 
 def launch(pw, extra_args: tuple[str, ...] = ()) -> Any:

@@ -140,3 +140,29 @@ def test_non_ascii_header_values_index_the_same():
 def test_no_indexer_means_lines_from_disk():
     _, ours, _ = write(pairs(), indexer=False)
     assert ours is None
+
+
+def test_a_browser_pages_records_index_the_same():
+    from harvester.browser.contract import PageRef
+    from harvester.browser.page import PageCapture
+    from harvester.browser.records import page_records
+    from strata.times import utc_now
+
+    page = PageCapture(
+        url="http://example.org/a.html", page=PageRef("http://example.org/a.html", "1"), started=utc_now()
+    )
+    page.text, page.title, page.screenshot = "Rendered \u00e9", "T\u00eftle", b"\x89PNG\r\n\x1a\n"
+    groups = pairs()
+    groups.append(page_records(page, DATE, record_id(groups[0][0])))
+    text_again = BUILDER.create_revisit_record(
+        "urn:text:http://example.org/a.html",
+        groups[-1][1].rec_headers.get_header("WARC-Payload-Digest"),
+        "urn:text:http://example.org/a.html",
+        DATE,
+        http_headers=None,
+        warc_headers_dict={"WARC-Date": DATE},
+    )
+    groups.append([text_again])
+    _, ours, theirs = write(groups)
+    assert ours is not None and sorted(ours) == theirs
+    assert sum(1 for line in theirs if line.startswith(b"urn:")) == 4
