@@ -25,7 +25,7 @@ from index.access.rules import rules_for
 from index.cdx.capture_index import capture_lines
 from index.cdx.cdxj import parse_line
 from index.collection import Collection
-from index.revisits import Candidate, Revisit, original_of
+from index.revisits import Candidate, Revisit, digest_key, original_of
 from index.storage.state import record_locations
 from strata.errors import ConfigError, StrataError
 from strata.times import pad_as_of, pad_start
@@ -143,7 +143,7 @@ def revisit_candidates(collection: Collection, url: str) -> list[Candidate]:
         key = url_key(url).encode("utf-8")
     except ConfigError:
         return []
-    found = [Candidate.from_cdx(parse_line(line)) for line in capture_lines(collection, key + b" ", key + b"!")]
+    found = [Candidate.from_cdx(cdx) for cdx in _parse_lines(list(capture_lines(collection, key + b" ", key + b"!")))]
     found.sort(key=lambda c: (c.timestamp, c.filename, c.offset))
     return found
 
@@ -152,10 +152,29 @@ def original_finder(
     collection: Collection, conn: sqlite3.Connection | None = None
 ) -> Callable[[Revisit], Candidate | None]:
     """A revisit's original as replay finds it (``index.revisits``), from the collection's CDXJ; with
-    the harvest state (``conn``), the record its ``WARC-Refers-To`` names is known among equals."""
+    the harvest state (``conn``), the record its ``WARC-Refers-To`` names is known among equals.
+
+    A target's lines are read once per finder and kept grouped by payload digest: the calendar of a
+    URL of 10,000 captures asks for the originals of a period's revisits, all of one target (read
+    and ranked anew for each, that was 20 s). ``rank`` keeps only the non-revisits of the revisit's
+    digest, so giving it that group alone, in index order, ranks the same."""
+    by_target: dict[str, tuple[list[Candidate], dict[str, list[Candidate]]]] = {}
+
+    def candidates_for(revisit: Revisit) -> list[Candidate]:
+        entry = by_target.get(revisit.target)
+        if entry is None:
+            every = revisit_candidates(collection, revisit.target)
+            groups: dict[str, list[Candidate]] = {}
+            for c in every:
+                if not c.revisit:
+                    groups.setdefault(digest_key(c.digest), []).append(c)
+            entry = by_target[revisit.target] = (every, groups)
+        every, groups = entry
+        wanted = digest_key(revisit.digest)
+        return groups.get(wanted, []) if wanted else every
 
     def find(revisit: Revisit) -> Candidate | None:
-        candidates = revisit_candidates(collection, revisit.target)
+        candidates = candidates_for(revisit)
         if conn is not None and revisit.refers_to:
             where = {tuple(loc) for loc in record_locations(conn, revisit.refers_to)}
             candidates = [
