@@ -26,9 +26,18 @@ from strata.errors import ArchiveError, ConfigError
 )
 @click.option("--all", "every", is_flag=True, help="Print every hit (no cap), as --format says.")
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "csv"]), default="jsonl", show_default=True)
+@click.option(
+    "--archive-url",
+    envvar="STRATA_ARCHIVE_URL",
+    metavar="URL",
+    help="The archive's public address (https://host[/path]): replay addresses in --all and --json "
+    "output are absolute under it, as the web export's are (default: $STRATA_ARCHIVE_URL, else paths).",
+)
 @level_option
 @root_option
-def search(collection, query, limit, as_json, page, per_page, every, fmt, level, root, search_fields) -> None:
+def search(
+    collection, query, limit, as_json, page, per_page, every, fmt, archive_url, level, root, search_fields
+) -> None:
     """Full-text search of COLLECTION: words, "phrases", AND, OR, NOT, -word, parentheses."""
     from index.collection import Collection
     from index.fulltext.params import SearchParams
@@ -36,8 +45,9 @@ def search(collection, query, limit, as_json, page, per_page, every, fmt, level,
 
     Collection.open(root, collection)
     params = SearchParams(q=query, collections=[collection], **search_fields)
+    base = archive_base(archive_url) if archive_url else ""
     if every or as_json:
-        _export(root, params, every, fmt, as_json, page, per_page, level)
+        _export(root, params, every, fmt, as_json, page, per_page, level, base)
         return
     result = run_search(root, dataclasses.replace(params, per_page=limit), access_level=level)
     if result["unindexed"]:
@@ -63,13 +73,36 @@ def search(collection, query, limit, as_json, page, per_page, every, fmt, level,
             click.echo(f"  {hit['snippet']}")
 
 
-def _export(root, params, every: bool, fmt: str, as_json: bool, page: int, per_page: int, level: str) -> None:
-    """Every hit (``--all``), or one exact page of them (``--json``): ``index.fulltext.export``."""
+def archive_base(url: str) -> str:
+    """``--archive-url`` as the prefix of a replay address: ``scheme://host[:port][/path]``, with no
+    query, fragment or trailing slash; anything else is a ConfigError naming what to give."""
+    from urllib.parse import urlsplit
+
+    hint = "give the archive's public address, e.g. https://archive.example.org or https://example.org/wayback"
+    try:
+        parts = urlsplit(url.strip())
+        parts.port  # noqa: B018 - a port that is not a number raises here
+    except ValueError:
+        raise ConfigError(f"--archive-url {url!r} is not an address; {hint}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment or parts.username:
+        raise ConfigError(f"--archive-url {url!r} is not an http(s) address of a host alone or with a path; {hint}")
+    return f"{parts.scheme}://{parts.netloc}{parts.path.rstrip('/')}"
+
+
+def _export(
+    root, params, every: bool, fmt: str, as_json: bool, page: int, per_page: int, level: str, base: str = ""
+) -> None:
+    """Every hit (``--all``), or one exact page of them (``--json``): ``index.fulltext.export``;
+    replay addresses under ``base`` when it is given."""
     from index.fulltext.export import all_hits, csv_lines, hit_page, jsonl_lines
 
     if as_json and not every:
         click.echo(
-            json.dumps(hit_page(root, params, page, per_page, private=True, level=level), ensure_ascii=False, indent=1)
+            json.dumps(
+                hit_page(root, params, page, per_page, private=True, level=level, base=base),
+                ensure_ascii=False,
+                indent=1,
+            )
         )
         return
     hits = all_hits(root, params, private=True, level=level)
@@ -79,7 +112,7 @@ def _export(root, params, every: bool, fmt: str, as_json: bool, page: int, per_p
             f"strata index rebuild {hits.unindexed[0]} --root {root}"
         )
     out = sys.stdout
-    for line in csv_lines(hits) if fmt == "csv" else jsonl_lines(hits):
+    for line in csv_lines(hits, base=base) if fmt == "csv" else jsonl_lines(hits, base=base):
         out.write(line)
     out.flush()
 

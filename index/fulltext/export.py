@@ -181,9 +181,16 @@ def _hit(hits: HitSet, group: _Group, with_snippet: bool = False, base: str = ""
 
 
 def hit_page(
-    root: Path, params: SearchParams, page: int, per_page: int, private: bool = False, level: str = "public"
+    root: Path,
+    params: SearchParams,
+    page: int,
+    per_page: int,
+    private: bool = False,
+    level: str = "public",
+    base: str = "",
 ) -> dict:
-    """One page of every hit: ``{total, hits, page, per_page, pages}`` (and the query's filters)."""
+    """One page of every hit: ``{total, hits, page, per_page, pages}`` (and the query's filters);
+    ``base``: see ``_hit``."""
     if not 1 <= per_page <= MAX_EXPORT_PER_PAGE:
         raise QueryError(f"per_page must be from 1 to {MAX_EXPORT_PER_PAGE}")
     if page < 1:
@@ -194,7 +201,7 @@ def hit_page(
     p = hits.params
     return {
         "total": hits.total,
-        "hits": [_hit(hits, g, with_snippet=True) for g in chosen],
+        "hits": [_hit(hits, g, with_snippet=True, base=base) for g in chosen],
         "page": page,
         "per_page": per_page,
         "pages": max(1, -(-hits.total // per_page)),

@@ -8,6 +8,7 @@ import csv
 import io
 import json
 import random
+import subprocess
 
 import pytest
 from click.testing import CliRunner
@@ -17,6 +18,8 @@ from index.collection import Collection
 from index.fulltext import rebuild as fulltext
 from index.fulltext.documents import Payload
 from replay import create_app
+from strata.errors import ConfigError
+from tests.conftest import VENV_BIN
 
 WORD = "quokka"
 FILLER = "harbour lantern meadow copper violet orchard signal granite willow ember".split()
@@ -84,6 +87,34 @@ def test_export_keeps_only_captures_in_the_date_range(many):
     expected = {u: sorted(s for s in stamps if "20250101" <= s[:8] <= "20250630") for u, stamps in truth.items()}
     expected = {u: s for u, s in expected.items() if s}
     assert {h["url"]: h["captures"] for h in hits} == expected
+
+
+def test_cli_export_gives_absolute_addresses_under_the_archive_url(many, monkeypatch):
+    """``--archive-url`` (or ``STRATA_ARCHIVE_URL``): the file leaves the archive, so its replay
+    addresses are absolute, as the web export's are; a bad address is refused with a message."""
+    root, _ = many
+    hits = [
+        json.loads(line)
+        for line in _cli(root, "--all", "--archive-url", "https://archive.example.org/wb/").splitlines()
+    ]
+    assert hits and all(h["replay"] == f"https://archive.example.org/wb/many/{h['last']}/{h['url']}" for h in hits)
+    rows = list(
+        csv.DictReader(io.StringIO(_cli(root, "--all", "--format", "csv", "--archive-url", "http://a.test:8080")))
+    )
+    assert rows[0]["replay"].startswith("http://a.test:8080/many/")
+    monkeypatch.setenv("STRATA_ARCHIVE_URL", "https://env.example.org")
+    page = json.loads(_cli(root, "--json", "--per-page", "5"))
+    assert all(h["replay"].startswith("https://env.example.org/many/") for h in page["hits"])
+    for bad in ("ftp://x.test", "archive.example.org", "https://x.test/?q=1", "https://x.test:port"):
+        result = CliRunner().invoke(cli, ["search", "many", WORD, "--root", str(root), "--all", "--archive-url", bad])
+        assert isinstance(result.exception, ConfigError) and "--archive-url" in result.exception.message, bad
+    ran = subprocess.run(  # the installed command: the message, a non-zero exit, no traceback
+        [str(VENV_BIN / "strata"), "search", "many", WORD, "--root", str(root), "--archive-url", "x.test", "--all"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert ran.returncode != 0 and "--archive-url 'x.test'" in ran.stderr and "Traceback" not in ran.stderr
 
 
 def test_download_link_streams_and_says_when_cut(many):
