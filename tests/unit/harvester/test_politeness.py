@@ -192,17 +192,18 @@ def test_the_gate_counts_from_when_the_request_was_written():
 
         async def failed():  # a turn whose connection failed (nothing written) counts from its end
             async with gate.turn("h", 1.0):
-                now[0] = 101.8
+                now[0] = 102.75  # its connection was refused 0.45 s after its turn began
                 raise OSError("connection refused")
 
+        now[0] = 102.3  # a second after the second request was written
         with pytest.raises(OSError):
-            await failed()
-        now[0] = 102.5
+            await asyncio.wait_for(failed(), 2)
+        now[0] = 103.5
         third = asyncio.create_task(_turn(gate, "h", 1.0))
         await asyncio.sleep(0.01)
         assert not third.done()
-        now[0] = 102.8
-        assert await asyncio.wait_for(third, 2) == 102.8
+        now[0] = 103.75
+        assert await asyncio.wait_for(third, 2) == 103.75
 
     asyncio.run(run())
 
