@@ -1,7 +1,7 @@
 """What a rebuild needs of one WARC or ARC file, from one read of it: its CDXJ lines, its run, and
 one ``Fact`` per capture record.
 
-A WARC file is read by ``index.integrity.digestscan`` (the reader ``strata verify`` and replay check records
+A WARC file is read by ``index.integrity.recordscan`` (the reader ``strata verify`` and replay check records
 with), which keeps, for each record, its WARC headers, its HTTP header block and the length of its
 payload. From those come, without reading the file again:
 
@@ -33,8 +33,8 @@ from warcio.statusandheaders import StatusAndHeaders, StatusAndHeadersParser
 
 from index.capture import runhistory
 from index.cdx import cdxj
-from index.integrity import digestscan, warcscan
-from index.integrity.digestscan import Damage, Record
+from index.integrity import recordscan, warcscan
+from index.integrity.recordscan import Damage, Record
 
 _HTTP_PARSER = StatusAndHeadersParser(["HTTP/1.0", "HTTP/1.1"], verify=False)  # as warcio's reader
 CAPTURE_TYPES = ("response", "revisit", "resource")
@@ -125,7 +125,7 @@ def read_file(path: Path, name: str, hasher=None) -> FileFacts:
         return out
     indexer: _FactLines | None = _FactLines(name)
     starts: list[int] = []  # where each whole record begins (to find one pywb's indexer cannot read)
-    for item in digestscan.scan(path, hasher, facts=True):
+    for item in recordscan.scan(path, hasher, facts=True):
         if type(item) is Damage:
             out.damage, out.good_end = warcscan.Damage(name, item.offset, item.reason), item.offset
             break
@@ -313,7 +313,7 @@ class _FactLines:
 
 
 def _read_with_warcio(path: Path, out: FileFacts) -> None:
-    """An ARC file (or a WARC digestscan cannot read): checked by ``index.integrity.warcscan``, read with warcio
+    """An ARC file (or a WARC recordscan cannot read): checked by ``index.integrity.warcscan``, read with warcio
     up to its damage, indexed by pywb's indexer."""
     checked = warcscan.scan_file(path, out.name)
     out.damage = checked.damage

@@ -1,7 +1,7 @@
 """Taking WARC and ARC files written by other tools into a collection (``strata import``).
 
 Each file is checked whole before anything of it enters the collection, by the reader ``strata
-verify`` and replay use (``index.capture.filefacts``, over ``index.integrity.digestscan``): every record read
+verify`` and replay use (``index.capture.filefacts``, over ``index.integrity.recordscan``): every record read
 back whole, its block and payload digests checked, one record per gzip member; what every reader
 tolerates (a record not followed by CRLF CRLF) is accepted, as ``verify`` notes it; and, where its
 CDXJ lines cannot be built from the records, pywb's own indexer must read it. An ARC file is checked

@@ -4,9 +4,9 @@ check of the manifest against each file's ingest (``fixitycheck``, which reads n
 
 # What other packages may import (tests/unit/strata/test_surfaces.py holds them to it).
 __all__ = [
-    "digestscan",
     "fixity",
     "fixitycheck",
+    "recordscan",
     "verify",
     "warcscan",
 ]

@@ -563,7 +563,7 @@ class _Source:
         self.fh = open(path, "rb")
         self.hasher = hasher
         self.pos = 0  # file offset of the next byte read
-        self._pool = ThreadPoolExecutor(1, thread_name_prefix="warcscan-hash") if hasher is not None else None
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="recordscan-hash") if hasher is not None else None
         self._pending: deque = deque()
 
     def read(self, n: int | None = None) -> bytes:
