@@ -11,8 +11,9 @@ damage), in one streaming pass, and the three views its callers take of it.
   ``Damage`` or the first record whose digest fails; ``good_end`` is where the last whole record
   ends, and ``open_prefix`` opens the file cut there, so that readers that trust what they read
   (warcio, pywb's indexer) see only whole records. What import, the rebuild and the full-text
-  rebuild read. This parser reads WARC only: an ARC file's prefix is read by warcio's reader behind
-  the same ``Scan`` (``index.integrity.arcscan``).
+  rebuild read, and where recovery cuts a killed run's ``.open`` file. This parser reads WARC
+  only: an ARC file's prefix is read by warcio's reader behind the same ``Scan``
+  (``index.integrity.arcscan``).
 - **One record**: ``check_record_at`` and ``read_checked_record`` (``read_member`` +
   ``check_member``) read only the record at an index line's offset and length, with the same
   parser and the same verdicts. What replay checks a record with before serving it, and the WACZ
@@ -854,7 +855,7 @@ class WholePrefix:
 
     def __init__(self, path: Path, filename: str | None = None, hasher=None, facts: bool = False):
         self.path = Path(path)
-        self.scan = Scan(filename or self.path.name, 0, gzipped=False)
+        self.scan = Scan(filename or self.path.name, 0)  # ``scan_prefix`` fills in the file's size and kind
         self._hasher, self._facts = hasher, facts
 
     def __iter__(self) -> Iterator[Record]:
@@ -900,10 +901,14 @@ def scan_prefix(path: Path, filename: str | None = None) -> Scan:
             found.records, found.good_end, found.versions = arc.records, arc.good_end, arc.versions
             if arc.damage_at is not None:
                 found.damage = Damage(arc.damage_at, size, arc.reason, filename=filename)
-    if found.format != "arc":
+    if found.format == "warc":
         prefix = WholePrefix(path, filename)
-        for _ in prefix:
-            pass
+        try:
+            for _ in prefix:
+                pass
+        except OSError as exc:  # the file went away or cannot be read any further
+            reason = f"cannot be read: {exc.strerror or exc}"
+            prefix.scan.damage = Damage(prefix.scan.good_end, size, reason, filename=filename)
         found.records, found.good_end, found.versions = prefix.scan.records, prefix.scan.good_end, prefix.scan.versions
         found.damage = prefix.scan.damage
     if found.damage is None and found.records == 0:

@@ -11,7 +11,7 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from index.integrity.recordscan import open_prefix, scan_prefix
-from tests.support.warc_makers import DATA, Cap, flip_bytes, write_warc
+from tests.support.warc_makers import DATA, Cap, flip_bytes, gzip_records, raw_record, sha1_digest, write_warc
 
 FORMATS = [("1.0", True), ("1.0", False), ("1.1", True), ("1.1", False)]
 
@@ -137,3 +137,53 @@ def test_wrong_content_length_without_digest(tmp_path, capfd):
     assert scan.records == 1 and scan.damage.offset == len(first)
     assert "does not end where its Content-Length says" in scan.damage.reason
     assert capfd.readouterr().err == ""  # warcio's own warning is not printed
+
+
+# Where warcio's reading (the old warcscan) and the record scanner's disagreed, the prefix is the
+# scanner's, as import and the rebuild read it: the stricter reading, but for zero padding.
+
+
+@pytest.mark.parametrize("gz", [True, False])
+def test_a_payload_digest_that_fails_ends_the_prefix(tmp_path, gz):
+    """warcio's reader checked block digests only: this file was whole to it."""
+    first = raw_record("resource", "http://x.test/a", "2020-01-01T00:00:00Z", b"aaa", "text/plain")
+    block = b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nbbb"
+    bad = raw_record(
+        "response",
+        "http://x.test/b",
+        "2020-01-01T00:00:01Z",
+        block,
+        "application/http;msgtype=response",
+        **{"WARC-Payload-Digest": sha1_digest(b"ccc")},
+    )
+    if gz:
+        path = gzip_records(tmp_path / "bad.warc.gz", first, bad)
+    else:
+        path = tmp_path / "bad.warc"
+        path.write_bytes(first + b"\r\n\r\n" + bad + b"\r\n\r\n")
+    scan = scan_prefix(path)
+    assert scan.records == 1 and scan.damage is not None
+    assert scan.damage.offset == scan.good_end + (0 if gz else 4)
+    assert scan.damage.reason == "response record: payload digest does not match WARC-Payload-Digest"
+    with open_prefix(path, scan.damage.offset) as fh:
+        assert [r.rec_headers.get_header("WARC-Target-URI") for r in ArchiveIterator(fh)] == ["http://x.test/a"]
+
+
+def test_zero_padding_after_the_last_member_is_not_damage(tmp_path):
+    """As ``scan`` reads it (verify): the records and good_end are those of the file without it."""
+    path = _file(tmp_path, "1.1", True)
+    size = path.stat().st_size
+    path.write_bytes(path.read_bytes() + b"\0" * 5000)
+    scan = scan_prefix(path)
+    assert scan.whole and scan.records == 11 and scan.good_end == size
+
+
+def test_a_lower_case_warc_version_line_ends_the_prefix(tmp_path):
+    """warcio reads 'warc/1.0'; the scanner, import and verify do not (fastwarc neither)."""
+    first = raw_record("resource", "http://x.test/a", "2020-01-01T00:00:00Z", b"aaa", "text/plain")
+    second = raw_record("resource", "http://x.test/b", "2020-01-01T00:00:00Z", b"bbb", "text/plain", version="warc/1.0")
+    path = tmp_path / "lower.warc"
+    path.write_bytes(first + b"\r\n\r\n" + second + b"\r\n\r\n")
+    scan = scan_prefix(path)
+    assert scan.records == 1 and scan.damage.offset == len(first) + 4
+    assert scan.damage.reason == "no WARC record starts here"
