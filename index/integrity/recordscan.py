@@ -730,14 +730,7 @@ def _member(src: _Source, parser: RecordParser, data: bytes, member_start: int):
     while True:
         fed += len(data)
         try:
-            chunk = data
-            while True:
-                out = decoder.decompress(chunk, OUT_SLICE)
-                if out:
-                    parser.feed(out, member_start)
-                chunk = decoder.unconsumed_tail
-                if not chunk:
-                    break
+            _inflate_into(parser, decoder, data, member_start)
         except _INFLATE_ERRORS as exc:
             return "damaged", kept_at, b"".join(kept), f"gzip member does not inflate ({_zlib_reason(exc)})"
         except ParseError as exc:
@@ -757,6 +750,17 @@ def _member(src: _Source, parser: RecordParser, data: bytes, member_start: int):
             kept, kept_at, kept_size = [], src.pos - len(data), 0
         kept.append(data)
         kept_size += len(data)
+
+
+def _inflate_into(parser: RecordParser, decoder, data: bytes, member: int) -> None:
+    """Inflate ``data``, bytes of the gzip member at file offset ``member``, into ``parser`` in slices
+    of ``OUT_SLICE`` (memory stays bounded). Inflate errors and ``ParseError`` go to the caller."""
+    chunk = data
+    while chunk:
+        out = decoder.decompress(chunk, OUT_SLICE)
+        if out:
+            parser.feed(out, member)
+        chunk = decoder.unconsumed_tail
 
 
 def _salvage_headers(member: bytes) -> tuple[str, str, str]:
@@ -1006,12 +1010,7 @@ def _feed_member(fd: int, parser: RecordParser, first: bytes, offset: int, pos: 
     data = first
     try:
         while True:
-            chunk = data
-            while chunk:
-                out = decoder.decompress(chunk, OUT_SLICE)
-                if out:
-                    parser.feed(out, offset)
-                chunk = decoder.unconsumed_tail
+            _inflate_into(parser, decoder, data, offset)
             if decoder.eof:
                 return ""
             size = READ_SIZE if left is None else min(READ_SIZE, left)
