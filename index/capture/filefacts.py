@@ -1,9 +1,10 @@
 """What a rebuild needs of one WARC or ARC file, from one read of it: its CDXJ lines, its run, and
 one ``Fact`` per capture record.
 
-A WARC file is read by ``index.integrity.recordscan`` (the reader ``strata verify`` and replay check records
-with), which keeps, for each record, its WARC headers, its HTTP header block and the length of its
-payload. From those come, without reading the file again:
+A WARC file is read by the record scanner ``strata verify`` and replay check records with, up to
+its first damage (``index.integrity.recordscan.WholePrefix``), which keeps, for each record, its WARC
+headers, its HTTP header block and the length of its payload. From those come, without reading the
+file again:
 
 - the file's damage: the first record that does not read back whole or fails a digest; the file is
   used up to it (``good_end``), as before;
@@ -17,7 +18,6 @@ payload. From those come, without reading the file again:
   file indexed by pywb's own indexer instead; if that indexer cannot read the file, the first record
   it cannot read is the file's damage.
 
-Both come from the record scanner's whole-prefix view (``index.integrity.recordscan.WholePrefix``).
 An ARC file is read the old way: its whole prefix as warcio reads it (``recordscan.scan_prefix``),
 warcio, and pywb's indexer.
 """
