@@ -2,8 +2,9 @@
 
 Run under the collection's harvest lock, before every harvest (and by ``strata recover``):
 
-1. every ``*.warc.gz.open`` file is truncated to the end of its last complete record (each gzip
-   member decompressed and its block digest checked), sealed and renamed;
+1. every ``*.warc.gz.open`` file is truncated to the end of its whole prefix (the record scanner's,
+   ``index.integrity.recordscan.scan_prefix``: each record one gzip member, read back whole, its
+   block and payload digests checked), sealed and renamed;
 2. capture and digest rows pointing past the cut are deleted, and URLs whose payload was held there
    lose their validators (the next run fetches them in full: the safe, bigger write); records
    before the cut that have no rows (written, then killed before their rows' commit, at most
@@ -24,11 +25,8 @@ Run under the collection's harvest lock, before every harvest (and by ``strata r
 
 from __future__ import annotations
 
-import base64
 import dataclasses
-import hashlib
 import os
-import zlib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -40,6 +38,7 @@ from index.capture.seal import index_sealed_file
 from index.cdx import cdxj
 from index.collection import Collection
 from index.integrity.fixity import Fixity
+from index.integrity.recordscan import scan_prefix
 from index.storage.state import HarvestState
 
 
@@ -53,59 +52,6 @@ class RecoveryReport:
 
     def __bool__(self) -> bool:
         return bool(self.repaired or self.indexed or self.interrupted_runs or self.removed)
-
-
-def complete_prefix(path: Path) -> int:
-    """Byte length of the longest prefix of ``path`` made of whole, verified WARC records (one gzip
-    member each). A member that does not inflate, or whose block digest does not match, ends it.
-    Streams the file; only one record is held in memory at a time."""
-    good_end = 0
-    with open(path, "rb") as fh:
-        pending = fh.read(1 << 20)
-        while pending:
-            decoder = zlib.decompressobj(16 + zlib.MAX_WBITS)
-            record = bytearray()
-            consumed = 0
-            data = pending
-            while True:
-                try:
-                    record += decoder.decompress(data)
-                except zlib.error:
-                    return good_end
-                if decoder.eof:
-                    consumed += len(data) - len(decoder.unused_data)
-                    pending = decoder.unused_data or fh.read(1 << 20)
-                    break
-                consumed += len(data)
-                data = fh.read(1 << 20)
-                if not data:
-                    return good_end
-            if not _record_verifies(bytes(record)):
-                return good_end
-            good_end += consumed
-    return good_end
-
-
-def _record_verifies(record: bytes) -> bool:
-    head, sep, rest = record.partition(b"\r\n\r\n")
-    if not sep or not head.startswith(b"WARC/"):
-        return False
-    headers = {}
-    for line in head.split(b"\r\n")[1:]:
-        name, _, value = line.partition(b":")
-        headers[name.strip().lower()] = value.strip()
-    try:
-        length = int(headers.get(b"content-length", b"-1"))
-    except ValueError:
-        return False
-    if length < 0 or len(rest) < length + 4 or rest[length : length + 4] != b"\r\n\r\n":
-        return False
-    block_digest = headers.get(b"warc-block-digest")
-    if block_digest and block_digest.lower().startswith(b"sha1:"):
-        actual = base64.b32encode(hashlib.sha1(rest[:length]).digest())
-        if actual != block_digest[5:].upper():
-            return False
-    return True
 
 
 def leftover_temp_files(collection: Collection) -> list[Path]:
@@ -135,7 +81,7 @@ def recover(collection: Collection, state: HarvestState, own: Callable[[str], bo
         sealed_name = name[: -len(OPEN_SUFFIX)]
         path = archive / name
         old_size = path.stat().st_size
-        good = complete_prefix(path)
+        good = scan_prefix(path).good_end
         if good < old_size:
             with open(path, "r+b") as fh:
                 fh.truncate(good)

@@ -91,7 +91,7 @@ class CaptureDeleted(ReplayError):
 
 
 class CaptureDamaged(ReplayError):
-    """The record chosen for the address does not read back whole (``index.integrity.digestscan``): the page says
+    """The record chosen for the address does not read back whole (``index.integrity.recordscan``): the page says
     so and names nothing of its content; pywb's fallback to another capture is not taken."""
 
     http_status = 502

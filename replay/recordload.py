@@ -41,7 +41,7 @@ def _status_prefixes(statuslist: tuple[str, ...]) -> tuple[bytes, ...]:
 
 
 class InflatedReader(BufferedReader):
-    """A record's gzip member inflated in memory (``index.integrity.digestscan.read_checked_record``), read
+    """A record's gzip member inflated in memory (``index.integrity.recordscan.read_checked_record``), read
     as warcio's ``DecompressingBufferedReader`` reads a member it takes in one read: all of it in
     its buffer."""
 

@@ -1,7 +1,7 @@
 """Records the warcserver has checked and parsed, remembered by their exact bytes.
 
 Every load still reads the record's gzip member from the file (one positioned read,
-``index.integrity.digestscan.read_member``). A memo entry holds the bytes such a read returned before, the
+``index.integrity.recordscan.read_member``). A memo entry holds the bytes such a read returned before, the
 member inflated, and the record as parsed from them; it is used only when the bytes just read are
 equal to the entry's, byte for byte. The digest check and the parse are functions of those bytes
 (and of the offset and length the entry is filed under) alone, so their result is the one already

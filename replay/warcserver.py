@@ -18,12 +18,12 @@ It is pywb's auto-collection handler (index ``<root>/<coll>/indexes/*.cdxj``, WA
   archived bytes.
 
 Before a record is handed to pywb it is read whole and its digests checked
-(``index.integrity.digestscan.check_record_at``): a record that fails raises ``DamagedCapture``, which pywb does
+(``index.integrity.recordscan.check_record_at``): a record that fails raises ``DamagedCapture``, which pywb does
 not catch, so the reader gets an error page instead of a torn body or, through pywb's fallback,
 another capture served under this one's address (``replay.engine`` turns it into ``CaptureDamaged``).
 
 A record of up to 1 MiB in a gzipped WARC is read once: one positioned read of its member
-(``index.integrity.digestscan.read_member``), inflated once, checked (``check_member``) and parsed from those
+(``index.integrity.recordscan.read_member``), inflated once, checked (``check_member``) and parsed from those
 bytes (``RecordLoader.load_member``); a larger one is checked, then read again streaming. What was
 made of a small record is kept in ``replay.recordmemo`` and reused on a later request only when the
 member's bytes, read again from the file every time, are equal to the ones it was made from.
@@ -50,7 +50,7 @@ from warcio.recordloader import ArchiveLoadFailed
 
 from index.cdx.capture_index import root_cdx
 from index.collection import Collection
-from index.integrity.digestscan import check_member, check_record_at, read_member
+from index.integrity.recordscan import check_member, check_record_at, read_member
 from index.revisits import Candidate, Revisit, rank
 from index.storage.state import indexed_original, open_readonly
 from replay.asof import RAW_PARAM, AsOfIndexSource

@@ -1,9 +1,10 @@
 """What a rebuild needs of one WARC or ARC file, from one read of it: its CDXJ lines, its run, and
 one ``Fact`` per capture record.
 
-A WARC file is read by ``index.integrity.digestscan`` (the reader ``strata verify`` and replay check records
-with), which keeps, for each record, its WARC headers, its HTTP header block and the length of its
-payload. From those come, without reading the file again:
+A WARC file is read by the record scanner ``strata verify`` and replay check records with, up to
+its first damage (``index.integrity.recordscan.WholePrefix``), which keeps, for each record, its WARC
+headers, its HTTP header block and the length of its payload. From those come, without reading the
+file again:
 
 - the file's damage: the first record that does not read back whole or fails a digest; the file is
   used up to it (``good_end``), as before;
@@ -17,7 +18,8 @@ payload. From those come, without reading the file again:
   file indexed by pywb's own indexer instead; if that indexer cannot read the file, the first record
   it cannot read is the file's damage.
 
-An ARC file is read the old way: ``index.integrity.warcscan``'s check, warcio, and pywb's indexer.
+An ARC file is read the old way: its whole prefix as warcio reads it (``recordscan.scan_prefix``),
+warcio, and pywb's indexer.
 """
 
 from __future__ import annotations
@@ -33,8 +35,8 @@ from warcio.statusandheaders import StatusAndHeaders, StatusAndHeadersParser
 
 from index.capture import runhistory
 from index.cdx import cdxj
-from index.integrity import digestscan, warcscan
-from index.integrity.digestscan import Damage, Record
+from index.integrity import recordscan
+from index.integrity.recordscan import Damage, Record
 
 _HTTP_PARSER = StatusAndHeadersParser(["HTTP/1.0", "HTTP/1.1"], verify=False)  # as warcio's reader
 CAPTURE_TYPES = ("response", "revisit", "resource")
@@ -80,7 +82,7 @@ class FileFacts:
     facts: list[Fact] = dataclasses.field(default_factory=list)
     referers: dict[str, tuple[str, str]] = dataclasses.field(default_factory=dict)  # url -> (date key, referer)
     lines: list[bytes] = dataclasses.field(default_factory=list)
-    damage: warcscan.Damage | None = None
+    damage: Damage | None = None
     good_end: int | None = None  # None: the whole file
     records: int = 0  # whole records before any damage
     versions: set[str] = dataclasses.field(default_factory=set)  # "WARC/1.1", "ARC/1.0", ...
@@ -115,7 +117,7 @@ def read_file(path: Path, name: str, hasher=None) -> FileFacts:
     """Everything the rebuild needs of one file (see the module's docstring); with ``hasher``, the
     bytes read are hashed as they are read (an ARC file's in a read of their own)."""
     out = FileFacts(name, path.stat().st_size)
-    if warcscan.file_format(path) == "arc":
+    if recordscan.file_format(path) == "arc":
         out.arc = True
         _read_with_warcio(path, out)
         if hasher is not None:
@@ -125,15 +127,8 @@ def read_file(path: Path, name: str, hasher=None) -> FileFacts:
         return out
     indexer: _FactLines | None = _FactLines(name)
     starts: list[int] = []  # where each whole record begins (to find one pywb's indexer cannot read)
-    for item in digestscan.scan(path, hasher, facts=True):
-        if type(item) is Damage:
-            out.damage, out.good_end = warcscan.Damage(name, item.offset, item.reason), item.offset
-            break
-        assert type(item) is Record
-        if item.problem:
-            out.damage = warcscan.Damage(name, item.offset, f"{item.rec_type} record: {item.problem}")
-            out.good_end = item.offset
-            break
+    prefix = recordscan.WholePrefix(path, name, hasher, facts=True)
+    for item in prefix:
         out.records += 1
         starts.append(item.offset)
         out.versions.add(item.version)
@@ -146,6 +141,8 @@ def read_file(path: Path, name: str, hasher=None) -> FileFacts:
                 indexer.add(item, http)
             except cdxj.NeedsFileIndex:
                 indexer = None  # pywb's indexer reads the file below
+    out.damage = prefix.scan.damage
+    out.good_end = None if out.damage is None else out.damage.offset
     if out.records == 0:
         return out
     if indexer is not None:
@@ -176,7 +173,8 @@ def _pywb_lines(path: Path, out: FileFacts, starts: list[int]) -> None:
             lo = mid + 1
     offset = starts[lo]
     reason = f"pywb's indexer (which replay uses) cannot read this record: {failure}"
-    out.damage = warcscan.Damage(out.name, offset, reason.encode("ascii", "backslashreplace").decode("ascii")[:200])
+    reason = reason.encode("ascii", "backslashreplace").decode("ascii")[:200]
+    out.damage = Damage(offset, out.size, reason, filename=out.name)
     out.good_end = offset
     out.records = lo
     out.facts = [f for f in out.facts if f.offset < offset]
@@ -313,15 +311,15 @@ class _FactLines:
 
 
 def _read_with_warcio(path: Path, out: FileFacts) -> None:
-    """An ARC file (or a WARC digestscan cannot read): checked by ``index.integrity.warcscan``, read with warcio
-    up to its damage, indexed by pywb's indexer."""
-    checked = warcscan.scan_file(path, out.name)
+    """An ARC file: its whole prefix as warcio reads it (``index.integrity.recordscan.scan_prefix``),
+    read with warcio up to its damage, indexed by pywb's indexer."""
+    checked = recordscan.scan_prefix(path, out.name)
     out.damage = checked.damage
     out.good_end = None if checked.whole else checked.good_end
     out.records, out.versions = checked.records, checked.versions
     if checked.records == 0:
         return
-    with warcscan.open_prefix(path, out.good_end) as fh:
+    with recordscan.open_prefix(path, out.good_end) as fh:
         iterator = ArchiveIterator(fh, arc2warc=True)  # an ARC record reads as a WARC response
         for record in iterator:
             headers = record.rec_headers
@@ -334,7 +332,7 @@ def _read_with_warcio(path: Path, out: FileFacts) -> None:
                 continue
             if record.rec_type not in ("response", "resource") or not is_web(url):
                 continue
-            length = warcscan.read_payload(record)  # an ARC record's digest too
+            length = recordscan.read_payload(record)  # an ARC record's digest too
             iterator.read_to_end(record)
             http = record.http_headers
             code = http.get_statuscode() if http else ""

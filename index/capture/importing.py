@@ -1,12 +1,13 @@
 """Taking WARC and ARC files written by other tools into a collection (``strata import``).
 
-Each file is checked whole before anything of it enters the collection, by the reader ``strata
-verify`` and replay use (``index.capture.filefacts``, over ``index.integrity.digestscan``): every record read
-back whole, its block and payload digests checked, one record per gzip member; what every reader
-tolerates (a record not followed by CRLF CRLF) is accepted, as ``verify`` notes it; and, where its
-CDXJ lines cannot be built from the records, pywb's own indexer must read it. An ARC file is checked
-by ``index.integrity.warcscan`` and pywb's indexer. A file that fails is refused with the file, the byte
-offset and the reason; the other files are still imported.
+Each file is checked whole before anything of it enters the collection, by the record scanner
+``strata verify`` and replay use (``index.capture.filefacts``, over ``index.integrity.recordscan``'s
+whole prefix): every record read back whole, its block and payload digests checked, one record per
+gzip member; what every reader tolerates (a record not followed by CRLF CRLF) is accepted, as
+``verify`` notes it; and, where its CDXJ lines cannot be built from the records, pywb's own indexer
+must read it. An ARC file is checked by warcio's reader behind the same view
+(``index.integrity.arcscan``) and pywb's indexer. A file that fails is refused with the file, the
+byte offset and the reason; the other files are still imported.
 
 A file that passes is copied, never modified: to a temporary name in ``archive/``, synced, its
 SHA-256 checked against the bytes that were checked. Its name is kept unless a different file
@@ -35,7 +36,7 @@ from pathlib import Path
 from index.capture import filefacts, rebuild
 from index.collection import Collection
 from index.fulltext.update import index_run
-from index.integrity import warcscan
+from index.integrity import recordscan
 from strata.errors import ArchiveError
 
 ProgressFn = Callable[[dict], None]
@@ -281,7 +282,7 @@ def _copy_in(collection: Collection, item: Checked, taken: set[str]) -> _Placed 
     for existing in os.scandir(archive):
         if (
             existing.is_file()
-            and warcscan.is_archive_name(existing.name)
+            and recordscan.is_archive_name(existing.name)
             and existing.stat().st_size == item.size
             and sha256_of(Path(existing.path)) == digest
         ):
@@ -327,7 +328,7 @@ def archive_name(name: str, file_format: str, gzipped: bool) -> str:
     name = name.lstrip(".") or "imported"
     if name.endswith(".open"):  # a file another harvester had not closed yet: it parsed whole
         name = name[: -len(".open")] or "imported"
-    if warcscan.is_archive_name(name):
+    if recordscan.is_archive_name(name):
         return name
     return name + (".arc" if file_format == "arc" else ".warc") + (".gz" if gzipped else "")
 

@@ -48,7 +48,7 @@ from index.cdx import cdxj
 from index.cdx.extsort import ExternalSort
 from index.collection import Collection
 from index.integrity.fixity import Fixity
-from index.integrity.warcscan import Damage
+from index.integrity.recordscan import Damage
 from index.storage import redisdb
 from index.storage.backend import backend_of
 from index.storage.state import SCHEMA_VERSION, HarvestState, Original, schema_version
@@ -306,9 +306,8 @@ def _scan(
             read = filefacts.read_file(path, name)
         except Exception as exc:  # noqa: BLE001 (a file nothing can read is damaged from its first byte)
             read = FileFacts(name, path.stat().st_size, good_end=0)
-            read.damage = Damage(
-                name, 0, f"cannot be read: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
-            )
+            why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            read.damage = Damage(0, read.size, f"cannot be read: {why}", filename=name)
         if read.damage:
             scan.damage.append(read.damage)
         for line in read.lines:

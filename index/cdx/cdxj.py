@@ -19,7 +19,7 @@ from pathlib import Path
 
 from warcio.timeutils import iso_date_to_timestamp
 
-from index.integrity.warcscan import open_prefix
+from index.integrity.recordscan import open_prefix
 from index.surtkey import surt_key
 
 # The options wb-manager uses for `wb-manager add` / `reindex`.
@@ -28,7 +28,7 @@ PYWB_INDEX_OPTIONS = dict(append_post=True, cdxj=True, sort=True)
 
 def index_warc(path: Path, filename: str, limit: int | None = None) -> list[bytes]:
     """Sorted CDXJ lines for one WARC (or ARC) file, as pywb's indexer writes them; with ``limit``,
-    for its first ``limit`` bytes only (the whole records before a damage, see ``index.integrity.warcscan``)."""
+    for its first ``limit`` bytes only (the whole records before a damage, see ``index.integrity.recordscan``)."""
     from pywb.indexer.cdxindexer import write_cdx_index  # pywb's indexer does not patch gevent
 
     out = io.BytesIO()

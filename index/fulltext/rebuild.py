@@ -32,7 +32,7 @@ from index.fulltext.mapfile import MappedStorage
 from index.fulltext.payloads import MISSING, Figures, PayloadCache, read_payload
 from index.fulltext.postings import BulkWriter
 from index.fulltext.store import fsync_tree, write_lock
-from index.integrity import warcscan
+from index.integrity import recordscan
 from strata.times import ts14_of
 
 
@@ -53,11 +53,11 @@ def _scan(collection: Collection, progress: ProgressFn | None) -> tuple[dict, di
     files = collection.warc_files()
     for number, name in enumerate(files, 1):
         try:
-            # a damaged file is read up to its damage (index.integrity.warcscan); an ARC record reads as a WARC one
-            scan = warcscan.scan_file(collection.archive_dir / name, name)
+            # a damaged file is read up to its damage (index.integrity.recordscan); an ARC record reads as a WARC one
+            scan = recordscan.scan_prefix(collection.archive_dir / name, name)
             if scan.damage and progress:
                 progress({"phase": "scan", "warning": str(scan.damage)})
-            with warcscan.open_prefix(collection.archive_dir / name, None if scan.whole else scan.good_end) as fh:
+            with recordscan.open_prefix(collection.archive_dir / name, None if scan.whole else scan.good_end) as fh:
                 records = ArchiveIterator(fh, arc2warc=True)
                 for record in records:
                     if record.rec_type == "warcinfo":
@@ -86,7 +86,7 @@ def _scan_capture(record, name: str, records: ArchiveIterator, groups: dict, ori
         return
     url = page or url
     if record.rec_type == "response" and not headers.get_header("WARC-Payload-Digest"):
-        warcscan.read_payload(record)
+        recordscan.read_payload(record)
     digest = headers.get_header("WARC-Payload-Digest")
     if not url or not digest:
         return

@@ -7,7 +7,7 @@ Three depths (``MODES``):
   ``Verifier`` builds on). No file is read.
 - ``fixity``: as ``quick``, and every file is hashed (SHA-256) against the manifest.
 - ``full`` (the default): as ``fixity``, in the same read of each file every record is parsed and its
-  block and payload digests checked (``index.integrity.digestscan``); every revisit's original is looked for in
+  block and payload digests checked (``index.integrity.recordscan``); every revisit's original is looked for in
   the collection (by ``WARC-Refers-To``, else ``WARC-Refers-To-Target-URI`` and ``-Date``, else, as
   pywb would, that URI with the same payload digest) and must be intact with the same payload digest;
   every CDXJ line (``indexes/*.cdxj``) must point at a record at its offset, of its length, and every
@@ -39,8 +39,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from index.collection import Collection
-from index.integrity.digestscan import Damage, Record, bare_digest, scan
 from index.integrity.fixitycheck import WARC_SUFFIXES, ArchiveCheck, Problem, VerifyReport, _payload
+from index.integrity.recordscan import Damage, Record, bare_digest, scan
 from index.revisits import Candidate, Revisit, original_of
 from index.storage.state import open_readonly, record_locations
 from index.surtkey import surt_key

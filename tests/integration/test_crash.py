@@ -20,6 +20,7 @@ from index.cdx import cdxj
 from index.collection import Collection
 from index.storage.state import HarvestState
 from tests.conftest import VENV_BIN, harvest
+from tests.support.warc_makers import gzip_records, raw_record, sha1_digest
 
 STRATA = str(VENV_BIN / "strata")
 
@@ -165,3 +166,35 @@ def test_a_torn_file_keeps_every_same_file_original_its_surviving_revisits_need(
     recovered = subprocess.run([STRATA, "recover", "c", "--root", str(root)], capture_output=True, text=True)
     assert recovered.returncode == 0, recovered.stderr
     check_collection(root)
+
+
+def _http_response(url: str, body: bytes, payload_digest: str) -> bytes:
+    block = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n" % len(body) + body
+    return raw_record(
+        "response",
+        url,
+        "2026-01-01T00:00:00Z",
+        block,
+        "application/http;msgtype=response",
+        **{"WARC-Payload-Digest": payload_digest},
+    )
+
+
+@pytest.mark.parametrize("tail", ["several records in one gzip member", "a payload digest that fails"])
+def test_recovery_cuts_where_the_record_scanners_whole_prefix_ends(root, tail):
+    """Recovery keeps what import and verify would keep (``index.integrity.recordscan.scan_prefix``):
+    a tail whose first member holds more than one record, or whose record's payload digest fails, is
+    cut, though each member inflates and its first block digest matches."""
+    coll = Collection.open(root, "c", create=True)
+    whole = [_http_response(f"http://x.test/{i}", b"page %d" % i, sha1_digest(b"page %d" % i)) for i in range(2)]
+    path = gzip_records(coll.archive_dir / "c-0001.warc.gz.open", *whole)
+    kept = path.read_bytes()
+    if tail == "several records in one gzip member":
+        more = [_http_response(f"http://x.test/more{i}", b"more", sha1_digest(b"more")) for i in range(2)]
+        extra = gzip.compress(b"".join(r + b"\r\n\r\n" for r in more), mtime=0)
+    else:
+        extra = gzip.compress(_http_response("http://x.test/bad", b"bad", sha1_digest(b"other")) + b"\r\n\r\n")
+    path.write_bytes(kept + extra)
+    recovered = subprocess.run([STRATA, "recover", "c", "--root", str(root)], capture_output=True, text=True)
+    assert recovered.returncode == 0, recovered.stderr
+    assert not path.exists() and (coll.archive_dir / "c-0001.warc.gz").read_bytes() == kept

@@ -19,7 +19,7 @@ import pytest
 from pywb.warcserver.resource.blockrecordloader import BlockArcWarcRecordLoader
 
 import replay.recordload as recordload
-from index.integrity.digestscan import read_checked_record
+from index.integrity.recordscan import read_checked_record
 from replay.recordload import PayloadRecordLoader, RecordLoader
 
 OK = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 5\r\n\r\nhello"
@@ -138,7 +138,7 @@ def write(path: Path, member: bytes, gzipped: bool) -> tuple[int, int]:
 
 def checked_member(tmp_path: Path, member: bytes) -> tuple[Path, int, int, bytes, bytes] | None:
     """``member`` written gzipped after a warcinfo record and read back through the replay's check
-    (``index.integrity.digestscan.read_checked_record``): its file, offset, length, raw and inflated bytes;
+    (``index.integrity.recordscan.read_checked_record``): its file, offset, length, raw and inflated bytes;
     None when the check turns it down (then nothing is ever parsed from memory)."""
     path = tmp_path / "case.warc.gz"
     offset, length = write(path, member, True)
@@ -232,7 +232,7 @@ def test_the_cases_cover_both_ways():
 
 @pytest.mark.parametrize("name", [name for name, case in CASES.items() if case[1]])
 def test_a_record_inflated_in_memory_reads_as_pywb_reads_it_from_the_file(tmp_path, taken, name):
-    """``load_member``: the gzip member read and inflated once (``index.integrity.digestscan.read_checked_record``)
+    """``load_member``: the gzip member read and inflated once (``index.integrity.recordscan.read_checked_record``)
     and parsed from memory gives what pywb's loader reads from the file. (A record the check turns
     down, such as one without a Content-Length, never gets there.)"""
     member, _, _, _, skipped = CASES[name]

@@ -6,7 +6,7 @@ saying where they come from. Every revisit brings its original (``index.export.w
 record its ``WARC-Refers-To`` names, found as pywb's replay finds it, copied too if it was not
 chosen, so that pywb, ReplayWeb.page or any reader resolves each revisit inside the package. A
 revisit whose original the collection does not hold (or the exposure filter hides) is left out and
-counted. Records whose digests fail (``index.integrity.digestscan.check_record_at``) are left out and counted.
+counted. Records whose digests fail (``index.integrity.recordscan.check_record_at``) are left out and counted.
 
 The package, as the WACZ 1.1.1 specification lays it out:
 
@@ -49,7 +49,7 @@ from index.export.wacz.records import Located, OriginalFinder, RecordReader, ite
 from index.export.wacz.signing import Signer
 from index.fulltext.pagetext import PageTexts
 from index.fulltext.params import parse_when
-from index.integrity.digestscan import check_record_at
+from index.integrity.recordscan import check_record_at
 from index.storage.state import open_readonly, run_files, runs
 from strata.errors import ConfigError
 

@@ -31,4 +31,4 @@ def test_a_quick_verification_imports_neither_the_verifier_nor_the_harvester(tmp
     done = subprocess.run([sys.executable, "-c", probe, str(tmp_path)], capture_output=True, text=True, check=True)
     loaded = set(json.loads(done.stdout.strip().splitlines()[-1]))
     assert "index.integrity.fixitycheck" in loaded
-    assert not loaded & {"index.integrity.verify", "index.integrity.digestscan", "harvester.run", "asyncio", "pywb"}
+    assert not loaded & {"index.integrity.verify", "index.integrity.recordscan", "harvester.run", "asyncio", "pywb"}

@@ -1,19 +1,32 @@
-"""Every record of a WARC file, its digests checked, in one streaming pass: what ``strata verify``
-reads, and what replay checks a record with before serving it.
+"""The record scanner: Strata's one reader of a WARC file's records (offsets, lengths, digests,
+damage), in one streaming pass, and the three views its callers take of it.
 
-``scan(path, hasher)`` yields a ``Record`` per record (its offset and length in the file as pywb's
-index gives them: for a gzipped file, the gzip member holding it) and a ``Damage`` for each stretch it
-could not read (a member that does not inflate or fails its CRC, a header that does not parse, a
-block shorter than its ``Content-Length``, a file that ends inside a record), then goes on at the next
-gzip member, so the records after a damaged one are still checked. Each byte of the file is read
-once and, with a ``hasher``, hashed as it is read: the file's SHA-256 costs no second read.
+- **Every record, going on after damage**: ``scan(path, hasher)`` yields a ``Record`` per record (its
+  offset and length in the file as pywb's index gives them: for a gzipped file, the gzip member
+  holding it) and a ``Damage`` for each stretch it could not read (a member that does not inflate or
+  fails its CRC, a header that does not parse, a block shorter than its ``Content-Length``, a file
+  that ends inside a record), then goes on at the next gzip member, so the records after a damaged
+  one are still checked. What ``strata verify`` reads.
+- **The whole prefix**: ``WholePrefix`` and ``scan_prefix`` take those records up to the first
+  ``Damage`` or the first record whose digest fails; ``good_end`` is where the last whole record
+  ends, and ``open_prefix`` opens the file cut there, so that readers that trust what they read
+  (warcio, pywb's indexer) see only whole records. What import, the rebuild and the full-text
+  rebuild read, and where recovery cuts a killed run's ``.open`` file. This parser reads WARC
+  only: an ARC file's prefix is read by warcio's reader behind the same ``Scan``
+  (``index.integrity.arcscan``).
+- **One record**: ``check_record_at`` and ``read_checked_record`` (``read_member`` +
+  ``check_member``) read only the record at an index line's offset and length, with the same
+  parser and the same verdicts. What replay checks a record with before serving it, and the WACZ
+  export before packing it.
 
-Digests are checked as ``warcio check`` does (``WARC-Block-Digest`` over the block; for a response,
-request or resource, ``WARC-Payload-Digest`` over the payload, de-chunked when the stored HTTP
-headers say chunked and the bytes as stored do not match), but not for a revisit's payload digest,
-which is its original's: a revisit is checked by resolving its original (``index.integrity.verify``). Memory
-stays bounded: inflated output is taken in slices of ``OUT_SLICE`` and hashed as it comes; only a
-chunked payload (up to ``DECHUNK_LIMIT``) is kept whole.
+Each byte of the file is read once and, with a ``hasher``, hashed as it is read: the file's SHA-256
+costs no second read. Digests are checked as ``warcio check`` does (``WARC-Block-Digest`` over the
+block; for a response, request or resource, ``WARC-Payload-Digest`` over the payload, de-chunked when
+the stored HTTP headers say chunked and the bytes as stored do not match), but not for a revisit's
+payload digest, which is its original's: a revisit is checked by resolving its original
+(``index.integrity.verify``). Memory stays bounded: inflated output is taken in slices of
+``OUT_SLICE`` and hashed as it comes; only a chunked payload (up to ``DECHUNK_LIMIT``) is kept whole.
+Bad bytes in a file are damage, never an exception.
 """
 
 from __future__ import annotations
@@ -21,6 +34,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import hashlib
+import io
 import os
 import re
 import types
@@ -29,6 +43,8 @@ from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+from index.integrity import arcscan
 
 isal_zlib: types.ModuleType | None
 try:
@@ -75,9 +91,9 @@ class Record:
     http_head: bytes = b""
     payload_length: int = 0
     payload_sha1: str = ""  # a response or resource without WARC-Payload-Digest: pywb's indexer's digest
-    # with ``facts``: its WARC header block is ASCII and unfolded (every reader reads it alike), its version
+    # with ``facts``: its WARC header block is ASCII and unfolded (every reader reads it alike)
     plain_headers: bool = True
-    version: str = ""
+    version: str = ""  # its first line: "WARC/1.1", ...
 
     @property
     def damaged(self) -> bool:
@@ -92,12 +108,22 @@ class Record:
 
 @dataclasses.dataclass(slots=True)
 class Damage:
+    """A stretch of a file that does not read as whole records (or a record whose digest fails, in
+    the whole-prefix view), and why in one line."""
+
     offset: int  # where the unreadable stretch starts (a member, or a record)
     end: int  # where reading went on (the file's size if nowhere)
     reason: str
     uri: str = ""  # of the record it hit, when its WARC headers were still readable
     record_id: str = ""
     rec_type: str = ""
+    filename: str = ""  # named by the whole-prefix view (``WholePrefix``, ``scan_prefix``) for reports
+
+    def __str__(self) -> str:
+        return f"{self.filename}: damaged at byte {self.offset}: {self.reason}"
+
+    def as_dict(self) -> dict:
+        return {"file": self.filename, "offset": self.offset, "reason": self.reason}
 
 
 # ISA-L's inflate (python-isal, zlib's API) takes about half zlib's time on text: a fifth less for a
@@ -326,13 +352,14 @@ class _Pending:
             self.http_status,
             problem,
             self.note,
+            version=self.version,
         )
         if self.facts:
             record.headers = h
             # an HTTP header block that never ended: all of it, as warcio reads headers to the end
             record.http_head = self.kept_head if self.http_done else bytes(self.http_head[:FACTS_HEAD_LIMIT])
             record.payload_length = self.payload_length
-            record.plain_headers, record.version = self.plain, self.version
+            record.plain_headers = self.plain
         if self.sha1 is not None:
             record.payload_sha1 = "sha1:" + base64.b32encode(self.sha1.digest()).decode("ascii")
         return record
@@ -535,12 +562,12 @@ class RecordParser:
     def _begin(self, block: bytes, at: int) -> None:
         """A record's WARC header block was read; its block starts at decompressed position ``at``."""
         headers = _parse_warc_headers(block)
+        version = block[: block.find(b"\r\n")].decode("latin-1")
         if self.facts:
             plain = block.isascii() and b"\n " not in block and b"\n\t" not in block
-            version = block[: block.find(b"\r\n")].decode("latin-1")
             self.current = _Pending(self.head_start, self.head_member, headers, True, plain, version)
         else:
-            self.current = _Pending(self.head_start, self.head_member, headers)
+            self.current = _Pending(self.head_start, self.head_member, headers, version=version)
         self.state = self.BLOCK if self.current.remaining else self.TRAILER
         self.block_end = at  # where an empty block ends (set again when a block ends)
 
@@ -563,7 +590,7 @@ class _Source:
         self.fh = open(path, "rb")
         self.hasher = hasher
         self.pos = 0  # file offset of the next byte read
-        self._pool = ThreadPoolExecutor(1, thread_name_prefix="warcscan-hash") if hasher is not None else None
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="recordscan-hash") if hasher is not None else None
         self._pending: deque = deque()
 
     def read(self, n: int | None = None) -> bytes:
@@ -703,14 +730,7 @@ def _member(src: _Source, parser: RecordParser, data: bytes, member_start: int):
     while True:
         fed += len(data)
         try:
-            chunk = data
-            while True:
-                out = decoder.decompress(chunk, OUT_SLICE)
-                if out:
-                    parser.feed(out, member_start)
-                chunk = decoder.unconsumed_tail
-                if not chunk:
-                    break
+            _inflate_into(parser, decoder, data, member_start)
         except _INFLATE_ERRORS as exc:
             return "damaged", kept_at, b"".join(kept), f"gzip member does not inflate ({_zlib_reason(exc)})"
         except ParseError as exc:
@@ -730,6 +750,17 @@ def _member(src: _Source, parser: RecordParser, data: bytes, member_start: int):
             kept, kept_at, kept_size = [], src.pos - len(data), 0
         kept.append(data)
         kept_size += len(data)
+
+
+def _inflate_into(parser: RecordParser, decoder, data: bytes, member: int) -> None:
+    """Inflate ``data``, bytes of the gzip member at file offset ``member``, into ``parser`` in slices
+    of ``OUT_SLICE`` (memory stays bounded). Inflate errors and ``ParseError`` go to the caller."""
+    chunk = data
+    while chunk:
+        out = decoder.decompress(chunk, OUT_SLICE)
+        if out:
+            parser.feed(out, member)
+        chunk = decoder.unconsumed_tail
 
 
 def _salvage_headers(member: bytes) -> tuple[str, str, str]:
@@ -799,6 +830,178 @@ def _zlib_reason(exc: Exception) -> str:
     return text.split(": ", 1)[-1] if ": " in text else text
 
 
+# The whole prefix: the records of a file up to its first damage (import, the rebuilds, full text).
+
+
+@dataclasses.dataclass
+class Scan:
+    """A file's whole prefix (``scan_prefix``): its whole records from the start, up to its first
+    damage, and that damage."""
+
+    filename: str
+    size: int
+    format: str = "warc"  # "warc" or "arc" (``sniff_format``)
+    gzipped: bool = False
+    records: int = 0  # whole records before any damage
+    good_end: int = 0  # where the last of them ends: the file cut there holds them all
+    versions: set[str] = dataclasses.field(default_factory=set)  # "WARC/1.1", "ARC/1.0", ...
+    damage: Damage | None = None
+
+    @property
+    def whole(self) -> bool:
+        return self.damage is None
+
+
+class WholePrefix:
+    """The records of a WARC file up to its first damage: iterate it for them (read as ``scan``
+    reads them, with ``hasher`` and ``facts``), then ``scan`` says where they ended and why. The
+    first ``Damage`` ``scan`` yields, or the first record whose digest fails, ends the prefix."""
+
+    def __init__(self, path: Path, filename: str | None = None, hasher=None, facts: bool = False):
+        self.path = Path(path)
+        self.scan = Scan(filename or self.path.name, 0)  # ``scan_prefix`` fills in the file's size and kind
+        self._hasher, self._facts = hasher, facts
+
+    def __iter__(self) -> Iterator[Record]:
+        found = self.scan
+        for item in scan(self.path, self._hasher, self._facts):
+            if type(item) is Damage:
+                item.filename = found.filename
+                found.damage = item
+                return
+            assert type(item) is Record
+            if item.problem:
+                end = item.offset + item.length
+                reason = f"{item.rec_type} record: {item.problem}"
+                found.damage = Damage(item.offset, end, reason, item.uri, item.record_id, item.rec_type, found.filename)
+                return
+            found.records += 1
+            found.good_end = item.offset + item.length
+            found.versions.add(item.version)
+            yield item
+
+
+def scan_prefix(path: Path, filename: str | None = None) -> Scan:
+    """The whole prefix of a WARC or ARC file (gzipped or not): a WARC's read by ``WholePrefix``, an
+    ARC's by warcio's reader (``index.integrity.arcscan``: this parser reads WARC only). A file that
+    cannot be read at all, is empty or holds no record is damaged at byte 0; nothing raises on bad
+    input."""
+    path = Path(path)
+    filename = filename or path.name
+    try:
+        size = path.stat().st_size
+        fh = open(path, "rb")
+    except OSError as exc:
+        return Scan(filename, 0, damage=Damage(0, 0, f"cannot be read: {exc.strerror or exc}", filename=filename))
+    with fh:
+        head = fh.read(4096)
+        fh.seek(0)
+        found = Scan(filename, size, sniff_format(head), head[:2] == GZIP_MAGIC[:2])
+        if size == 0:
+            found.damage = Damage(0, 0, "the file is empty", filename=filename)
+            return found
+        if found.format == "arc":
+            arc = arcscan.read_arc(fh, size, found.gzipped)
+            found.records, found.good_end, found.versions = arc.records, arc.good_end, arc.versions
+            if arc.damage_at is not None:
+                found.damage = Damage(arc.damage_at, size, arc.reason, filename=filename)
+    if found.format == "warc":
+        prefix = WholePrefix(path, filename)
+        try:
+            for _ in prefix:
+                pass
+        except OSError as exc:  # the file went away or cannot be read any further
+            reason = f"cannot be read: {exc.strerror or exc}"
+            prefix.scan.damage = Damage(prefix.scan.good_end, size, reason, filename=filename)
+        found.records, found.good_end, found.versions = prefix.scan.records, prefix.scan.good_end, prefix.scan.versions
+        found.damage = prefix.scan.damage
+    if found.damage is None and found.records == 0:
+        found.damage = Damage(0, size, "no WARC or ARC record in the file", filename=filename)
+    return found
+
+
+class _Prefix(io.RawIOBase):
+    """The first ``limit`` bytes of an open file, read-only."""
+
+    def __init__(self, fh, limit: int):
+        self._fh = fh
+        self._left = limit
+        self._pos = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        want = min(len(buffer), self._left)
+        if want <= 0:
+            return 0
+        data = self._fh.read(want)
+        buffer[: len(data)] = data
+        self._left -= len(data)
+        self._pos += len(data)
+        return len(data)
+
+    def tell(self) -> int:
+        return self._pos
+
+    def close(self) -> None:
+        try:
+            self._fh.close()
+        finally:
+            super().close()
+
+
+def open_prefix(path: Path, limit: int | None):
+    """``path`` opened for reading, cut at ``limit`` bytes (None: the whole file), so that readers
+    that trust what they read (warcio, pywb's indexer) see only the whole prefix's records."""
+    fh = open(path, "rb")
+    if limit is None or limit >= os.fstat(fh.fileno()).st_size:
+        return fh
+    return io.BufferedReader(_Prefix(fh, limit), buffer_size=1 << 16)
+
+
+def read_payload(record) -> int:
+    """Reads a warcio record's payload; returns its length. When the record has no payload digest
+    (ARC records never do) it is computed as pywb's indexer computes it, SHA-1 of the payload as
+    stored, and added to the record's headers as ``WARC-Payload-Digest``."""
+    if record.rec_headers.get_header("WARC-Payload-Digest"):
+        length = 0
+        while chunk := record.raw_stream.read(1 << 16):
+            length += len(chunk)
+        return length
+    hasher = hashlib.sha1()
+    length = 0
+    while chunk := record.raw_stream.read(1 << 16):
+        hasher.update(chunk)
+        length += len(chunk)
+    record.rec_headers.add_header("WARC-Payload-Digest", "sha1:" + base64.b32encode(hasher.digest()).decode("ascii"))
+    return length
+
+
+def file_format(path: Path) -> str:
+    """ "arc" or "warc" (see ``sniff_format``)."""
+    with open(path, "rb") as fh:
+        return sniff_format(fh.read(4096))
+
+
+def sniff_format(head: bytes) -> str:
+    """ "arc" or "warc", from a file's first bytes (gzipped or not)."""
+    if head[:2] == GZIP_MAGIC[:2]:
+        try:
+            head = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, 64)
+        except zlib.error:
+            return "warc"
+    return "arc" if head.lstrip(b"\r\n").startswith(b"filedesc://") else "warc"
+
+
+def is_archive_name(name: str) -> bool:
+    """File names a collection's archive holds: WARC and ARC, gzipped or not."""
+    return name.endswith((".warc.gz", ".warc", ".arc.gz", ".arc"))
+
+
+# One record: replay's check before it serves a record, the WACZ export's before it packs one.
+
+
 def _feed_member(fd: int, parser: RecordParser, first: bytes, offset: int, pos: int, length: int | None) -> str:
     """Inflate the gzip member at ``offset`` (``first`` already read) into ``parser``: why it cannot be
     read whole, or ""."""
@@ -807,12 +1010,7 @@ def _feed_member(fd: int, parser: RecordParser, first: bytes, offset: int, pos: 
     data = first
     try:
         while True:
-            chunk = data
-            while chunk:
-                out = decoder.decompress(chunk, OUT_SLICE)
-                if out:
-                    parser.feed(out, offset)
-                chunk = decoder.unconsumed_tail
+            _inflate_into(parser, decoder, data, offset)
             if decoder.eof:
                 return ""
             size = READ_SIZE if left is None else min(READ_SIZE, left)
@@ -926,3 +1124,23 @@ def check_member(data: bytes, offset: int, length: int) -> tuple[str, bytes | No
         return "the record is incomplete", None
     problem = parser.done[0][2].finish(offset, length).problem
     return (problem, None) if problem else ("", inflated)
+
+
+__all__ = [
+    "Damage",
+    "Record",
+    "Scan",
+    "WholePrefix",
+    "bare_digest",
+    "check_member",
+    "check_record_at",
+    "file_format",
+    "is_archive_name",
+    "open_prefix",
+    "read_checked_record",
+    "read_member",
+    "read_payload",
+    "scan",
+    "scan_prefix",
+    "sniff_format",
+]

@@ -1,4 +1,4 @@
-"""``index.integrity.digestscan`` on WARCs nobody here wrote (Debian's wget, gzipped and not; warcio), against
+"""``index.integrity.recordscan`` on WARCs nobody here wrote (Debian's wget, gzipped and not; warcio), against
 warcio's own reading of the same files: same records at the same offsets, every digest accepted;
 and each kind of damage found where it is."""
 
@@ -14,8 +14,8 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from demo.sample_site import serve_sample_site
-from index.integrity import digestscan
-from index.integrity.digestscan import Damage, Record, _DigestCheck, check_record_at, scan
+from index.integrity import recordscan
+from index.integrity.recordscan import Damage, Record, _DigestCheck, check_record_at, scan
 
 
 def warcio_records(path: Path) -> list[tuple[str, int, int]]:
@@ -76,8 +76,8 @@ def test_every_read_and_inflate_boundary_gives_the_same_records(wget_warcs, kind
     """Reads of 7 bytes and inflated slices of 5: headers, blocks and trailers split everywhere."""
     path = wget_warcs[kind]
     expected = list(scan(path))
-    monkeypatch.setattr(digestscan, "READ_SIZE", 7)
-    monkeypatch.setattr(digestscan, "OUT_SLICE", 5)
+    monkeypatch.setattr(recordscan, "READ_SIZE", 7)
+    monkeypatch.setattr(recordscan, "OUT_SLICE", 5)
     sha = hashlib.sha256()
     assert list(scan(path, sha)) == expected
     assert sha.hexdigest() == hashlib.sha256(path.read_bytes()).hexdigest()
@@ -179,7 +179,7 @@ def test_a_checked_read_in_one_go_judges_as_check_record_at_and_returns_the_memb
     assert len(records) > 10
     for r in records:
         member = data[r.offset : r.offset + r.length]
-        assert digestscan.read_checked_record(src, r.offset, r.length) == ("", member, gzip.decompress(member))
+        assert recordscan.read_checked_record(src, r.offset, r.length) == ("", member, gzip.decompress(member))
     flipped = tmp_path / "flipped.warc.gz"
     cuts = []
     for r in records:
@@ -193,30 +193,30 @@ def test_a_checked_read_in_one_go_judges_as_check_record_at_and_returns_the_memb
         path.write_bytes(data[: r.offset] + member)
         want = check_record_at(path, r.offset, len(member))
         assert want != ""
-        assert digestscan.read_checked_record(path, r.offset, len(member)) == (want, None, None)
+        assert recordscan.read_checked_record(path, r.offset, len(member)) == (want, None, None)
     for r in records[:15]:
         raw = bytearray(data)
         raw[r.offset + r.length // 2] ^= 0xFF
         flipped.write_bytes(bytes(raw))
         want = check_record_at(flipped, r.offset, r.length)
-        assert want != "" and digestscan.read_checked_record(flipped, r.offset, r.length) == (want, None, None)
+        assert want != "" and recordscan.read_checked_record(flipped, r.offset, r.length) == (want, None, None)
         cut = tmp_path / "cut.warc.gz"
         cut.write_bytes(data[: r.offset + r.length - 5])
         want = check_record_at(cut, r.offset, r.length)
-        assert "truncated" in want and digestscan.read_checked_record(cut, r.offset, r.length) == (want, None, None)
+        assert "truncated" in want and recordscan.read_checked_record(cut, r.offset, r.length) == (want, None, None)
 
 
 def test_a_record_too_large_to_read_in_one_go_is_left_to_check_record_at(wget_warcs, monkeypatch):
     src = wget_warcs["gz"]
     r = next(r for r in scan(src) if isinstance(r, Record) and r.rec_type == "response" and r.length > 600)
-    monkeypatch.setattr(digestscan, "WHOLE_READ_LIMIT", r.length - 1)
-    assert digestscan.read_checked_record(src, r.offset, r.length) == ("", None, None)
-    monkeypatch.setattr(digestscan, "WHOLE_READ_LIMIT", r.length)
-    monkeypatch.setattr(digestscan, "WHOLE_INFLATED_LIMIT", 500)
-    assert digestscan.read_checked_record(src, r.offset, r.length) == ("", None, None)
+    monkeypatch.setattr(recordscan, "WHOLE_READ_LIMIT", r.length - 1)
+    assert recordscan.read_checked_record(src, r.offset, r.length) == ("", None, None)
+    monkeypatch.setattr(recordscan, "WHOLE_READ_LIMIT", r.length)
+    monkeypatch.setattr(recordscan, "WHOLE_INFLATED_LIMIT", 500)
+    assert recordscan.read_checked_record(src, r.offset, r.length) == ("", None, None)
     plain = wget_warcs["plain"]
     p = next(r for r in scan(plain) if isinstance(r, Record))
-    assert digestscan.read_checked_record(plain, p.offset, p.length) == ("", None, None)  # not gzip
+    assert recordscan.read_checked_record(plain, p.offset, p.length) == ("", None, None)  # not gzip
 
 
 # -- what every reader tolerates, and what none can read ---------------------------------------
