@@ -16,12 +16,12 @@ pipe from this process closes.
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import itertools
 from pathlib import Path
 from typing import Any
 
-from harvester.browser.chromium import CHROMIUM, ChromiumProcess, check_executable
+from harvester.browser import chromium
+from harvester.browser.chromium import ChromiumProcess, check_executable
 from harvester.browser.contract import PageRef, Resolve
 from harvester.browser.page import PageCapture, load_page
 from harvester.browser.settings import BrowserSettings
@@ -31,12 +31,14 @@ CONNECT_TIMEOUT = 90_000  # ms: attaching waits for the browser's first targets,
 NO_PLAYWRIGHT = "browser capture needs Playwright's Python package: pip install 'strata-archive[browser]'"
 
 
-def check_browser(executable: str = CHROMIUM) -> None:
+def check_browser(executable: str | None = None) -> None:
     """Raise ``BrowserUnavailable``, saying what to install, when a session could not start for want of
     Playwright's package or of Chromium: asked before a run, so that it fails before it begins."""
-    if importlib.util.find_spec("playwright") is None:
-        raise BrowserUnavailable(NO_PLAYWRIGHT)
-    check_executable(executable)
+    try:
+        import playwright  # noqa: F401  (the package only: its driver starts with a session)
+    except ImportError:
+        raise BrowserUnavailable(NO_PLAYWRIGHT) from None
+    check_executable(executable or chromium.CHROMIUM)
 
 
 class BrowserSession:
