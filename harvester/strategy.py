@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from harvester.frontier import Frontier, Item
 from harvester.job import JobSettings
 from harvester.links import Link
+from harvester.patch import Patch
 from harvester.report import RunFigures
 from harvester.schedule import (
     PageKinds,
@@ -51,11 +52,13 @@ class PagingStrategy:
         enqueue: Callable[[Item], None],
         notes: list[str],
         job_key: str | None = None,
+        patch: Patch | None = None,
     ):
         self.state, self.run_id, self.job, self.mode = state, run_id, job, mode
         self.job_key = job_key  # the job whose URLs these are (None: runs of no job)
         self.kinds, self.scope, self.frontier, self.figures = kinds, scope, frontier, figures
         self.enqueue, self.notes = enqueue, notes
+        self.patch = patch  # a follow-up of a run (harvester.patch): its resources only, as embeds
         # Index/content strategy: only in incremental runs of jobs that name page kinds.
         self.enabled = mode == "incremental" and kinds.enabled and not job.recheck_all
         self.index_links: set[str] = set()
@@ -68,6 +71,9 @@ class PagingStrategy:
         self.oldest_on_page: dict[tuple[str, int], tuple] = {}  # (section, page) -> oldest link on it
 
     def seed(self) -> None:
+        if self.patch is not None:
+            self._seed_patch(self.patch)
+            return
         for seed in self.job.seeds:
             self.enqueue(Item(seed, 0, "seed"))
         if self.mode != "incremental":
@@ -87,6 +93,13 @@ class PagingStrategy:
                     self.frontier.add_seen(row["url"])
                     continue
             self.enqueue(Item(row["url"], row["depth"] or 0, "recheck", via=row["found_on"]))
+
+    def _seed_patch(self, patch: Patch) -> None:
+        """Each resource once, an embed of its page (in scope as embeds are); no seed, no recheck."""
+        for url, page in patch.resources:
+            if self.frontier.seen(url) or not self.scope.decide(url, 0, "embed").accept:
+                continue
+            self.enqueue(Item(url, 0, "embed", via=page or None))
 
     def due(self, row: dict) -> bool:
         """Is a known content page due for a recheck? Records why not, for staff to see."""

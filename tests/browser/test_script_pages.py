@@ -13,6 +13,7 @@ One module-scoped pair of runs serves every assertion; the SIGKILL test has a ru
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -36,6 +37,7 @@ from index.storage.state import HarvestState
 from replay.fuzzy import without_cache_busters
 from replay.qa import store
 from replay.qa.server import QaReplayServer
+from strata.errors import ConfigError
 from strata.pageuris import PAGEINFO, TEXT, VIEW, page_uri
 from tests.conftest import VENV_BIN, harvest
 from tests.support.browser_capture import record_live
@@ -327,6 +329,35 @@ def test_qa_of_the_http_run_names_what_a_browser_would_have_needed(built):
     assert report["patch_queued"] == len(queued)
 
 
+def test_a_patch_captures_what_qa_queued_as_a_follow_up_of_the_run(built):
+    coll = Collection(built.root, "http")
+    with HarvestState(coll.db_path) as state:
+        (run,) = state.runs()
+    base = built.base_url
+    wanted = {base + "/api/article/3.json": "/article/3.html", base + "/img/bg.svg": "/"}
+    store.queue_patch(coll, run["run_id"], [{"url": u, "page": base + p, "kind": "xhr"} for u, p in wanted.items()])
+    queued = {item["url"] for item in store.read_patch(coll, run["run_id"])}
+    assert set(wanted) <= queued
+    with SiteServer(built.site, port=urlsplit(base).port) as server:  # the live site back, as it was
+        summary = cli_json("harvest", "http", "--patch", run["run_id"], "--delay", "0", "--root", str(built.root))
+        asked = {server.base_url + r.path for r in server.request_log}
+    assert summary["status"] == "finished" and summary["patch_of"] == run["run_id"]
+    assert summary["mode"] == "incremental" and summary["pages_rendered"] == 0
+    assert asked == queued | {base + "/robots.txt"}  # each queued resource once, nothing else
+    assert store.read_patch(coll, run["run_id"]) == []  # captured: off the queue
+    with HarvestState(coll.db_path) as state:
+        assert state.run(summary["run_id"])["figures"]["patch_of"] == run["run_id"]
+    from replay import create_app
+
+    client = create_app(built.root).test_client()
+    patched = client.get(f"/http/{summary['snapshot']}id_/{base}/api/article/3.json")
+    assert patched.status_code == 200 and json_word(3, 1) in patched.get_data(as_text=True)
+    assert client.get(f"/http/{run['snapshot']}id_/{base}/api/article/3.json").status_code == 404
+    # a run that is no longer the latest cannot be patched: the follow-up came after it
+    again = CliRunner().invoke(cli, ["harvest", "http", "--patch", run["run_id"], "--root", str(built.root)])
+    assert isinstance(again.exception, ConfigError) and "is not the latest run" in again.exception.message
+
+
 def test_the_console_shows_the_report_and_queues_a_patch(built):
     from replay.staff import create_staff_app
     from tests.support.staff_helpers import STAFF_HOST
@@ -372,6 +403,20 @@ def test_the_console_shows_the_report_and_queues_a_patch(built):
     token = csrf_from(html)
     queued = staff.post(f"/qa/js/{run_id}/patch", data={"csrf_token": token, "url": [built.base_url + "/api/x.json"]})
     assert queued.status_code == 302
+    assert [i["url"] for i in store.read_patch(coll, run_id)] == [built.base_url + "/api/x.json"]
+    # "capture the patch" starts strata harvest --patch in the background: run 1 is not the latest, so it
+    # says why and the queue stays
+    assert 'id="capture-patch"' in staff.get(f"/qa/js/{run_id}").get_data(as_text=True)
+    started = staff.post(f"/qa/js/{run_id}/capture-patch", data={"csrf_token": token})
+    assert started.status_code == 302
+    folder = store.run_dir(coll, run_id)
+    pid = int((folder / "patch.pid").read_text())
+    deadline = time.monotonic() + 60
+    while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
+        time.sleep(0.1)
+    assert "is not the latest run of js" in (folder / "patch.log").read_text()
     assert [i["url"] for i in store.read_patch(coll, run_id)] == [built.base_url + "/api/x.json"]
     reviewed = staff.post(
         f"/qa/js/{run_id}/review", data={"csrf_token": token, "page": built.base_url + "/", "status": "bad"}

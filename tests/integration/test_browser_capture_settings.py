@@ -15,6 +15,7 @@ from harvester.browser.visitor import browser_settings
 from harvester.job import validate_job
 from harvester.shared_harvest import shared_harvest
 from index.collection import Collection
+from index.storage.state import HarvestState
 from strata.errors import ConfigError, HarvestError
 
 SEED = "http://127.0.0.1:9/"
@@ -106,3 +107,21 @@ def test_a_shared_run_refuses_browser_capture(root):
     job = validate_job("j", {"seeds": [SEED], "capture": "browser"})
     with pytest.raises(HarvestError, match="runs on one machine only, not as a shared run"):
         shared_harvest(Collection(root, "c"), job, redis_url="redis://127.0.0.1:9/0", label="w1", lead=True)
+
+
+def test_a_patch_needs_a_queue_and_the_latest_run(root):
+    CliRunner().invoke(cli, ["harvest", "c", "--seed", SEED, "--root", str(root)])  # port 9: a failed run
+    coll = Collection.open(root, "c")
+    with HarvestState(coll.db_path) as state:
+        (run,) = state.runs()
+
+    def patch(*args: str) -> str:
+        result = CliRunner().invoke(cli, ["harvest", "c", *args, "--root", str(root)])
+        assert isinstance(result.exception, ConfigError), result.output
+        return result.exception.message
+
+    assert "nothing is queued for a patch of run" in patch("--patch", run["run_id"])
+    assert "no run 'nope' in c" in patch("--patch", "nope")
+    assert "is not a run id" in patch("--patch", "../x")
+    assert "give one of --seed URL" in patch("--patch", run["run_id"], "--seed", SEED)
+    assert "give no --mode" in patch("--patch", run["run_id"], "--mode", "full")
