@@ -20,6 +20,7 @@ import re
 import signal
 import subprocess
 import time
+import zipfile
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -295,6 +296,19 @@ def test_search_finds_words_only_json_carried(built):
             assert [url for url, _ in hits] == [f"{built.base_url}/article/{n}.html"], json_word(n, version)
             run_start = built.snapshots[version][:8]
             assert all(ts[:8] == run_start for ts in hits[0][1])
+
+
+def test_the_wacz_lists_each_page_once_with_what_it_showed(built, tmp_path):
+    out = tmp_path / "js.wacz"
+    cli_json("export", "wacz", "js", "--run", built.runs[2], "--out", str(out), "--root", str(built.root))
+    with zipfile.ZipFile(out) as wacz:
+        lines = [json.loads(line) for line in wacz.read("pages/pages.jsonl").splitlines()[1:]]
+    assert sorted(p["url"] for p in lines) == sorted(built.base_url + p for p in built.site.pages())
+    by_url = {p["url"]: p for p in lines}
+    article = by_url[built.base_url + "/article/3.html"]
+    assert json_word(3, 2) in article["text"] and "Loading..." not in article["text"]  # rendered, not the shell
+    assert article["title"] == "Article 3"
+    assert "News item 12 (updated)" in by_url[built.base_url + "/news.html"]["text"]
 
 
 # -- QA ------------------------------------------------------------------------------------------------
