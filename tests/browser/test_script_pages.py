@@ -166,7 +166,7 @@ def test_each_page_has_its_screenshot_text_and_page_info_dated_as_its_navigation
     for path in built.site.pages():
         url = built.base_url + path
         for kind in (VIEW, TEXT, PAGEINFO):
-            (headers,) = [h for k, u, h, _b in records if k == "resource" and u == page_uri(kind, url)]
+            (headers,) = [h for k, u, h, _b in records if k in ("resource", "revisit") and u == page_uri(kind, url)]
             navigation = by_id[headers["WARC-Concurrent-To"]]
             assert navigation[1] == url and navigation[0] in ("response", "revisit")
             assert navigation[2]["WARC-Date"] == headers["WARC-Date"]
@@ -221,16 +221,38 @@ def test_the_second_run_stores_revisits_for_everything_unchanged_and_downloads_n
 def test_the_runs_figures_equal_their_warc_records(built, version):
     summary = built.summaries[version]
     records = records_of(built, version)
-    count = {kind: sum(1 for k, *_ in records if k == kind) for kind in ("response", "revisit", "request", "resource")}
-    assert count["revisit"] == summary["revisits"]
-    assert count["response"] + count["revisit"] == summary["urls_fetched"]
-    assert count["request"] == summary["request_records"]
-    assert count["resource"] == summary["page_records"] == 3 * summary["pages_rendered"]
+
+    def count(kinds: tuple[str, ...], page: bool) -> int:
+        return sum(1 for kind, uri, *_ in records if kind in kinds and uri.startswith("urn:") == page)
+
+    assert count(("response", "revisit"), page=False) == summary["urls_fetched"]
+    assert count(("revisit",), page=False) + count(("revisit",), page=True) == summary["revisits"]
+    assert count(("request",), page=False) == summary["request_records"]
+    assert count(("resource", "revisit"), page=True) == summary["page_records"] == 3 * summary["pages_rendered"]
+    assert count(("revisit",), page=True) == summary["page_revisits"]
     assert summary["pages_rendered"] == len(built.site.pages())
     classes = ("new", "changed", "soft", "unchanged", "not_modified", "deleted", "redirect")
     assert sum(summary[c] for c in classes) == summary["urls_fetched"]
     archive = Collection(built.root, "js").archive_dir
     assert summary["bytes_stored"] == sum((archive / name).stat().st_size for name in summary["warc_files"])
+
+
+def test_an_unchanged_page_s_text_and_screenshot_are_revisits_of_the_first_run_s(built):
+    first = {uri: h for kind, uri, h, _b in records_of(built, 1) if kind == "resource"}
+    second = {uri: (kind, h) for kind, uri, h, _b in records_of(built, 2) if uri.startswith("urn:")}
+    # version 2: new titles and texts in the JSON of /, /news.html, articles 1 and 3; a new background
+    # image on every page with a script (a screenshot changes); /hidden.html has no script
+    same = {TEXT: {"/hidden.html", "/article/2.html"}, VIEW: {"/hidden.html"}}
+    for path in built.site.pages():
+        url = built.base_url + path
+        for kind in (TEXT, VIEW):
+            uri = page_uri(kind, url)
+            record_type, headers = second[uri]
+            assert record_type == ("revisit" if path in same[kind] else "resource"), uri
+            if record_type == "revisit":
+                assert headers["WARC-Refers-To"] == first[uri]["WARC-Record-ID"]
+                assert headers["WARC-Payload-Digest"] == first[uri]["WARC-Payload-Digest"]
+        assert second[page_uri(PAGEINFO, url)][0] == "resource"  # when and how long: new every time
 
 
 # -- replay --------------------------------------------------------------------------------------------
