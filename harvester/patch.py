@@ -6,7 +6,8 @@ The follow-up is a run of its own, incremental, of the patched run's job (its fi
 recorded it; a run from ``--seed`` URLs is followed by one from the queued URLs), with
 ``patch_of = RUN`` among its figures: each queued URL is one request as an embed of the page
 that asked for it (scope as embeds, ``embeds_offsite``; robots.txt, politeness, the decision and
-the records as for every request), and nothing else: no seed, no recheck, no link followed. Its
+the records as for every request), and nothing else: no seed, no recheck, no link followed (in
+HTTP capture a patched stylesheet's own embeds come with it, as any stylesheet's do). Its
 snapshot, the patched run's pages with what they lacked, is the run's own. Only the collection's
 latest run can be patched: a later run's captures would come between the patched run's and its
 patch in that snapshot.
