@@ -60,6 +60,11 @@ def print_summary(s: dict, coll) -> None:
         f"  downloaded {human_size(s['bytes_downloaded'])}, stored {human_size(s['bytes_stored'])} of WARC, "
         f"saved {human_size(s['bytes_saved'])} by {s['revisits']} revisits"
     )
+    if s.get("pages_rendered"):
+        click.echo(
+            f"  pages loaded in the browser {s['pages_rendered']}: {s['page_records']} screenshot, text and page "
+            f"info records ({s['page_revisits']} of them revisits)"
+        )
     if s["warc_files"]:
         click.echo(f"  WARC files in {coll.archive_dir}:")
     for name in s["warc_files"]:
