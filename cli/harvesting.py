@@ -22,12 +22,14 @@ DEMO_SITE_PORT = 8765
 
 # -- harvest ---------------------------------------------------------------------------------------
 def _run_harvest(
-    coll, job, mode: str | None, as_json: bool, adhoc: bool = False, index_in_background: bool = False
+    coll, job, mode: str | None, as_json: bool, adhoc: bool = False, index_in_background: bool = False, patch=None
 ) -> dict:
     from harvester.run import Harvest
 
     progress = None if as_json else ProgressLine()
-    harvest = Harvest(coll, job, mode=mode, progress=progress, adhoc=adhoc, index_in_background=index_in_background)
+    harvest = Harvest(
+        coll, job, mode=mode, progress=progress, adhoc=adhoc, index_in_background=index_in_background, patch=patch
+    )
 
     async def go() -> dict:
         loop = asyncio.get_running_loop()
@@ -44,6 +46,8 @@ def _run_harvest(
 def print_summary(s: dict, coll) -> None:
     click.echo(f"Run {s['run_id']} of collection {s['collection']} ({s['mode']}, {s['status']})")
     click.echo(f"  {s['started']} -> {s['finished']}   snapshot {s['snapshot']}")
+    if s.get("patch_of"):
+        click.echo(f"  a patch of run {s['patch_of']}: the resources QA queued for it (its snapshot, with them)")
     click.echo(
         f"  fetched {s['urls_fetched']} URLs ({s['requests']} requests, {s['errors']} errors, {s['skipped']} skipped)"
     )
@@ -56,6 +60,11 @@ def print_summary(s: dict, coll) -> None:
         f"  downloaded {human_size(s['bytes_downloaded'])}, stored {human_size(s['bytes_stored'])} of WARC, "
         f"saved {human_size(s['bytes_saved'])} by {s['revisits']} revisits"
     )
+    if s.get("pages_rendered"):
+        click.echo(
+            f"  pages loaded in the browser {s['pages_rendered']}: {s['page_records']} screenshot, text and page "
+            f"info records ({s['page_revisits']} of them revisits)"
+        )
     if s["warc_files"]:
         click.echo(f"  WARC files in {coll.archive_dir}:")
     for name in s["warc_files"]:
@@ -89,6 +98,19 @@ def print_summary(s: dict, coll) -> None:
 @click.option("--delay", type=float, help="Seconds between requests to one host (default 1.0).")
 @click.option("--concurrency", type=int, help="Connections at once (default 4).")
 @click.option(
+    "--capture",
+    type=click.Choice(["http", "browser"]),
+    help="How pages are captured, for this run: http, or browser (headless Chromium; the job's capture setting "
+    "otherwise).",
+)
+@click.option(
+    "--patch",
+    "patch_run",
+    metavar="RUN",
+    help="Capture what QA queued for RUN (the collection's latest run) as a follow-up run of RUN's job: each "
+    "queued resource once, nothing else.",
+)
+@click.option(
     "--mode",
     type=click.Choice(["full", "incremental"]),
     help="Default: incremental once a full run has finished (an interrupted or cancelled one does not count).",
@@ -101,22 +123,30 @@ def print_summary(s: dict, coll) -> None:
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the run report as one JSON object.")
 @root_option
-def harvest(collection, seeds, job_name, depth, delay, concurrency, mode, wait_for_index, as_json, root) -> None:
-    """Harvest into COLLECTION: from --seed URLs, or from a job file with --job."""
+def harvest(
+    collection, seeds, job_name, depth, delay, concurrency, capture, patch_run, mode, wait_for_index, as_json, root
+) -> None:
+    """Harvest into COLLECTION: from --seed URLs, from a job file with --job, or QA's patch of a run with --patch."""
     from harvester.job import load_job_file, validate_job
     from index.collection import Collection
 
-    if bool(seeds) == bool(job_name):
-        raise ConfigError("give either --seed URL (one or more) or --job NAME, not both and not neither")
+    if sum(map(bool, (seeds, job_name, patch_run))) != 1:
+        raise ConfigError("give one of --seed URL (one or more), --job NAME or --patch RUN")
     coll = Collection(root, collection)  # created by the harvest, once the command is known to be good
-    overrides = {k: v for k, v in (("depth", depth), ("delay", delay), ("concurrency", concurrency)) if v is not None}
-    if job_name:
-        job = load_job_file(coll.job_path(job_name))
+    given = (("depth", depth), ("delay", delay), ("concurrency", concurrency), ("capture", capture))
+    overrides = {k: v for k, v in given if v is not None}
+    patch = None
+    if patch_run:
+        job, adhoc, patch = _patch(Collection.open(root, collection), patch_run, overrides, mode)
+    elif job_name:
+        job, adhoc = load_job_file(coll.job_path(job_name)), False
         if overrides:
             job = job.replace(**overrides)
     else:
-        job = validate_job("cli", {"seeds": list(seeds), **overrides})
-    summary = _run_harvest(coll, job, mode, as_json, adhoc=not job_name, index_in_background=not wait_for_index)
+        job, adhoc = validate_job("cli", {"seeds": list(seeds), **overrides}), True
+    summary = _run_harvest(coll, job, mode, as_json, adhoc=adhoc, index_in_background=not wait_for_index, patch=patch)
+    if patch is not None:
+        _patched(coll, patch, summary)
     if as_json:
         click.echo(json.dumps(summary, ensure_ascii=False))
     else:
@@ -136,6 +166,29 @@ def harvest(collection, seeds, job_name, depth, delay, concurrency, mode, wait_f
             err=True,
         )
         sys.exit(1)
+
+
+def _patch(coll, run_id: str, overrides: dict, mode: str | None):
+    """The job, adhocness and ``Patch`` of a follow-up of ``run_id`` from its QA patch queue."""
+    from harvester.patch import Patch, patch_job
+    from replay.qa import store
+
+    if mode is not None:
+        raise ConfigError("--patch runs an incremental follow-up of the run; give no --mode")
+    queued = store.read_patch(coll, run_id)  # ConfigError for what is not a run id
+    patch = Patch.of(run_id, queued)
+    job, adhoc = patch_job(coll, patch, overrides)
+    return job, adhoc, patch
+
+
+def _patched(coll, patch, summary: dict) -> None:
+    """Take what the follow-up captured off the run's patch queue (what failed stays queued)."""
+    from index.storage.state import HarvestState
+    from replay.qa import store
+
+    with HarvestState(coll.db_path) as state:
+        captured = {c["url"] for c in state.captures(run_id=summary["run_id"])}
+    store.clear_patch(coll, patch.run_id, captured & {url for url, _ in patch.resources})
 
 
 @cli.command()

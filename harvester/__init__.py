@@ -14,6 +14,7 @@ __all__ = [
     "job",
     "jobs",
     "login",
+    "patch",
     "recovery",
     "run",
 ]

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from harvester.frontier import Frontier
 from harvester.job import JobSettings
+from harvester.patch import Patch
 from harvester.recorder import Recorder
 from harvester.report import RunFigures
 from harvester.runlog import RunLog
@@ -52,6 +53,7 @@ class Harvest(Protocol):
     job: JobSettings
     job_key: str | None
     requested_mode: str | None
+    patch: Patch | None
     state: HarvestState
     frontier: Frontier
     paging: PagingStrategy
@@ -107,7 +109,9 @@ class Coordinator:
         # for an incremental one (the console's "Harvest now (incremental)" as the command line).
         baseline = harvest.state.has_full_baseline(harvest.job_key)
         mode = "full" if not baseline else harvest.requested_mode or "incremental"
-        if harvest.requested_mode == "incremental" and not baseline:
+        if harvest.patch is not None:  # a few resources for an earlier run: never the job's full baseline
+            mode = "incremental"
+        elif harvest.requested_mode == "incremental" and not baseline:
             harvest.log.notes.append(
                 "an incremental run was asked for, but this job has no full run yet: this run is full"
             )

@@ -218,6 +218,39 @@ class Recorder:
             main_text_same=look.main_text_same,
         )
 
+    def write_page_records(self, made: list[Any]) -> None:
+        """A page's records from the browser (its screenshot, text and page info:
+        ``harvester.browser.records``), after the records of its requests. A record whose payload an
+        earlier record holds (an unchanged page's screenshot and text) is written as an
+        identical-payload revisit of it; a record written whole becomes an original for later ones
+        (its digest entry). Not captures of a URL: no capture row; the CDXJ and full text take them
+        from the file."""
+        out = []
+        for record in made:
+            digest = record.rec_headers.get_header("WARC-Payload-Digest")
+            original = self._original_of(digest)
+            if digest and original is not None:
+                self.figures.bytes_saved += int(record.rec_headers.get_header("Content-Length") or 0)
+                self.figures.revisits += 1
+                self.figures.page_revisits += 1
+                record = records.resource_revisit(record, digest, original)
+            out.append(record)
+        for record, written in zip(out, self.roller.write(out), strict=True):
+            digest = record.rec_headers.get_header("WARC-Payload-Digest")
+            if record.rec_type == "resource" and digest:
+                headers = record.rec_headers
+                self.state.add_digest(
+                    digest,
+                    Original(
+                        headers.get_header("WARC-Target-URI"),
+                        headers.get_header("WARC-Date"),
+                        records.record_id(record),
+                        written.filename,
+                    ),
+                )
+        self.figures.pages_rendered += 1
+        self.figures.page_records += len(out)
+
     # -- reading back ----------------------------------------------------------------------------
     def _read(self, capture: Row) -> tuple[Any, Any, bytes]:  # warcio's headers (untyped)
         """(rec_headers, http_headers, payload as stored) of a capture's record; from its ``.open``

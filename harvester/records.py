@@ -13,6 +13,8 @@
   pywb needs to find the original in the same collection.
 - ``not_modified_revisit``: a 304 recorded as a server-not-modified revisit with an empty block, the
   original's payload digest and the three Refers-To headers, so pywb replays the original as 200.
+- ``resource_revisit``: a browser page's screenshot or text record whose payload an earlier record
+  holds, as an identical-payload revisit with an empty block.
 - ``run_record``: the run's report, a ``metadata`` record (``index.capture.runhistory``).
 """
 
@@ -231,6 +233,31 @@ def built_not_modified_revisit(result: FetchResult, warc_date: str, original: Or
     record.rec_headers.replace_header("WARC-Profile", SERVER_NOT_MODIFIED.uri)
     record.rec_headers.add_header("WARC-Refers-To", original.record_id)
     return record
+
+
+def resource_revisit(resource: Record, digest: str, original: Original) -> Record:
+    """A ``resource`` record (a browser page's screenshot or text, ``harvester.browser.records``)
+    whose payload an earlier record holds, as an identical-payload revisit of it: its own URI, date
+    and other WARC headers, an empty block, the three Refers-To headers."""
+    kept = {
+        name: value
+        for name, value in resource.rec_headers.headers
+        if name.startswith("WARC-") and name not in _RESOURCE_OWN
+    }
+    record = _BUILDER.create_revisit_record(
+        resource.rec_headers.get_header("WARC-Target-URI"),
+        digest,
+        original.url,
+        original.warc_date,
+        http_headers=None,
+        warc_headers_dict=kept,
+    )
+    record.rec_headers.add_header("WARC-Refers-To", original.record_id)
+    return record
+
+
+# What a revisit has of its own, not its resource's
+_RESOURCE_OWN = {"WARC-Type", "WARC-Record-ID", "WARC-Target-URI", "WARC-Payload-Digest", "WARC-Block-Digest"}
 
 
 def run_record(uri: str, report: bytes | typing.BinaryIO, warc_date: str) -> Record:

@@ -34,6 +34,7 @@ from harvester.fetcher import Fetcher, open_fetcher
 from harvester.frontier import Frontier, Item
 from harvester.job import JobSettings
 from harvester.look import Looker
+from harvester.patch import Patch
 from harvester.recorder import Recorder
 from harvester.recovery import recover
 from harvester.report import RunFigures
@@ -42,7 +43,7 @@ from harvester.runlog import RunLog
 from harvester.schedule import PageKinds
 from harvester.scope import Scope
 from harvester.strategy import PagingStrategy
-from harvester.visit import RequestPath, Visitor, visitor_for
+from harvester.visit import RequestPath, Visitor, check_visitor, visitor_for
 from index.collection import Collection
 from index.fulltext.followproc import RunIndexer
 from index.storage.state import HarvestState
@@ -81,6 +82,7 @@ class Harvest:
         adhoc: bool = False,
         index_in_background: bool = False,
         coordinator: Coordinator | None = None,
+        patch: Patch | None = None,
     ):
         self.collection = collection
         #: Leave the rest of the run's full-text indexing to its indexer, in the background, rather
@@ -91,6 +93,8 @@ class Harvest:
         # incremental run rechecks the URLs its own runs queued, and its first run is full.
         self.job_key: str | None = None if adhoc else job.name
         self.requested_mode = mode
+        #: A follow-up of an earlier run (``harvester.patch``): its queued resources only, incremental.
+        self.patch = patch
         self.progress = progress
         self.transport = transport  # a transport of the caller's for every request (tests); None: the job's
         #: Who else works on the run (``harvester.coordinator``): nobody, unless one is given.
@@ -101,6 +105,8 @@ class Harvest:
         self.proxy_pool: ProxyPool | None = None  # the fetcher's proxies when the job has some
         self.figures = RunFigures()
         self.log = RunLog()
+        if patch is not None:
+            self.log.starts = {url for url, _page in patch.resources}
         self.run_id = ""  # set when the run starts
         self.mode: str | None = None
         self.status = "running"
@@ -130,6 +136,7 @@ class Harvest:
     # -- the session -------------------------------------------------------------------------------
     async def run(self) -> dict[str, Any]:
         coll, coordinator = self.collection, self.coordinator
+        check_visitor(self.job)  # a browser run without Chromium fails here, before anything is written
         coll.create()
         # Full-text indexing follows the run in a process of its own (index.fulltext.follow); not
         # for one of several workers on a run (harvester.shared_harvest): its lead indexes at the end.
@@ -205,6 +212,7 @@ class Harvest:
             self._enqueue,
             self.log.notes,
             self.job_key,
+            patch=self.patch,
         )
         self.recorder = Recorder(
             self.collection,
@@ -329,20 +337,25 @@ class Harvest:
         # the estimate and change rates go in the run's report: what the run stored before its report
         self.figures.warc_files, self.figures.bytes_stored = coordinator.stored()
         close_figures(state, self.run_id, self.job_key, iso(started), self.figures)
-        figures = self.figures.as_dict()
-        if self.failure:
-            figures["failure"] = self.failure
+        figures = self._figures()
         self._write_run_record(iso(started), finished, figures)
         self.recorder.close()
         self.figures.warc_files, self.figures.bytes_stored = coordinator.stored()
-        figures = self.figures.as_dict()
-        if self.failure:
-            figures["failure"] = self.failure
+        figures = self._figures()
         state.update_run(
             self.run_id, status=self.status, finished=iso(finished), snapshot=ts14(finished), figures=figures
         )
         self._report(force=True)
         return finished
+
+    def _figures(self) -> dict[str, Any]:
+        """The run's figures as its row and report keep them: why it failed, what it patched."""
+        figures = self.figures.as_dict()
+        if self.failure:
+            figures["failure"] = self.failure
+        if self.patch is not None:
+            figures["patch_of"] = self.patch.run_id
+        return figures
 
     def _write_run_record(self, started: str, finished: datetime, figures: dict[str, Any]) -> None:
         """The run's report as a WARC metadata record, last in its last file (``index.capture.runhistory``):
@@ -399,6 +412,7 @@ class Harvest:
             "recent_errors": [{"url": u, "error": e} for u, e in self.log.recent_errors[-10:]],
             "notes": list(self.log.notes),
             "failure": self.failure,
+            **({"patch_of": self.patch.run_id} if self.patch is not None else {}),
         }
         self.coordinator.summary(out)
         return out

@@ -29,6 +29,9 @@ class RunLog:
         self.hosts_answered: set[str] = set()  # hosts[:port] that sent at least one response
         self.seeds_answered: set[str] = set()
         self.seed_errors: dict[str, str] = {}
+        #: URLs that count as the run's seeds besides items of kind "seed": a patch's resources
+        #: (``harvester.patch``), fetched as embeds; the run failed when none of them answered.
+        self.starts: set[str] = set()
         self.robots_unread: dict[str, str] = {}  # origin -> why its robots.txt could not be read
         self.robots_unread_hosts: set[str] = set()  # their host[:port]s, as the run's URLs name them
         self.proxy_failures: dict[str, int] = {}  # proxy (no credentials) -> failures seen
@@ -46,11 +49,11 @@ class RunLog:
         host = urlsplit(item.url).netloc
         count, first = self.host_errors.get(host, (0, error))
         self.host_errors[host] = (count + 1, first)
-        if item.kind == "seed":
+        if item.kind == "seed" or item.url in self.starts:
             self.seed_errors.setdefault(item.url, error)
 
     def answered(self, item: Item, surplus: int) -> None:
-        if item.kind == "seed":
+        if item.kind == "seed" or item.url in self.starts:
             self.seeds_answered.add(item.url)
         self.hosts_answered.add(urlsplit(item.url).netloc)
         if surplus:

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from harvester.frontier import Frontier, Item
 from harvester.job import JobSettings
 from harvester.links import Link
+from harvester.patch import Patch
 from harvester.report import RunFigures
 from harvester.schedule import (
     PageKinds,
@@ -51,25 +52,35 @@ class PagingStrategy:
         enqueue: Callable[[Item], None],
         notes: list[str],
         job_key: str | None = None,
+        patch: Patch | None = None,
     ):
         self.state, self.run_id, self.job, self.mode = state, run_id, job, mode
         self.job_key = job_key  # the job whose URLs these are (None: runs of no job)
         self.kinds, self.scope, self.frontier, self.figures = kinds, scope, frontier, figures
         self.enqueue, self.notes = enqueue, notes
+        self.patch = patch  # a follow-up of a run (harvester.patch): its resources only, as embeds
         # Index/content strategy: only in incremental runs of jobs that name page kinds.
         self.enabled = mode == "incremental" and kinds.enabled and not job.recheck_all
         self.index_links: set[str] = set()
         self.index_pages_done: set[str] = set()
         self.fetched: set[str] = set()
+        #: Set by a visitor whose pages ask for their own embeds (a browser: ``harvester.browser.visitor``):
+        #: the embeds a payload names are not queued, and an incremental run rechecks pages only.
+        self.embeds_with_pages = False
         self.stopped_at: dict[str, int] = {}  # listing section -> page where paging stopped
         self.oldest_on_page: dict[tuple[str, int], tuple] = {}  # (section, page) -> oldest link on it
 
     def seed(self) -> None:
+        if self.patch is not None:
+            self._seed_patch(self.patch)
+            return
         for seed in self.job.seeds:
             self.enqueue(Item(seed, 0, "seed"))
         if self.mode != "incremental":
             return
         for row in self.state.job_urls(self.job_key):
+            if self.embeds_with_pages and row["link_kind"] == "embed":
+                continue  # it comes back with the pages that ask for it
             accepted = self.scope.decide(row["url"], row["depth"] or 0, row["link_kind"] or "navigation")
             if not accepted.accept:
                 continue
@@ -82,6 +93,13 @@ class PagingStrategy:
                     self.frontier.add_seen(row["url"])
                     continue
             self.enqueue(Item(row["url"], row["depth"] or 0, "recheck", via=row["found_on"]))
+
+    def _seed_patch(self, patch: Patch) -> None:
+        """Each resource once, an embed of its page (in scope as embeds are); no seed, no recheck."""
+        for url, page in patch.resources:
+            if self.frontier.seen(url) or not self.scope.decide(url, 0, "embed").accept:
+                continue
+            self.enqueue(Item(url, 0, "embed", via=page or None))
 
     def due(self, row: dict) -> bool:
         """Is a known content page due for a recheck? Records why not, for staff to see."""
@@ -100,6 +118,8 @@ class PagingStrategy:
         return False
 
     def queue_links(self, item: Item, links: list[Link], mime: str) -> None:
+        if self.embeds_with_pages:
+            links = [link for link in links if link.kind != "embed"]
         paging: bool | None = None  # None: not an ordered listing; True: read on; False: stop
         if self.enabled and mime in HTML_TYPES and self.kinds.kind(item.url) == "index":
             self.index_pages_done.add(item.url)

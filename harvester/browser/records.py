@@ -23,12 +23,16 @@ the page's navigation (its response or revisit) when the caller knows it. The te
 carries the rendered title, ``WARC-Strata-Title`` (one line, at most 1,000 characters), which the
 full-text index takes as the page's title (the HTML's ``<title>`` may be set by script).
 
-A second run of an unchanged page may write these as identical-payload revisits of the first
-run's records (their URIs are URIs like any other); full text reads both (``index.fulltext``).
+A second run of an unchanged page writes its screenshot and text as identical-payload revisits of
+the first run's records when their bytes are the same (``harvester.recorder.write_page_records``:
+the payload's digest looked up as any payload's; the page info, which says when and how long, is
+new every time); full text and QA read both (``index.fulltext``, ``replay.qa.pages``).
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import io
 import json
 import re
@@ -47,8 +51,16 @@ def one_line(text: str, limit: int = 1000) -> str:
     return _SPACE.sub(" ", text or "").strip()[:limit]
 
 
+def payload_digest(block: bytes) -> str:
+    """``sha1:<base32>``, as every digest of the archive is written."""
+    return "sha1:" + base64.b32encode(hashlib.sha1(block).digest()).decode("ascii")
+
+
 def _resource(kind: str, page_url: str, block: bytes, warc_date: str, concurrent_to: str | None, extra=None):
-    headers = {"WARC-Date": warc_date, **(extra or {})}
+    # the digests now (warcio would add the same when writing): the harvest looks the payload up
+    # first, and writes a revisit when an earlier record holds it (``harvester.recorder``)
+    digest = payload_digest(block)
+    headers = {"WARC-Date": warc_date, "WARC-Payload-Digest": digest, "WARC-Block-Digest": digest, **(extra or {})}
     if concurrent_to:
         headers["WARC-Concurrent-To"] = concurrent_to
     return _BUILDER.create_warc_record(

@@ -61,27 +61,50 @@ def run_pages(collection: Collection, run_id: str, limit: int | None = None) -> 
 
 def _page_records(collection: Collection, page: Page, files: set[str]) -> dict[str, tuple[str, int]]:
     """The run's view, text and pageinfo records of the page: at the page's timestamp if there is
-    one, else the run's first."""
+    one, else the run's first. A revisit (an unchanged screenshot or text) stands for the record that
+    holds its payload: the same URI's record of the same digest, in any run."""
     found: dict[str, tuple[str, int]] = {}
     for kind in (VIEW, TEXT, PAGEINFO):
         uri = page_uri(kind, page.url)
         key = surt_key(uri).encode()
         best = None
+        holders: dict[str, tuple[str, int]] = {}  # digest -> a record holding that payload
         for line in capture_lines(collection, key + b" ", key + b"!"):
             try:
                 _key, timestamp, fields = line.split(b" ", 2)
                 cdx = json.loads(fields)
             except ValueError:
                 continue
-            if cdx.get("url") != uri or cdx.get("filename") not in files or cdx.get("mime") == "warc/revisit":
+            if cdx.get("url") != uri:
+                continue
+            where = (cdx["filename"], int(cdx["offset"]))
+            if cdx.get("mime") != "warc/revisit":
+                holders.setdefault(cdx.get("digest") or "", where)
+            if cdx.get("filename") not in files:
                 continue
             if best is None or timestamp.decode() == page.timestamp:
-                best = (cdx["filename"], int(cdx["offset"]))
+                best = (cdx.get("digest") or "", where, cdx.get("mime") == "warc/revisit")
                 if timestamp.decode() == page.timestamp:
                     break
         if best is not None:
-            found[kind] = best
+            digest, where, revisit = best
+            held = holders.get(digest) if revisit else where
+            if held is None and revisit:  # its original comes later in the index's order
+                held = _holder(collection, key, uri, digest)
+            if held is not None:
+                found[kind] = held
     return found
+
+
+def _holder(collection: Collection, key: bytes, uri: str, digest: str) -> tuple[str, int] | None:
+    for line in capture_lines(collection, key + b" ", key + b"!"):
+        try:
+            cdx = json.loads(line.split(b" ", 2)[2])
+        except (ValueError, IndexError):
+            continue
+        if cdx.get("url") == uri and cdx.get("mime") != "warc/revisit" and (cdx.get("digest") or "") == digest:
+            return cdx["filename"], int(cdx["offset"])
+    return None
 
 
 def read_page_record(collection: Collection, location: tuple[str, int], limit: int = 32 * 2**20) -> bytes | None:

@@ -1,6 +1,7 @@
 """QA of a run in the console: its last report (``strata qa``, ``replay.qa``), a check started in the
 background, staff's review of each page, and the patch queue (the missing resources staff choose
-for a follow-up capture of the run)."""
+for a follow-up capture of the run), captured in the background (``strata harvest --patch``,
+``harvester.patch``)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,8 @@ bp = Blueprint("qa", __name__)
 
 CHECK_LOG = "check.log"
 CHECK_PID = "check.pid"
+PATCH_LOG = "patch.log"
+PATCH_PID = "patch.pid"
 
 
 def _collection(name: str) -> Collection:
@@ -37,10 +40,10 @@ def _run_dir(coll: Collection, run_id: str) -> Path:
         abort(404, f"No run {run_id!r}.")
 
 
-def _checking(folder: Path) -> bool:
-    """A check started from here is still running."""
+def _running(folder: Path, pid_file: str = CHECK_PID) -> bool:
+    """A command started from here (a check, a patch capture) is still running."""
     try:
-        pid = int((folder / CHECK_PID).read_text())
+        pid = int((folder / pid_file).read_text())
         os.kill(pid, 0)
     except (OSError, ValueError):
         return False
@@ -49,6 +52,15 @@ def _checking(folder: Path) -> bool:
             return fh.read().rsplit(b")", 1)[1].split()[0] != b"Z"
     except (OSError, IndexError):
         return True
+
+
+def _start(folder: Path, command: list[str], log_file: str, pid_file: str) -> None:
+    """``strata COMMAND ... --root ROOT`` in the background, its output in ``log_file``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    command = [str(Path(sys.executable).parent / "strata"), *command, "--root", str(ext()["root"])]
+    with open(folder / log_file, "wb") as log:
+        proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
+    (folder / pid_file).write_text(str(proc.pid))
 
 
 @bp.get("/qa/<collection>/<run_id>")
@@ -66,7 +78,8 @@ def show(collection: str, run_id: str):
         reviews=store.reviews(coll, run_id),
         patch=store.read_patch(coll, run_id),
         candidates=[c for c in candidates if c["url"] not in queued],
-        checking=_checking(folder),
+        checking=_running(folder),
+        patching=_running(folder, PATCH_PID),
         archive_url=ext()["settings"]["archive_url"],
     )
 
@@ -76,16 +89,12 @@ def check(collection: str, run_id: str):
     """Start ``strata qa`` for the run in the background; its report replaces the last one."""
     coll = _collection(collection)
     folder = _run_dir(coll, run_id)
-    if not _checking(folder):
-        folder.mkdir(parents=True, exist_ok=True)
-        command = [str(Path(sys.executable).parent / "strata"), "qa", collection, "--run", run_id]
-        command += ["--root", str(ext()["root"])]
+    if not _running(folder):
+        command = ["qa", collection, "--run", run_id]
         for selector in request.form.getlist("click"):
             if selector.strip():
                 command += ["--click", selector.strip()]
-        with open(folder / CHECK_LOG, "wb") as log:
-            proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
-        (folder / CHECK_PID).write_text(str(proc.pid))
+        _start(folder, command, CHECK_LOG, CHECK_PID)
     return redirect(url_for("qa.show", collection=collection, run_id=run_id))
 
 
@@ -97,6 +106,17 @@ def patch(collection: str, run_id: str):
     chosen = set(request.form.getlist("url"))
     items = [c for c in patch_candidates(report) if c["url"] in chosen]
     store.queue_patch(coll, run_id, items, by=g.user or "")
+    return redirect(url_for("qa.show", collection=collection, run_id=run_id) + "#patch")
+
+
+@bp.post("/qa/<collection>/<run_id>/capture-patch")
+def capture_patch(collection: str, run_id: str):
+    """Start ``strata harvest COLLECTION --patch RUN`` in the background: the queued resources captured
+    by a follow-up run (``harvester.patch``); what it captured leaves the queue."""
+    coll = _collection(collection)
+    folder = _run_dir(coll, run_id)
+    if store.read_patch(coll, run_id) and not _running(folder, PATCH_PID):
+        _start(folder, ["harvest", collection, "--patch", run_id, "--wait-for-index"], PATCH_LOG, PATCH_PID)
     return redirect(url_for("qa.show", collection=collection, run_id=run_id) + "#patch")
 
 

@@ -18,7 +18,6 @@ import subprocess
 import sys
 import textwrap
 import time
-from pathlib import Path
 
 import pytest
 
@@ -27,6 +26,7 @@ from harvester.browser.keeper import naming
 from harvester.browser.session import BrowserSession
 from harvester.browser.settings import BrowserSettings
 from tests.conftest import REPO
+from tests.support.chromium import left_behind
 
 pytestmark = pytest.mark.browser
 
@@ -229,11 +229,7 @@ def test_a_sigkilled_owner_leaves_no_chromium_process_and_no_profile(tmp_path):
     finally:
         owner.send_signal(signal.SIGKILL)
         owner.wait()
-    deadline = time.monotonic() + 20
-    while (naming(workdir) or Path(workdir).exists()) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert naming(workdir) == []
-    assert not Path(workdir).exists()
+    assert left_behind(workdir, 20) == []
     with pytest.raises(ProcessLookupError):
         os.killpg(int(pid), 0)
 

@@ -1,14 +1,13 @@
-"""Browser capture before the harvest is wired to it: ``harvester.browser`` loads the pages, and a
-``resolve`` of this module's fetches each request over HTTP (httpx, identity encoding) and writes
-it with warcio into one WARC file of a collection, as another tool would. ``strata index rebuild``
-then derives the CDXJ, the harvest state and full text from it (real WARCs, real pywb).
+"""Browser capture without the harvest: ``harvester.browser`` loads the pages, and a ``resolve`` of
+this module's fetches each request over HTTP (httpx, identity encoding) and writes it with warcio
+into one WARC file of a collection, as another tool would. ``strata index rebuild`` then derives
+the CDXJ, the harvest state and full text from it (real WARCs, real pywb).
 
-Used by ``tests/browser/test_script_pages.py`` (capture, then replay, search and QA over the
-two-version collection) and by ``bench/browser_bench.py``; ``record_live`` records what Chromium
-asks for on its own, the reference the capture is held to. The harvest's own resolve
-(conditional fetches, the decision, revisits) is the wiring phase's; this one writes every response
-whole, once per URL and run: a URL asked for again in the same run (every page's stylesheet) is
-answered from memory, as the harvest will answer it from what the run stored.
+Used by ``bench/browser_bench.py`` (the browser layer alone); ``record_live`` records what Chromium
+asks for on its own, the reference ``tests/browser/test_script_pages.py`` holds the harvest's
+browser capture (``capture = "browser"``, ``harvester.browser.visitor``) to. This resolve writes
+every response whole, once per URL and run: a URL asked for again in the same run (every page's
+stylesheet) is answered from memory, as the harvest answers it from what the run stored.
 """
 
 from __future__ import annotations

@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import contextlib
 import shutil
+import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from harvester.browser.chromium import CHROMIUM, CLOSED_MACHINE_FLAGS
+from harvester.browser.keeper import naming
 
 FLAGS = list(CLOSED_MACHINE_FLAGS)
 
@@ -35,3 +38,12 @@ def launched(extra_args: tuple[str, ...] = ()) -> Iterator[Any]:
             yield browser
         finally:
             browser.close()
+
+
+def left_behind(workdir: str, seconds: float = 30.0) -> list[int]:
+    """The processes that still name a killed owner's browser directory once its keeper has had
+    ``seconds`` to clean up (the directory gone too: else ``[-1]``); ``[]`` when nothing is left."""
+    deadline = time.monotonic() + seconds
+    while (naming(workdir) or Path(workdir).exists()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return naming(workdir) or ([-1] if Path(workdir).exists() else [])

@@ -14,7 +14,10 @@ The package, as the WACZ 1.1.1 specification lays it out:
     indexes/index.cdx.gz          their CDXJ lines, sorted, in gzip blocks of ``BLOCK_LINES`` (ZipNum)
     indexes/index.idx             the first key of each block and where it lies
     pages/pages.jsonl             every HTML page captured (2xx, revisits of one included), one line
-                                  each, with its title and main text as full-text search holds them
+                                  each (a URL at a timestamp once), with its title and main text as
+                                  full-text search holds them: for a page a browser captured, its
+                                  rendered text and title (its ``urn:text:`` record at the page's
+                                  timestamp, when the package holds it), not its HTML's
     datapackage.json              every file above with its size and SHA-256
     datapackage-digest.json       the SHA-256 of datapackage.json, signed when a key is given
 
@@ -52,6 +55,7 @@ from index.fulltext.params import parse_when
 from index.integrity.recordscan import check_record_at
 from index.storage.state import open_readonly, run_files, runs
 from strata.errors import ConfigError
+from strata.pageuris import TEXT, parse_page_uri
 
 __all__ = ["Selection", "export_wacz"]
 
@@ -299,8 +303,15 @@ class _Copier:
         self.index_lines = ExternalSort(workdir)
         self.originals = ExternalSort(workdir)
         self.copied_keys = open(workdir / "copied.keys", "w+b")  # closed in copy_originals
+        self.workdir = workdir
         self.pages_path = workdir / "pages.jsonl"
         self.pages = open(self.pages_path, "wb")  # closed in copy_originals
+        self.listed: set[str] = set()  # the page ids written: a URL at a timestamp is one page
+        # A browser capture's rendered title and text by (page URL, 14-digit timestamp): offsets into a
+        # file of their own, put in the page's line once every record is copied (``_finish_pages``).
+        self.rendered_path = workdir / "rendered.jsonl"
+        self.rendered = open(self.rendered_path, "w+b")  # closed in _finish_pages
+        self.rendered_at: dict[tuple[str, str], tuple[int, int]] = {}
         self.last_report = 0.0
 
     def write_warcinfo(self, warc, coll: Collection, sel: Selection, created: datetime) -> None:
@@ -379,6 +390,7 @@ class _Copier:
                 self.figures["originals_added"] += 1
         self.copied_keys.close()
         self.pages.close()
+        self._finish_pages()
         self.originals.close()
         self._report(final=True)
 
@@ -406,13 +418,46 @@ class _Copier:
             status = own
         if not original and mime in HTML and str(status or "").startswith("2"):
             self._page(loc)
+        elif not original and _page_of_text(str(fields.get("url", ""))):
+            self._rendered_text(loc)
         self._report()
         return True
+
+    def _rendered_text(self, loc: Located) -> None:
+        """A ``urn:text:`` record: its page's rendered title and text, as full text holds them."""
+        page = _page_of_text(str(loc.fields.get("url", "")))
+        found = self.texts.get(page, loc.fields.get("digest")) if page else None
+        if page is None or found is None:
+            return
+        title, text = found
+        line = json.dumps({"title": title, "text": text}, ensure_ascii=False).encode("utf-8")
+        self.rendered_at[(page, loc.fields["timestamp"])] = (self.rendered.tell(), len(line))
+        self.rendered.write(line)
+
+    def _finish_pages(self) -> None:
+        """Each page's line with its rendered title and text where the package holds them."""
+        if self.rendered_at:
+            merged = self.workdir / "pages.merged.jsonl"
+            with open(self.pages_path, "rb") as src, open(merged, "wb") as out:
+                for line in src:
+                    page = json.loads(line)
+                    at = self.rendered_at.get((page["url"], _ts14(page["ts"])))
+                    if at is not None:
+                        self.rendered.seek(at[0])
+                        shown = json.loads(self.rendered.read(at[1]))
+                        page.update({k: v for k, v in shown.items() if v})
+                        line = json.dumps(page, ensure_ascii=False).encode("utf-8") + b"\n"
+                    out.write(line)
+            self.pages_path = merged
+        self.rendered.close()
 
     def _page(self, loc: Located) -> None:
         url, ts = loc.fields.get("url", ""), loc.fields["timestamp"]
         iso = f"{ts[:4]}-{ts[4:6]}-{ts[6:8]}T{ts[8:10]}:{ts[10:12]}:{ts[12:14]}Z"
         page = {"id": hashlib.sha1(f"{ts} {url}".encode()).hexdigest()[:24], "url": url, "ts": iso}
+        if page["id"] in self.listed:  # captured twice in one second (a shared run's expired lease)
+            return
+        self.listed.add(page["id"])
         found = self.texts.get(url, loc.fields.get("digest"))
         if found is not None:
             title, text = found
@@ -427,6 +472,16 @@ class _Copier:
             return
         self.last_report = now
         self.progress({**self.figures, "final": final})
+
+
+def _page_of_text(uri: str) -> str | None:
+    """The page of a ``urn:text:<page>`` record's URI (``strata.pageuris``), else None."""
+    parsed = parse_page_uri(uri)
+    return parsed[1] if parsed and parsed[0] == TEXT else None
+
+
+def _ts14(iso: str) -> str:
+    return "".join(ch for ch in iso if ch.isdigit())[:14]
 
 
 def _write_index(package: _Package, lines: ExternalSort) -> None:
