@@ -1,0 +1,77 @@
+"""The pure helpers of ``bench/browser_harvest_bench.py``: revisit profiles counted from a real WARC,
+and the second run's check against the site's truth."""
+
+from __future__ import annotations
+
+import io
+
+from warcio.statusandheaders import StatusAndHeaders
+from warcio.warcwriter import WARCWriter
+
+from bench.browser_harvest_bench import IDENTICAL, NOT_MODIFIED, record_kind, scan_records, second_run_check
+
+
+def _write(path, records) -> None:
+    with open(path, "wb") as fh:
+        writer = WARCWriter(fh, gzip=True)
+        for rtype, url, profile in records:
+            if rtype == "response":
+                http = StatusAndHeaders("200 OK", [("Content-Type", "text/plain")], protocol="HTTP/1.1")
+                record = writer.create_warc_record(url, "response", payload=io.BytesIO(b"body"), http_headers=http)
+            elif rtype == "revisit":
+                record = writer.create_revisit_record(url, "sha1:AAAA", url, "2024-03-01T00:00:00Z")
+                record.rec_headers.replace_header("WARC-Profile", profile)
+            else:
+                record = writer.create_warc_record(
+                    url, rtype, payload=io.BytesIO(b"png"), warc_content_type="image/png"
+                )
+            writer.write_record(record)
+
+
+def test_records_are_counted_by_revisit_profile_and_url(tmp_path):
+    warc = tmp_path / "run.warc.gz"
+    _write(
+        warc,
+        [
+            ("response", "http://a.test/new.json", None),
+            ("revisit", "http://a.test/app.js", NOT_MODIFIED),
+            ("revisit", "http://a.test/app.js", IDENTICAL),
+            ("revisit", "http://a.test/bg.svg", IDENTICAL),
+            ("resource", "urn:view:http://a.test/", None),
+        ],
+    )
+    kinds, sizes, by_url = scan_records([warc])
+    assert kinds == {"response": 1, "304": 1, "identical": 2, "resource": 1}
+    assert set(sizes) == set(kinds) and sum(sizes.values()) == warc.stat().st_size  # every member counted
+    assert by_url == {
+        "http://a.test/new.json": ["response"],
+        "http://a.test/app.js": ["304", "identical"],
+        "http://a.test/bg.svg": ["identical"],
+    }  # the page's urn: records are not URLs of the site
+    assert record_kind("revisit", "http://example.org/another-profile") == "revisit"
+
+
+def test_the_second_run_is_checked_against_the_sites_truth():
+    bodies = {
+        (1, "http://a.test/same.css"): b"css",
+        (2, "http://a.test/same.css"): b"css",
+        (1, "http://a.test/same.svg"): b"svg",
+        (2, "http://a.test/same.svg"): b"svg",
+        (1, "http://a.test/text.json"): b"v1",
+        (2, "http://a.test/text.json"): b"v2",
+        (2, "http://a.test/list.json?_=2"): b"list",
+    }
+    first = {"http://a.test/same.css": ["response"], "http://a.test/same.svg": ["response"]}
+    first["http://a.test/text.json"] = ["response"]
+    second = {
+        "http://a.test/same.css": ["304"],
+        "http://a.test/same.svg": ["identical"],  # unchanged, yet downloaded again
+        "http://a.test/text.json": ["response"],
+        "http://a.test/list.json?_=2": ["response"],  # a URL new to run 2: no validators to send
+    }
+    check = second_run_check(first, second, lambda version, url: bodies.get((version, url)))
+    assert check["unchanged"] == 2
+    assert check["unchanged_by_kind"] == {"304": 1, "identical": 1}
+    assert check["unchanged_304_share"] == 0.5
+    assert check["not_304"] == ["http://a.test/same.svg"]
+    assert (check["urls"], check["changed"]) == (4, 2)  # text.json, and list.json which version 1 lacks
