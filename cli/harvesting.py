@@ -89,6 +89,12 @@ def print_summary(s: dict, coll) -> None:
 @click.option("--delay", type=float, help="Seconds between requests to one host (default 1.0).")
 @click.option("--concurrency", type=int, help="Connections at once (default 4).")
 @click.option(
+    "--capture",
+    type=click.Choice(["http", "browser"]),
+    help="How pages are captured, for this run: http, or browser (headless Chromium; the job's capture setting "
+    "otherwise).",
+)
+@click.option(
     "--mode",
     type=click.Choice(["full", "incremental"]),
     help="Default: incremental once a full run has finished (an interrupted or cancelled one does not count).",
@@ -101,7 +107,9 @@ def print_summary(s: dict, coll) -> None:
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the run report as one JSON object.")
 @root_option
-def harvest(collection, seeds, job_name, depth, delay, concurrency, mode, wait_for_index, as_json, root) -> None:
+def harvest(
+    collection, seeds, job_name, depth, delay, concurrency, capture, mode, wait_for_index, as_json, root
+) -> None:
     """Harvest into COLLECTION: from --seed URLs, or from a job file with --job."""
     from harvester.job import load_job_file, validate_job
     from index.collection import Collection
@@ -109,7 +117,8 @@ def harvest(collection, seeds, job_name, depth, delay, concurrency, mode, wait_f
     if bool(seeds) == bool(job_name):
         raise ConfigError("give either --seed URL (one or more) or --job NAME, not both and not neither")
     coll = Collection(root, collection)  # created by the harvest, once the command is known to be good
-    overrides = {k: v for k, v in (("depth", depth), ("delay", delay), ("concurrency", concurrency)) if v is not None}
+    given = (("depth", depth), ("delay", delay), ("concurrency", concurrency), ("capture", capture))
+    overrides = {k: v for k, v in given if v is not None}
     if job_name:
         job = load_job_file(coll.job_path(job_name))
         if overrides:

@@ -90,6 +90,27 @@ def _proxies(value: Any) -> tuple[str, ...]:
     return tuple(check_proxy_url(proxy) for proxy in check_str_list(value))
 
 
+def _css_selectors(value: Any) -> tuple[str, ...]:
+    """CSS selectors, each parsed now (cssselect, as lxml uses it): a bad one is refused with the job,
+    not met in every page's clicks."""
+    from cssselect import SelectorError, parse
+
+    selectors = check_str_list(value)
+    for selector in selectors:
+        try:
+            parse(selector)
+        except SelectorError as exc:
+            raise ValueError(f"{selector!r} is not a CSS selector ({exc})") from None
+    return selectors
+
+
+def _positive_duration(value: Any) -> float:
+    seconds = check_duration(value)
+    if not 1 <= seconds <= 3600:
+        raise ValueError(f"must be from 1 s to 1 h, not {value!r}")
+    return seconds
+
+
 def _form_fields(value: Any) -> tuple[str, ...]:
     fields = check_str_list(value)
     for field in fields:
@@ -148,8 +169,51 @@ JOB_SETTINGS: tuple[Setting, ...] = (
     Setting(
         "capture",
         "http",
-        check_choice("http"),
-        "How pages are captured: http (each URL fetched on its own, a page's links read from its payload).",
+        check_choice("http", "browser"),
+        "How pages are captured: http (each URL fetched on its own, a page's links read from its payload) or "
+        "browser (each HTML page loaded in headless Chromium, every request it makes fetched and recorded as "
+        "HTTP capture records it; the rendered DOM's links followed; a screenshot and the rendered text kept).",
+    ),
+    Setting(
+        "browser_pages",
+        2,
+        check_int(1, 16),
+        "With capture = browser: pages loaded in the browser at once.",
+    ),
+    Setting(
+        "page_deadline",
+        60.0,
+        _positive_duration,
+        "With capture = browser: the longest one page may take, loading and behaviours (its text, links and "
+        "screenshot are read after it, within 10 s more).",
+    ),
+    Setting(
+        "click_selectors",
+        (),
+        _css_selectors,
+        "With capture = browser: CSS selectors of elements clicked until none visible is left (a 'load more' "
+        "button), at most clicks times each.",
+    ),
+    Setting(
+        "clicks", 20, check_int(0, 1000), "With capture = browser: clicks per selector of click_selectors, at most."
+    ),
+    Setting(
+        "click_time", 15.0, check_duration, "With capture = browser: the longest a page's clicking may take, in all."
+    ),
+    Setting(
+        "scroll_steps",
+        30,
+        check_int(0, 1000),
+        "With capture = browser: viewport-high scroll steps to the end of a page, at most (infinite scroll, lazy "
+        "images); 0: no scrolling.",
+    ),
+    Setting("scroll_time", 15.0, check_duration, "With capture = browser: the longest a page's scrolling may take."),
+    Setting(
+        "quiet_timeout",
+        10.0,
+        check_duration,
+        "With capture = browser: the longest wait, after loading and after each behaviour, for no request to be in "
+        "flight (a page that polls is never quiet).",
     ),
     Setting("robots", "obey", check_choice("obey", "ignore"), "Obey robots.txt (RFC 9309) or ignore it."),
     Setting(
@@ -287,6 +351,14 @@ class JobSettings:
     concurrency: int = _default("concurrency")
     fetch_process: bool = _default("fetch_process")
     capture: str = _default("capture")
+    browser_pages: int = _default("browser_pages")
+    page_deadline: float = _default("page_deadline")
+    click_selectors: tuple[str, ...] = _default("click_selectors")
+    clicks: int = _default("clicks")
+    click_time: float = _default("click_time")
+    scroll_steps: int = _default("scroll_steps")
+    scroll_time: float = _default("scroll_time")
+    quiet_timeout: float = _default("quiet_timeout")
     robots: str = _default("robots")
     user_agent: str = _default("user_agent")
     timeout: float = _default("timeout")

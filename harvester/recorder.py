@@ -218,6 +218,14 @@ class Recorder:
             main_text_same=look.main_text_same,
         )
 
+    def write_page_records(self, records: list[Any]) -> None:
+        """A page's records from the browser (its screenshot, text and page info:
+        ``harvester.browser.records``), after the records of its requests. Not captures of a URL:
+        the harvest state leaves them alone, the CDXJ and full text take them from the file."""
+        self.roller.write(records)
+        self.figures.pages_rendered += 1
+        self.figures.page_records += len(records)
+
     # -- reading back ----------------------------------------------------------------------------
     def _read(self, capture: Row) -> tuple[Any, Any, bytes]:  # warcio's headers (untyped)
         """(rec_headers, http_headers, payload as stored) of a capture's record; from its ``.open``

@@ -20,6 +20,8 @@ Run under the collection's harvest lock, before every harvest (and by ``strata r
    are removed: their writers run under the same lock, so none is live. An import or a rebuild killed
    half way through is finished before the state is opened, by whoever opens it
    (``index.capture.rebuild.rebuild_if_outdated``).
+6. a browser a killed browser-capture run left under the state folder (its owner and its keeper both
+   killed: ``harvester.browser.chromium.sweep``) is killed and its folder removed.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import zlib
 from collections.abc import Callable
 from pathlib import Path
 
+from harvester.browser.chromium import sweep
 from harvester.warcfile import OPEN_SUFFIX, seal_file
 from index.capture import rebuild
 from index.capture.rebuild import add_missing_captures
@@ -183,4 +186,6 @@ def recover(collection: Collection, state: HarvestState, own: Callable[[str], bo
             run["run_id"], status="interrupted", **interrupted_run(state, run["run_id"], run["started"], files, archive)
         )
         report.interrupted_runs.append(run["run_id"])
+    if own is None and collection.state_dir.is_dir():
+        report.removed += [str(path.relative_to(collection.path)) for path in sweep(collection.state_dir)]
     return report

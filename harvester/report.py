@@ -26,6 +26,8 @@ class RunFigures:
     bytes_saved: int = 0  # payload bytes not stored again thanks to revisits and 304s
     request_records: int = 0  # request records written (none for a revisit unless request_records = "all")
     request_bytes: int = 0  # their WARC bytes
+    pages_rendered: int = 0  # pages loaded in a browser (capture = browser)
+    page_records: int = 0  # their screenshot, text and page info resource records (harvester.browser.records)
     warc_files: list[str] = dataclasses.field(default_factory=list)
     failed_hosts: list[str] = dataclasses.field(default_factory=list)  # host[:port]s every request to which failed
     # Set when the run ends (harvester.run_end): what a full harvest would have stored instead, and

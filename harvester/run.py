@@ -42,7 +42,7 @@ from harvester.runlog import RunLog
 from harvester.schedule import PageKinds
 from harvester.scope import Scope
 from harvester.strategy import PagingStrategy
-from harvester.visit import RequestPath, Visitor, visitor_for
+from harvester.visit import RequestPath, Visitor, check_visitor, visitor_for
 from index.collection import Collection
 from index.fulltext.followproc import RunIndexer
 from index.storage.state import HarvestState
@@ -130,6 +130,7 @@ class Harvest:
     # -- the session -------------------------------------------------------------------------------
     async def run(self) -> dict[str, Any]:
         coll, coordinator = self.collection, self.coordinator
+        check_visitor(self.job)  # a browser run without Chromium fails here, before anything is written
         coll.create()
         # Full-text indexing follows the run in a process of its own (index.fulltext.follow); not
         # for one of several workers on a run (harvester.shared_harvest): its lead indexes at the end.

@@ -58,7 +58,13 @@ def shared_harvest(
     **kwargs: Any,
 ) -> Harvest:
     """One worker's harvest of a shared run: the lead's (it claimed the queue entry) or a helper's
-    (it joins ``run_id``)."""
+    (it joins ``run_id``). Browser capture is refused (docs/browser-capture.md, "Shared runs")."""
+    if job.capture == "browser":
+        raise HarvestError(
+            f'job {job.name!r}: capture = "browser" runs on one machine only, not as a shared run on Redis '
+            "(each worker would capture the resources its pages share once more); run it with "
+            "`strata harvest COLLECTION --job JOB`, which captures on this machine alone"
+        )
     coordinator = SharedCoordinator(
         redis_url=redis_url,
         label=label,

@@ -61,6 +61,9 @@ class PagingStrategy:
         self.index_links: set[str] = set()
         self.index_pages_done: set[str] = set()
         self.fetched: set[str] = set()
+        #: Set by a visitor whose pages ask for their own embeds (a browser: ``harvester.browser.visitor``):
+        #: the embeds a payload names are not queued, and an incremental run rechecks pages only.
+        self.embeds_with_pages = False
         self.stopped_at: dict[str, int] = {}  # listing section -> page where paging stopped
         self.oldest_on_page: dict[tuple[str, int], tuple] = {}  # (section, page) -> oldest link on it
 
@@ -70,6 +73,8 @@ class PagingStrategy:
         if self.mode != "incremental":
             return
         for row in self.state.job_urls(self.job_key):
+            if self.embeds_with_pages and row["link_kind"] == "embed":
+                continue  # it comes back with the pages that ask for it
             accepted = self.scope.decide(row["url"], row["depth"] or 0, row["link_kind"] or "navigation")
             if not accepted.accept:
                 continue
@@ -100,6 +105,8 @@ class PagingStrategy:
         return False
 
     def queue_links(self, item: Item, links: list[Link], mime: str) -> None:
+        if self.embeds_with_pages:
+            links = [link for link in links if link.kind != "embed"]
         paging: bool | None = None  # None: not an ordered listing; True: read on; False: stop
         if self.enabled and mime in HTML_TYPES and self.kinds.kind(item.url) == "index":
             self.index_pages_done.add(item.url)

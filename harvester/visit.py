@@ -30,6 +30,7 @@ from datetime import datetime
 from typing import Protocol
 
 from harvester import write_policy
+from harvester.browser.visitor import BrowserVisitor
 from harvester.fetcher import Fetcher
 from harvester.fetchresult import FetchResult
 from harvester.frontier import Frontier, Item
@@ -180,6 +181,11 @@ class RequestPath:
             del self._answering[url]
             future.set_result(answer)
         return answer
+
+    def record_of(self, url: str) -> str | None:
+        """The record id of the capture ``request`` answered ``url`` with in this run (None: not asked
+        yet, refused or failed)."""
+        return self._answered.get(url)
 
     def _read_back(self, record_id: str | None) -> Answer | None:
         capture = self.state.capture_by_record_id(record_id) if record_id else None
@@ -380,8 +386,16 @@ class HttpVisitor:
 
 
 #: How a job's pages are visited (its ``capture`` setting) -> the visitor, given the path of a request.
-VISITORS: dict[str, Callable[[RequestPath], Visitor]] = {"http": HttpVisitor}
+VISITORS: dict[str, Callable[[RequestPath], Visitor]] = {"http": HttpVisitor, "browser": BrowserVisitor}
 
 
 def visitor_for(job: JobSettings, path: RequestPath) -> Visitor:
     return VISITORS[job.capture](path)
+
+
+def check_visitor(job: JobSettings) -> None:
+    """Before a run: what the job's visitor needs is there (a browser visitor: Playwright and
+    Chromium); a ``StrataError`` that says what to install otherwise."""
+    check = getattr(VISITORS[job.capture], "check", None)
+    if check is not None:
+        check(job)

@@ -13,10 +13,13 @@ so that ``python -m harvester.browser.keeper`` starts with the standard library 
 - ``records``: the WARC records of a page's screenshot, text and request list (``urn:view:``,
   ``urn:text:``, ``urn:pageinfo:``; the URIs themselves are ``strata.pageuris``, for readers).
 - ``chromium.ChromiumProcess`` and ``chromium.sweep``: the browser process itself (QA uses it with
-  its own interception), and the clean-up of what a killed owner left.
+  its own interception), and the clean-up of what a killed owner left (recovery calls it).
+- ``visitor.BrowserVisitor``: the harvest's visitor for ``capture = "browser"``
+  (``harvester.visit.VISITORS["browser"]``), on the run's request path.
 
 Modules, from the bottom up: ``keeper`` (the process that outlives nothing), ``chromium``,
-``contract``, ``settings``, ``intercept``, ``behaviours``, ``page``, ``session``, ``records``.
+``contract``, ``settings``, ``intercept``, ``behaviours``, ``page``, ``session``, ``records``,
+``visitor``.
 """
 
-__all__ = ["behaviours", "chromium", "contract", "keeper", "page", "records", "session", "settings"]
+__all__ = ["behaviours", "chromium", "contract", "keeper", "page", "records", "session", "settings", "visitor"]

@@ -112,8 +112,7 @@ class ChromiumProcess:
     ) -> ChromiumProcess:
         """Start Chromium with a fresh directory under ``parent`` (the system's temporary directory
         by default). Raises ``BrowserUnavailable`` when it cannot start."""
-        if not shutil.which(executable):
-            raise BrowserUnavailable(f"{executable} is missing: install Debian's chromium (apt-get install chromium)")
+        check_executable(executable)
         if parent is not None:
             Path(parent).mkdir(parents=True, exist_ok=True)
             sweep(Path(parent))
@@ -147,6 +146,12 @@ class ChromiumProcess:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+def check_executable(executable: str = CHROMIUM) -> None:
+    """``BrowserUnavailable``, saying what to install, when ``executable`` is not there."""
+    if not shutil.which(executable):
+        raise BrowserUnavailable(f"{executable} is missing: install Debian's chromium (apt-get install chromium)")
 
 
 def _first_line(keeper: subprocess.Popen, timeout: float) -> dict:

@@ -16,17 +16,27 @@ pipe from this process closes.
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import itertools
 from pathlib import Path
 from typing import Any
 
-from harvester.browser.chromium import ChromiumProcess
+from harvester.browser.chromium import CHROMIUM, ChromiumProcess, check_executable
 from harvester.browser.contract import PageRef, Resolve
 from harvester.browser.page import PageCapture, load_page
 from harvester.browser.settings import BrowserSettings
 from strata.errors import BrowserUnavailable
 
 CONNECT_TIMEOUT = 90_000  # ms: attaching waits for the browser's first targets, slow on a loaded machine
+NO_PLAYWRIGHT = "browser capture needs Playwright's Python package: pip install 'strata-archive[browser]'"
+
+
+def check_browser(executable: str = CHROMIUM) -> None:
+    """Raise ``BrowserUnavailable``, saying what to install, when a session could not start for want of
+    Playwright's package or of Chromium: asked before a run, so that it fails before it begins."""
+    if importlib.util.find_spec("playwright") is None:
+        raise BrowserUnavailable(NO_PLAYWRIGHT)
+    check_executable(executable)
 
 
 class BrowserSession:
@@ -59,9 +69,7 @@ class BrowserSession:
         try:
             from playwright.async_api import async_playwright
         except ImportError:
-            raise BrowserUnavailable(
-                "browser capture needs Playwright's Python package: pip install 'strata-archive[browser]'"
-            ) from None
+            raise BrowserUnavailable(NO_PLAYWRIGHT) from None
         self.chromium = await asyncio.to_thread(
             ChromiumProcess.start, parent=self.workdir_parent, dead_proxy=self.dead_proxy, extra_args=self.extra_args
         )

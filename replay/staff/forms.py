@@ -37,7 +37,7 @@ CHOICES = {
     "scope": ("same-host", "same-domain", "any"),
     "robots": ("obey", "ignore"),
     "default_page_kind": ("index", "content"),
-    "capture": ("http",),
+    "capture": ("http", "browser"),
 }
 FREQUENCY_SUGGESTIONS = ("manual", "hourly", "daily", "weekly", "monthly", "quarterly", "adaptive", "0 3 * * *")
 # The form's groups, in order; every row of the job table is in exactly one (a test checks it).
@@ -81,7 +81,20 @@ GROUPS: tuple[tuple[str, str, bool, tuple[str, ...]], ...] = (
         "capture",
         "Capture: how pages are captured, what is stored",
         False,
-        ("capture", "max_resource_size", "warc_max_size", "request_records"),
+        (
+            "capture",
+            "browser_pages",
+            "page_deadline",
+            "click_selectors",
+            "clicks",
+            "click_time",
+            "scroll_steps",
+            "scroll_time",
+            "quiet_timeout",
+            "max_resource_size",
+            "warc_max_size",
+            "request_records",
+        ),
     ),
     (
         "advanced",
