@@ -38,6 +38,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
+import hashlib
 import json
 import os
 import resource
@@ -54,6 +56,8 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout: `python bench/...`
+
+from demo.script_site import REVISE_EVERY  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "out" / "browser-harvest"
 PEER_VENV = Path(__file__).resolve().parent / "out" / "warcprox-venv"
@@ -77,27 +81,51 @@ def record_kind(rtype: str, profile: str | None) -> str:
     return "revisit"
 
 
-def scan_records(paths: Iterable[Path]) -> tuple[Counter, Counter, dict[str, list[str]]]:
-    """Records by kind (``record_kind``) across ``paths``, their bytes on disk by kind, and per
-    HTTP(S) URL the kinds of its response and revisit records in file order (``urn:`` resources and
-    requests left out)."""
+@dataclasses.dataclass
+class Scan:
+    kinds: Counter  # records by kind (``record_kind``)
+    sizes: Counter  # bytes on disk by kind
+    by_url: dict[str, list[str]]  # HTTP(S) URL -> the kinds of its response and revisit records, in file order
+    resources: dict[str, list[tuple[str, int]]]  # a resource record's URI -> (SHA-1 of its block, bytes on disk)
+
+
+def scan_records(paths: Iterable[Path]) -> Scan:
+    """What the WARC files ``paths`` hold: records and bytes by kind, the records of each HTTP(S)
+    URL, and the pages' own ``resource`` records (screenshot, text) with the digests of their blocks."""
     from warcio.archiveiterator import ArchiveIterator
 
-    kinds: Counter = Counter()
-    sizes: Counter = Counter()
-    by_url: dict[str, list[str]] = defaultdict(list)
+    scan = Scan(Counter(), Counter(), defaultdict(list), defaultdict(list))
     for path in paths:
         with open(path, "rb") as fh:
             records = ArchiveIterator(fh)
             for record in records:
                 kind = record_kind(record.rec_type, record.rec_headers.get_header("WARC-Profile"))
-                kinds[kind] += 1
                 url = record.rec_headers.get_header("WARC-Target-URI") or ""
+                digest = hashlib.sha1(record.content_stream().read()).hexdigest()  # to the record's end too
+                size = records.get_record_length()
+                scan.kinds[kind] += 1
+                scan.sizes[kind] += size
                 if record.rec_type in ("response", "revisit") and url.startswith(("http://", "https://")):
-                    by_url[url].append(kind)
-                record.content_stream().read()  # to the record's end, so its length on disk is known
-                sizes[kind] += records.get_record_length()
-    return kinds, sizes, dict(by_url)
+                    scan.by_url[url].append(kind)
+                elif record.rec_type == "resource":
+                    scan.resources[url].append((digest, size))
+    scan.by_url, scan.resources = dict(scan.by_url), dict(scan.resources)
+    return scan
+
+
+def same_resources(first: dict[str, list[tuple[str, int]]], second: dict[str, list[tuple[str, int]]]) -> dict:
+    """The second run's resource records (a page's screenshot, text, info) whose block is byte for
+    byte one the first run stored under the same URI: what identical-payload revisits could save."""
+    records = same = same_bytes = total_bytes = 0
+    for uri, stored in second.items():
+        before = {digest for digest, _ in first.get(uri, ())}
+        for digest, size in stored:
+            records += 1
+            total_bytes += size
+            if digest in before:
+                same += 1
+                same_bytes += size
+    return {"records": records, "bytes": total_bytes, "same": same, "same_bytes": same_bytes}
 
 
 def second_run_check(first: dict[str, list[str]], second: dict[str, list[str]], body_at) -> dict:
@@ -336,7 +364,7 @@ def child_sample(args, command: list[str]) -> None:
     the peaks and this wrapper's own CPU (to take off the measured total) to ``--figures``."""
     from bench.browser_bench import Sampler
 
-    sampler = Sampler(exclude_self=True)
+    sampler = Sampler(interval=0.2, exclude_self=True)
     sampler.start()
     code = subprocess.call(command)
     sampler.stop()
@@ -375,9 +403,9 @@ def write_job(root: Path, tool: str, seeds: list[str], args) -> None:
         f"concurrency = {args.concurrency}",
         "fulltext = false",  # neither the peer nor the HTTP run indexes; measured apart (fulltext_harvest_bench)
         "max_urls = 10000000",
+        f'capture = "{tool}"',
     ]
-    if tool == "browser":  # capture = "http" is the default
-        lines.append('capture = "browser"')
+    if tool == "browser":
         lines.append("click_selectors = " + json.dumps(list(ScriptSite.CLICK_SELECTORS)))
         lines.append(f"browser_pages = {args.pages_at_once}")
     (jobs / "bench.toml").write_text("\n".join(lines) + "\n")
@@ -431,11 +459,11 @@ def run_tool(tool: str, run: int, work: Path, server, seeds: list[str], args) ->
         row["report"].update({k: last.get(k) for k in ("new", "changed", "unchanged", "not_modified", "revisits")})
         warcs = [root / COLLECTION / "archive" / name for name in last.get("warc_files", [])]
     warcs = [w for w in warcs if w.exists()]
-    kinds, sizes, by_url = scan_records(warcs)
-    row.update(stored=sum(w.stat().st_size for w in warcs), records=dict(kinds), record_bytes=dict(sizes))
-    row["stored_pages"] = sizes["resource"]  # the pages' screenshots and texts (and Strata's page info)
+    scan = scan_records(warcs)
+    row.update(stored=sum(w.stat().st_size for w in warcs), records=dict(scan.kinds), record_bytes=dict(scan.sizes))
     row["warcs"] = [str(w) for w in warcs]
-    row["_by_url"] = by_url
+    row["maxrss"] = measured.maxrss  # the largest single process (its rusage), beside the sampled sums
+    row["_scan"] = scan
     if measured.returncode != 0 or measured.timed_out or not warcs:
         err = Path(f"{stem}.err").read_text(errors="replace")[-2000:]
         print(f"!! {tool} run {run} exited {measured.returncode} (timed out: {measured.timed_out}):\n{err}", flush=True)
@@ -446,7 +474,8 @@ def run_tool(tool: str, run: int, work: Path, server, seeds: list[str], args) ->
         f"CPU {row['cpu']:.1f} s = {row['cpu'] / pages:.3f} s/page, peak RSS {(row.get('peak_rss') or 0) / 2**20:.0f} "
         f"MiB / PSS {(row.get('peak_pss') or 0) / 2**20:.0f} MiB ({row.get('processes')} processes), "
         f"{row['requests']} requests ({row['answered_304']} 304), stored {row['stored'] / 1024:.0f} KiB "
-        f"{dict(kinds)}; load {load_before} -> {row['load_after']}",
+        f"{dict(scan.kinds)}, of it page records {scan.sizes['resource'] / 1024:.0f} KiB; "
+        f"load {load_before} -> {row['load_after']}",
         flush=True,
     )
     return row
@@ -493,6 +522,7 @@ def main() -> None:
     parser.add_argument("--articles", type=int, default=500, help="article pages (the site has 3 more)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--tools", default=",".join(TOOLS), help="any of http,browser,peer")
+    parser.add_argument("--revise-every", type=int, default=REVISE_EVERY, help="one article in N revised in version 2")
     parser.add_argument("--pages-at-once", type=int, default=2, help="browser pages at once (browser and peer)")
     parser.add_argument("--concurrency", type=int, default=4, help="the harvest's connections at once")
     parser.add_argument("--qa-pages", type=int, default=60, help="pages QA checks in each Strata run 1 (0: none)")
@@ -518,7 +548,7 @@ def main() -> None:
     if "peer" in tools:
         ensure_peer()
     compile_project()
-    site = ScriptSite(args.articles)
+    site = ScriptSite(args.articles, revise_every=args.revise_every)
     OUT.mkdir(parents=True, exist_ok=True)
     print(f"# {len(site.pages())} pages, tools {tools}, {args.repeats} repeats; uptime: {load()}", flush=True)
 
@@ -527,7 +557,13 @@ def main() -> None:
         found = site.resolve(version, parts.path + (f"?{parts.query}" if parts.query else ""))
         return None if found is None else found.body
 
-    results: dict = {"articles": args.articles, "pages": len(site.pages()), "load_before": load(), "repeats": []}
+    results: dict = {
+        "articles": args.articles,
+        "revise_every": args.revise_every,
+        "pages": len(site.pages()),
+        "load_before": load(),
+        "repeats": [],
+    }
     with SiteServer(site) as server:
         seeds = [server.base_url + path for path in site.pages()]
         for repeat in range(args.repeats):
@@ -543,7 +579,15 @@ def main() -> None:
             done: dict = {"runs": [], "second": {}, "qa": []}
             for tool in tools:
                 first, second = rows[tool, 1], rows[tool, 2]
-                check = second_run_check(first.pop("_by_url"), second.pop("_by_url"), body_at)
+                scan1, scan2 = first.pop("_scan"), second.pop("_scan")
+                check = second_run_check(scan1.by_url, scan2.by_url, body_at)
+                check["page_records"] = same_resources(scan1.resources, scan2.resources)
+                pages1, pages2 = scan1.sizes["resource"], scan2.sizes["resource"]
+                check["stored_ratio_without_pages"] = (
+                    round((second["stored"] - pages2) / (first["stored"] - pages1), 4)
+                    if first["stored"] > pages1
+                    else None
+                )
                 check.update(
                     stored_ratio=round(second["stored"] / first["stored"], 4) if first["stored"] else None,
                     requests_ratio=round(second["requests"] / first["requests"], 4) if first["requests"] else None,
@@ -551,9 +595,11 @@ def main() -> None:
                 done["second"][tool] = check
                 done["runs"] += [first, second]
                 print(
-                    f"{tool:8} run 2 / run 1: stored {check['stored_ratio']}, requests {check['requests_ratio']}; "
+                    f"{tool:8} run 2 / run 1: stored {check['stored_ratio']} (without the page records "
+                    f"{check['stored_ratio_without_pages']}), requests {check['requests_ratio']}; "
                     f"{check['changed']} of {check['urls']} URLs changed ({check['changed_share']:.1%}); "
-                    f"unchanged {check['unchanged']}: {check['unchanged_by_kind']}",
+                    f"unchanged {check['unchanged']}: {check['unchanged_by_kind']}; page records "
+                    f"{check['page_records']}",
                     flush=True,
                 )
             if args.qa_pages:
@@ -584,7 +630,8 @@ def summarise(results: dict, tools: list[str]) -> None:
             )
         checks = [rep["second"][tool] for rep in results["repeats"] if tool in rep["second"]]
         print(
-            f"{tool:8} run 2 / run 1: stored {spread([c['stored_ratio'] or 0 for c in checks])}; requests "
+            f"{tool:8} run 2 / run 1: stored {spread([c['stored_ratio'] or 0 for c in checks])} (without the page "
+            f"records {spread([c['stored_ratio_without_pages'] or 0 for c in checks])}); requests "
             f"{spread([c['requests_ratio'] or 0 for c in checks])}; unchanged answered 304 "
             f"{spread([c['unchanged_304_share'] for c in checks])}"
         )

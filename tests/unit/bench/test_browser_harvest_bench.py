@@ -3,12 +3,20 @@ and the second run's check against the site's truth."""
 
 from __future__ import annotations
 
+import hashlib
 import io
 
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from bench.browser_harvest_bench import IDENTICAL, NOT_MODIFIED, record_kind, scan_records, second_run_check
+from bench.browser_harvest_bench import (
+    IDENTICAL,
+    NOT_MODIFIED,
+    record_kind,
+    same_resources,
+    scan_records,
+    second_run_check,
+)
 
 
 def _write(path, records) -> None:
@@ -40,14 +48,18 @@ def test_records_are_counted_by_revisit_profile_and_url(tmp_path):
             ("resource", "urn:view:http://a.test/", None),
         ],
     )
-    kinds, sizes, by_url = scan_records([warc])
-    assert kinds == {"response": 1, "304": 1, "identical": 2, "resource": 1}
-    assert set(sizes) == set(kinds) and sum(sizes.values()) == warc.stat().st_size  # every member counted
-    assert by_url == {
+    scan = scan_records([warc])
+    assert scan.kinds == {"response": 1, "304": 1, "identical": 2, "resource": 1}
+    assert set(scan.sizes) == set(scan.kinds) and sum(scan.sizes.values()) == warc.stat().st_size  # every member
+    assert scan.by_url == {
         "http://a.test/new.json": ["response"],
         "http://a.test/app.js": ["304", "identical"],
         "http://a.test/bg.svg": ["identical"],
     }  # the page's urn: records are not URLs of the site
+    [(digest, size)] = scan.resources["urn:view:http://a.test/"]
+    assert digest == hashlib.sha1(b"png").hexdigest() and size == scan.sizes["resource"]
+    again = {"urn:view:http://a.test/": [(digest, 90)], "urn:text:http://a.test/": [("0" * 40, 40)]}
+    assert same_resources(scan.resources, again) == {"records": 2, "bytes": 130, "same": 1, "same_bytes": 90}
     assert record_kind("revisit", "http://example.org/another-profile") == "revisit"
 
 
