@@ -320,7 +320,19 @@ def child_peer(args) -> None:
     work = Path(args.root)
     port = free_port()
     warcs = work / f"warcs-{args.run}"
-    cmd = [args.warcprox, "-c", PEER_LAUNCH, "-b", "127.0.0.1", "-p", str(port), "-d", str(warcs), "-z", "--base32"]
+    cmd = [
+        args.warcprox_python,
+        "-c",
+        PEER_LAUNCH,
+        "-b",
+        "127.0.0.1",
+        "-p",
+        str(port),
+        "-d",
+        str(warcs),
+        "-z",
+        "--base32",
+    ]
     cmd += ["-j", str(work / "dedup.sqlite"), "--stats-db-file", "", "-n", f"peer-run{args.run}", "-q"]
     cmd += ["--cacert", str(work / "ca.pem"), "--certs-dir", str(work / "certs")]
     sampler = Sampler()
@@ -422,7 +434,7 @@ def run_tool(tool: str, run: int, work: Path, server, seeds: list[str], args) ->
         root.mkdir(exist_ok=True)
         cmd = [sys.executable, __file__, "--child", "peer", "--run", str(run), "--root", str(root)]
         cmd += ["--base", server.base_url, "--articles", str(args.articles), "--pages-at-once", str(args.pages_at_once)]
-        cmd += ["--warcprox", str(ensure_peer())]
+        cmd += ["--warcprox-python", str(ensure_peer())]
     else:
         root = work / tool
         if run == 1:
@@ -523,12 +535,13 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--tools", default=",".join(TOOLS), help="any of http,browser,peer")
     parser.add_argument("--revise-every", type=int, default=REVISE_EVERY, help="one article in N revised in version 2")
+    parser.add_argument("--image-bytes", type=int, default=0, help="each image padded to this size (0: ~200 bytes)")
     parser.add_argument("--pages-at-once", type=int, default=2, help="browser pages at once (browser and peer)")
     parser.add_argument("--concurrency", type=int, default=4, help="the harvest's connections at once")
     parser.add_argument("--qa-pages", type=int, default=60, help="pages QA checks in each Strata run 1 (0: none)")
     parser.add_argument("--timeout", type=float, default=4 * 3600, help="seconds, each run")
     parser.add_argument("--child", choices=("peer", "sample"), help=argparse.SUPPRESS)
-    for hidden in ("--run", "--root", "--base", "--warcprox", "--figures"):
+    for hidden in ("--run", "--root", "--base", "--warcprox-python", "--figures"):
         parser.add_argument(hidden, help=argparse.SUPPRESS)
     argv = sys.argv[1:]
     command = argv[argv.index("--") + 1 :] if "--" in argv else []
@@ -548,9 +561,13 @@ def main() -> None:
     if "peer" in tools:
         ensure_peer()
     compile_project()
-    site = ScriptSite(args.articles, revise_every=args.revise_every)
+    site = ScriptSite(args.articles, revise_every=args.revise_every, image_bytes=args.image_bytes)
     OUT.mkdir(parents=True, exist_ok=True)
-    print(f"# {len(site.pages())} pages, tools {tools}, {args.repeats} repeats; uptime: {load()}", flush=True)
+    print(
+        f"# {len(site.pages())} pages, tools {tools}, {args.repeats} repeats, one article in {args.revise_every} "
+        f"revised, images of {args.image_bytes or 'about 200'} bytes; uptime: {load()}",
+        flush=True,
+    )
 
     def body_at(version: int, url: str) -> bytes | None:
         parts = urlsplit(url)
@@ -560,6 +577,7 @@ def main() -> None:
     results: dict = {
         "articles": args.articles,
         "revise_every": args.revise_every,
+        "image_bytes": args.image_bytes,
         "pages": len(site.pages()),
         "load_before": load(),
         "repeats": [],
