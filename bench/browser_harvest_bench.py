@@ -485,7 +485,8 @@ def run_tool(tool: str, run: int, work: Path, server, seeds: list[str], args) ->
         f"{60 * pages / row['wall']:.1f} pages/min, "
         f"CPU {row['cpu']:.1f} s = {row['cpu'] / pages:.3f} s/page, peak RSS {(row.get('peak_rss') or 0) / 2**20:.0f} "
         f"MiB / PSS {(row.get('peak_pss') or 0) / 2**20:.0f} MiB ({row.get('processes')} processes), "
-        f"{row['requests']} requests ({row['answered_304']} 304), stored {row['stored'] / 1024:.0f} KiB "
+        f"{row['requests']} requests ({row['answered_304']} 304), server sent {row['server_bytes'] / 1024:.0f} KiB, "
+        f"stored {row['stored'] / 1024:.0f} KiB "
         f"{dict(scan.kinds)}, of it page records {scan.sizes['resource'] / 1024:.0f} KiB; "
         f"load {load_before} -> {row['load_after']}",
         flush=True,
@@ -609,12 +610,16 @@ def main() -> None:
                 check.update(
                     stored_ratio=round(second["stored"] / first["stored"], 4) if first["stored"] else None,
                     requests_ratio=round(second["requests"] / first["requests"], 4) if first["requests"] else None,
+                    server_bytes_ratio=round(second["server_bytes"] / first["server_bytes"], 4)
+                    if first["server_bytes"]
+                    else None,
                 )
                 done["second"][tool] = check
                 done["runs"] += [first, second]
                 print(
                     f"{tool:8} run 2 / run 1: stored {check['stored_ratio']} (without the page records "
-                    f"{check['stored_ratio_without_pages']}), requests {check['requests_ratio']}; "
+                    f"{check['stored_ratio_without_pages']}), requests {check['requests_ratio']}, "
+                    f"bytes the server sent {check['server_bytes_ratio']}; "
                     f"{check['changed']} of {check['urls']} URLs changed ({check['changed_share']:.1%}); "
                     f"unchanged {check['unchanged']}: {check['unchanged_by_kind']}; page records "
                     f"{check['page_records']}",
