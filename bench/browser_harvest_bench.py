@@ -58,6 +58,7 @@ from urllib.parse import urlsplit
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout: `python bench/...`
 
 from demo.script_site import REVISE_EVERY  # noqa: E402
+from harvester.browser.intercept import Interceptor  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "out" / "browser-harvest"
 PEER_VENV = Path(__file__).resolve().parent / "out" / "warcprox-venv"
@@ -225,38 +226,24 @@ async def write_record(port: int, uri: str, content_type: str, body: bytes) -> N
 
 
 class NetworkQuiet:
-    """The behaviours' "network quiet" for a page whose requests Chromium makes itself: requests
-    in flight counted from Playwright's request events, as the interceptor counts them."""
+    """The behaviours' "network quiet" for a page whose requests Chromium makes itself: requests in
+    flight counted from Playwright's request events, and waited on by the interceptor's own
+    ``wait_quiet`` (the same three fields), so both browser tools wait by one rule."""
 
     def __init__(self, page):
-        self.in_flight = 0
-        self.last_change = time.monotonic()
-        self.changed = asyncio.Event()
+        self._in_flight = 0
+        self._last_change = time.monotonic()
+        self._changed = asyncio.Event()
         page.on("request", lambda _r: self._move(1))
         page.on("requestfinished", lambda _r: self._move(-1))
         page.on("requestfailed", lambda _r: self._move(-1))
 
     def _move(self, delta: int) -> None:
-        self.in_flight = max(0, self.in_flight + delta)
-        self.last_change = time.monotonic()
-        self.changed.set()
+        self._in_flight = max(0, self._in_flight + delta)
+        self._last_change = time.monotonic()
+        self._changed.set()
 
-    async def __call__(self, timeout: float, idle: float = 0.3) -> bool:
-        called = time.monotonic()
-        until = called + timeout
-        while True:
-            now = time.monotonic()
-            since = max(self.last_change, called)
-            if self.in_flight == 0 and now - since >= idle:
-                return True
-            if now >= until:
-                return False
-            self.changed.clear()
-            wait = until - now if self.in_flight else min(until - now, idle - (now - since))
-            try:
-                await asyncio.wait_for(self.changed.wait(), max(0.01, wait))
-            except TimeoutError:
-                pass
+    wait_quiet = Interceptor.wait_quiet
 
 
 async def peer_pages(urls: list[str], proxy_port: int, settings, workdir: Path) -> list[dict]:
@@ -288,7 +275,11 @@ async def peer_pages(urls: list[str], proxy_port: int, settings, workdir: Path) 
                 capture = PageCapture(url=url, page=PageRef(url, str(number)), started=utc_now())
                 try:
                     page = await context.new_page()
-                    quiet = NetworkQuiet(page)
+                    network = NetworkQuiet(page)
+
+                    async def quiet(timeout: float, network=network) -> bool:
+                        return await network.wait_quiet(settings.quiet, timeout)
+
                     await _navigate(page, url, capture, deadline)
                     if capture.error is None and not capture.timed_out:
                         try:
