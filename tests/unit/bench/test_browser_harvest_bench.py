@@ -17,6 +17,7 @@ from bench.browser_harvest_bench import (
     scan_records,
     second_run_check,
 )
+from demo.script_site import ScriptSite
 
 
 def _write(path, records) -> None:
@@ -87,3 +88,19 @@ def test_the_second_run_is_checked_against_the_sites_truth():
     assert check["unchanged_304_share"] == 0.5
     assert check["not_304"] == ["http://a.test/same.svg"]
     assert (check["urls"], check["changed"]) == (4, 2)  # text.json, and list.json which version 1 lacks
+
+
+def test_the_sites_knobs_for_the_bench():
+    plain, padded, half = ScriptSite(20), ScriptSite(20, image_bytes=30_000), ScriptSite(20, revise_every=2)
+    photo = "/img/photo-7-400.svg"
+    assert len(padded.resolve(1, photo).body) == 30_000
+    assert padded.resolve(1, photo).body == padded.resolve(2, photo).body  # padded, still unchanged in version 2
+    assert padded.resolve(1, "/img/bg.svg").body != padded.resolve(2, "/img/bg.svg").body
+    assert plain.resolve(1, photo).body.startswith(b"<svg") and len(plain.resolve(1, photo).body) < 300
+
+    def revised(site: ScriptSite) -> list[int]:
+        path = "/api/article/{}.json"
+        return [n for n in range(2, 21) if site.resolve(1, path.format(n)).body != site.resolve(2, path.format(n)).body]
+
+    assert revised(plain) == [3, 13]  # article 1's title changes in any case
+    assert revised(half) == [3, 5, 7, 9, 11, 13, 15, 17, 19]
