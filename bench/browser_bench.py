@@ -75,16 +75,20 @@ def _memory(pid: int) -> tuple[int, int]:
 
 
 class Sampler(threading.Thread):
-    def __init__(self, interval: float = 0.5):
+    """Peak RSS and PSS summed over this process and its descendants (``exclude_self``: the
+    descendants only, for a wrapper around the measured command)."""
+
+    def __init__(self, interval: float = 0.5, exclude_self: bool = False):
         super().__init__(daemon=True)
         self.interval = interval
+        self.exclude_self = exclude_self
         self.peak_rss = self.peak_pss = 0
         self.most_processes = 0
         self._halt = threading.Event()
 
     def run(self) -> None:
         while not self._halt.wait(self.interval):
-            pids = _descendants(os.getpid())
+            pids = _descendants(os.getpid())[1 if self.exclude_self else 0 :]
             rss = pss = 0
             for pid in pids:
                 r, p = _memory(pid)

@@ -15,14 +15,16 @@ What real government portals do, one kind of script each:
   ``NEWS_CHUNKS`` chunks, each item with a ``loading=lazy`` image;
 - ``/hidden.html``: reachable only through the script-made link.
 
-Version 2 changes a tenth of the articles (their JSON text), the list's first title, the
-background image and the last news chunk; everything else is byte for byte the same, with ETag and
-Last-Modified validators on every response (the server answers conditional requests with 304).
+Version 2 changes a tenth of the articles (their JSON text; ``revise_every=N``: one in N), the
+list's first title, the background image and the last news chunk; everything else is byte for
+byte the same, with ETag and Last-Modified validators on every response (the server answers
+conditional requests with 304).
 Words that only the JSON carries (``JSON_WORDS``) let search prove it indexed what scripts showed.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import io
 import json
@@ -42,26 +44,38 @@ NEWS_PER_CHUNK = 4
 _DATES = {1: datetime(2024, 3, 1, tzinfo=UTC), 2: datetime(2024, 6, 1, tzinfo=UTC)}
 
 
-def json_word(n: int, version: int) -> str:
+REVISE_EVERY = 10  # one article in this many is revised in version 2
+
+
+def json_word(n: int, version: int, every: int = REVISE_EVERY) -> str:
     """A word that only article ``n``'s JSON carries in ``version`` (never in any HTML)."""
-    return f"quillwort{n}v{version}" if changed(n) else f"quillwort{n}"
+    return f"quillwort{n}v{version}" if changed(n, every) else f"quillwort{n}"
 
 
-def changed(n: int) -> bool:
-    """Whether article ``n``'s text differs between versions 1 and 2 (a tenth of them)."""
-    return n % 10 == 3
+def changed(n: int, every: int = REVISE_EVERY) -> bool:
+    """Whether article ``n``'s text differs between versions 1 and 2 (one in ``every``: a tenth by default)."""
+    return n % every == 3 % every
 
 
 class ScriptSite:
     """The content model. ``articles``: how many article pages (the bench scales it past 500);
-    ``per_page``: articles in one page of the JSON list (each more page is one "load more" click)."""
+    ``per_page``: articles in one page of the JSON list (each more page is one "load more" click);
+    ``revise_every``: one article in this many has its text revised in version 2 (1: all);
+    ``image_bytes``: each image padded to this size (0: a few hundred bytes), for stored-bytes
+    figures on images of a real page's size."""
 
     versions = VERSIONS
     CLICK_SELECTORS = ("#more",)
 
-    def __init__(self, articles: int = 12, per_page: int = PER_PAGE):
+    def __init__(
+        self, articles: int = 12, per_page: int = PER_PAGE, revise_every: int = REVISE_EVERY, image_bytes: int = 0
+    ):
+        if revise_every < 1 or image_bytes < 0:
+            raise ValueError("revise_every must be at least 1, image_bytes at least 0")
         self.articles = articles
         self.per_page = per_page
+        self.revise_every = revise_every
+        self.image_bytes = image_bytes
 
     # -- what exists ---------------------------------------------------------------------------
     def pages(self) -> list[str]:
@@ -72,11 +86,11 @@ class ScriptSite:
         return -(-self.articles // self.per_page)
 
     def resolve(self, version: int, path: str, request_headers: RequestHeaders | None = None) -> Resource | None:
-        return _resource((self.articles, self.per_page), version, path)
+        return _resource((self.articles, self.per_page, self.revise_every, self.image_bytes), version, path)
 
 
 @lru_cache(maxsize=4096)
-def _resource(shape: tuple[int, int], version: int, target: str) -> Resource | None:
+def _resource(shape: tuple[int, int, int, int], version: int, target: str) -> Resource | None:
     parts = urlsplit(target)
     found = _content(shape, version, parts.path, parse_qs(parts.query))
     if found is None:
@@ -95,7 +109,7 @@ def _resource(shape: tuple[int, int], version: int, target: str) -> Resource | N
     )
 
 
-def _since(shape: tuple[int, int], version: int, path: str, query: str, body: bytes) -> int:
+def _since(shape: tuple[int, int, int, int], version: int, path: str, query: str, body: bytes) -> int:
     if version > 1:
         previous = _content(shape, version - 1, path, parse_qs(query))
         if previous is not None and previous[1] == body:
@@ -103,8 +117,8 @@ def _since(shape: tuple[int, int], version: int, path: str, query: str, body: by
     return version
 
 
-def _content(shape: tuple[int, int], version: int, path: str, query: dict) -> tuple[str, bytes] | None:
-    articles, per_page = shape
+def _content(shape: tuple[int, int, int, int], version: int, path: str, query: dict) -> tuple[str, bytes] | None:
+    articles, per_page, every, image_bytes = shape
     if version not in VERSIONS:
         return None
     html = "text/html; charset=utf-8"
@@ -128,12 +142,12 @@ def _content(shape: tuple[int, int], version: int, path: str, query: dict) -> tu
         return None if page is None else ("application/json", _list_json(articles, per_page, version, page))
     if path.startswith("/api/article/") and path.endswith(".json"):
         n = _number(path[len("/api/article/") : -len(".json")], articles)
-        return None if n is None else ("application/json", _article_json(n, version))
+        return None if n is None else ("application/json", _article_json(n, version, every))
     if path == "/api/news.json":
         chunk = _number((query.get("chunk") or [""])[0], NEWS_CHUNKS)
         return None if chunk is None else ("application/json", _news_json(chunk, version))
     if path.startswith("/img/") and path.endswith(".svg"):
-        return "image/svg+xml", _svg(path, version)
+        return "image/svg+xml", _svg(path, version, image_bytes)
     if path == "/media/clip.wav":
         return "audio/wav", _wav()
     return None
@@ -181,9 +195,9 @@ def _list_json(articles: int, per_page: int, version: int, page: int) -> bytes:
     return json.dumps({"page": page, "more": first + per_page <= articles, "items": items}).encode()
 
 
-def _article_json(n: int, version: int) -> bytes:
-    text = f"The text of article {n}, loaded by script. It mentions {json_word(n, version)}."
-    if changed(n) and version == 2:
+def _article_json(n: int, version: int, every: int) -> bytes:
+    text = f"The text of article {n}, loaded by script. It mentions {json_word(n, version, every)}."
+    if changed(n, every) and version == 2:
         text += " Revised in the second version."
     return json.dumps({"id": n, "title": _title(n, version), "text": text}).encode()
 
@@ -197,15 +211,20 @@ def _news_json(chunk: int, version: int) -> bytes:
     return json.dumps({"chunk": chunk, "more": chunk < NEWS_CHUNKS, "items": items}).encode()
 
 
-def _svg(path: str, version: int) -> bytes:
+def _svg(path: str, version: int, size: int = 0) -> bytes:
     name = path[len("/img/") : -len(".svg")]
     colour = "#%06x" % (int(hashlib.sha1(name.encode()).hexdigest()[:6], 16) & 0x7F7F7F)
     if name == "bg":
         colour = "#2a6f97" if version == 1 else "#9a3412"
-    return (
+    svg = (
         f'<svg xmlns="http://www.w3.org/2000/svg" width="400" height="300"><rect width="400" height="300" '
-        f'fill="{colour}"/><text x="20" y="160" font-size="28" fill="#fff">{name}</text></svg>'
+        f'fill="{colour}"/><text x="20" y="160" font-size="28" fill="#fff">{name}</text>'
     ).encode()
+    pad = size - len(svg) - len(b"<!--  --></svg>")
+    if pad > 0:  # noise a photo's bytes would be: base64 of a hash stream, which deflate barely shrinks
+        noise = base64.b64encode(hashlib.shake_256(svg).digest(pad * 3 // 4 + 3))[:pad]
+        svg += b"<!-- " + noise + b" -->"
+    return svg + b"</svg>"
 
 
 @lru_cache(maxsize=1)
