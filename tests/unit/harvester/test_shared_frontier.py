@@ -61,7 +61,9 @@ def test_request_starts_are_spaced_across_workers(redis_url):
         return times
 
     times = asyncio.run(take())
-    assert times[1] - times[0] >= 0.28 and times[2] - times[1] >= 0.28
+    # each gap may be short by the time a get took to return after its grant (see below)
+    assert times[1] - times[0] >= 0.24 and times[2] - times[1] >= 0.24
+    assert times[2] - times[0] >= 0.55
     client.close()
 
 
@@ -99,7 +101,12 @@ def test_a_crawl_delay_learnt_by_one_worker_paces_the_others(redis_url):
     started = time.monotonic()
     times = asyncio.run(take())
     assert times[0] - started >= 0.25  # the first request waits a delay after the robots.txt request
-    assert times[1] - times[0] >= 0.28 and times[2] - times[1] >= 0.28
+    # handouts are planned a delay apart from the moment each lease was granted, which is before
+    # ``get`` returns by however long the return took on a loaded machine (20 ms was seen): each gap
+    # may be short by that, not the two together; the send itself is paced in Redis by ``before_send``
+    # from the moment of the claim
+    assert times[1] - times[0] >= 0.24 and times[2] - times[1] >= 0.24
+    assert times[2] - times[0] >= 0.55
     client.close()
 
 
