@@ -34,19 +34,14 @@ from index.capture.rebuild import rebuild_state
 from index.collection import Collection
 from index.integrity.verify import verify
 from index.storage.state import HarvestState
-from tests.conftest import REPO, VENV_BIN
+from tests.conftest import VENV_BIN
+from tests.support.field_corpus import field_corpus
 from tests.support.warc_makers import pywb_cdxj
 
 STRATA = str(VENV_BIN / "strata")
 
 
-def _corpus() -> Path | None:
-    given = os.environ.get("STRATA_FIELD_WARCS")
-    candidates = [Path(given)] if given else [p / "shared" / "field-warcs" for p in (REPO.parent, REPO.parent.parent)]
-    return next((p for p in candidates if (p / "manifest.json").is_file()), None)
-
-
-FIELD = _corpus()
+FIELD = field_corpus()
 pytestmark = pytest.mark.skipif(FIELD is None, reason="the field WARC corpus (STRATA_FIELD_WARCS) is not here")
 MANIFEST = json.loads((FIELD / "manifest.json").read_text())["files"] if FIELD else []
 

@@ -6,7 +6,7 @@ The captures are written by warcio: an HTML page with every hostile header, page
 Content-Types (two headers, and one listing both), a service worker script with
 ``Service-Worker-Allowed: /`` and a gzip page that inflates to 200 MiB (``tests.support.hostile``).
 The field WARCs of ArchiveWeb.page and pywacz (bodies stored decoded under the encoded transfer's
-headers) are imported when ``/work/shared``'s copy is there."""
+headers) are imported when the field corpus is here (``tests.support.field_corpus``)."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from warcio.warcwriter import WARCWriter
 from replay.isolation import RAW_CSP
 from replay.payload import MIN_DECODED
 from tests.conftest import VENV_BIN
+from tests.support.field_corpus import field_corpus
 from tests.support.hostile import _bomb
 from tests.support.replay_fixtures import StrataServer
 
@@ -47,7 +48,7 @@ CAPTURES = {
     "/sw.js": ((("Content-Type", "application/javascript"), ("Service-Worker-Allowed", "/")), b"self.x=1;"),
     "/bomb.html": ((("Content-Type", "text/html"), ("Content-Encoding", "gzip")), None),
 }
-FIELD = Path("/work/shared/field-warcs")
+FIELD = field_corpus()
 DECODED = ("pywacz-example-iana.warc", "pywacz-example-warcinfo-metadata.warc")
 
 
@@ -81,7 +82,7 @@ def hostile_root(tmp_path_factory) -> Path:
             )
             writer.write_record(record)
     _index(coll)
-    if FIELD.is_dir():
+    if FIELD is not None:
         for name in DECODED:
             done = subprocess.run(
                 [str(VENV_BIN / "strata"), "import", name.split(".")[0], str(FIELD / name), "--root", str(root)],
@@ -132,7 +133,7 @@ def test_no_replay_address_serves_a_service_worker(client, mod):
     assert client.get("/", headers={"Service-Worker": "script"}).status_code == 403
 
 
-@pytest.mark.skipif(not FIELD.is_dir(), reason="the field WARCs are not on this machine")
+@pytest.mark.skipif(FIELD is None, reason="the field WARC corpus (STRATA_FIELD_WARCS) is not here")
 @pytest.mark.parametrize("name", [n.split(".")[0] for n in DECODED])
 @pytest.mark.parametrize("mod", ["id_", "im_", "", "mp_"])
 @pytest.mark.parametrize("accept", ["gzip, deflate, br", "identity"])
@@ -175,7 +176,7 @@ def test_over_a_socket_an_expanding_page_is_cut_off(hostile_root, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not FIELD.is_dir(), reason="the field WARCs are not on this machine")
+@pytest.mark.skipif(FIELD is None, reason="the field WARC corpus (STRATA_FIELD_WARCS) is not here")
 def test_every_capture_of_archivewebpage_is_sent_with_the_length_it_has(client, hostile_root):
     # 94 of these 464 answers announced fewer bytes than they sent (6,831 for 37,683, 71,383 for 935,294)
     index = (hostile_root / "pywacz-example-iana" / "indexes" / "index.cdxj").read_text().splitlines()
