@@ -8,12 +8,14 @@ atomically replaced), so ``wayback`` and Strata's replay see them at once.
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import io
 import json
 import os
 import re
 import secrets
+import typing
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -163,28 +165,45 @@ def _temp_beside(index_path: Path) -> tuple[int, str]:
             continue
 
 
-def merge_lines(index_path: Path, new_lines: Iterable[bytes]) -> None:
-    """Merge sorted ``new_lines`` into the sorted index file, dropping exact duplicates (so that
-    re-indexing a file after recovery is idempotent). Crash-safe: temp file, fsync, rename."""
-    new_lines = sorted(new_lines)
+@contextlib.contextmanager
+def _written_beside(index_path: Path) -> Iterator[tuple[typing.BinaryIO, str]]:
+    """A temp file beside ``index_path`` to write in, and its path: when the block ends it is
+    flushed and synced, and if anything failed it is removed."""
     index_path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = _temp_beside(index_path)
     try:
         with os.fdopen(fd, "wb") as out:
-            existing = open(index_path, "rb") if index_path.exists() else io.BytesIO()
-            with existing:
-                last = None
-                for line in heapq.merge(existing, iter(new_lines)):
-                    if line != last and line.strip():
-                        out.write(line)
-                        last = line
+            yield out, tmp
             out.flush()
             os.fsync(out.fileno())
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _replace_with(index_path: Path, tmp: str) -> None:
+    try:
         os.replace(tmp, index_path)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def merge_lines(index_path: Path, new_lines: Iterable[bytes]) -> None:
+    """Merge sorted ``new_lines`` into the sorted index file, dropping exact duplicates (so that
+    re-indexing a file after recovery is idempotent). Crash-safe: temp file, fsync, rename."""
+    new_lines = sorted(new_lines)
+    with _written_beside(index_path) as (out, tmp):
+        existing = open(index_path, "rb") if index_path.exists() else io.BytesIO()
+        with existing:
+            last = None
+            for line in heapq.merge(existing, iter(new_lines)):
+                if line != last and line.strip():
+                    out.write(line)
+                    last = line
+    _replace_with(index_path, tmp)
 
 
 def remove_file_lines(index_path: Path, filename: str) -> None:
@@ -192,35 +211,19 @@ def remove_file_lines(index_path: Path, filename: str) -> None:
     if not index_path.exists():
         return
     marker = b'"filename": ' + json.dumps(filename).encode()
-    fd, tmp = _temp_beside(index_path)
-    try:
-        with os.fdopen(fd, "wb") as out, open(index_path, "rb") as src:
-            for line in src:
-                if marker not in line:
-                    out.write(line)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, index_path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    with _written_beside(index_path) as (out, tmp), open(index_path, "rb") as src:
+        for line in src:
+            if marker not in line:
+                out.write(line)
+    _replace_with(index_path, tmp)
 
 
 def write_temp(index_path: Path, sorted_lines: Iterable[bytes]) -> str:
     """``sorted_lines`` (sorted, without duplicates) written and synced to a temp file beside
     ``index_path``, which the caller moves into place (``os.replace``) or removes: its path."""
-    index_path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = _temp_beside(index_path)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            for line in sorted_lines:
-                out.write(line)
-            out.flush()
-            os.fsync(out.fileno())
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    with _written_beside(index_path) as (out, tmp):
+        for line in sorted_lines:
+            out.write(line)
     return tmp
 
 
